@@ -1,0 +1,1 @@
+"""Built-in hardware types: ``fake-hardware``, ``ipmi`` and ``redfish``."""

@@ -1,0 +1,234 @@
+"""``fake-hardware``: every interface in memory, so the whole lifecycle runs without a BMC.
+
+The fake interfaces keep their state on the node record (power state,
+boot device in ``driver_internal_info``, BIOS settings, RAID
+configuration), so that tests and demos can check what "happened".
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ironic_fsm import states
+from ironic_fsm.exceptions import InvalidParameterValue
+from ironic_fsm.hardware import HardwareType
+from ironic_fsm.interfaces import (
+    BIOSInterface,
+    BootInterface,
+    DeployInterface,
+    FirmwareInterface,
+    InspectInterface,
+    ManagementInterface,
+    PowerInterface,
+    RAIDInterface,
+    RescueInterface,
+    VendorInterface,
+)
+from ironic_fsm.steps import clean_step, deploy_step, service_step
+from ironic_fsm.task import Task
+
+__all__ = [
+    "FakeBIOS",
+    "FakeBoot",
+    "FakeDeploy",
+    "FakeFirmware",
+    "FakeInspect",
+    "FakeManagement",
+    "FakePower",
+    "FakeRAID",
+    "FakeRescue",
+    "FakeVendor",
+    "fake_hardware",
+]
+
+LOG = logging.getLogger(__name__)
+
+_SETTINGS_ARG = {
+    "settings": {
+        "description": "A list of BIOS settings, each {'name': ..., 'value': ...}.",
+        "required": True,
+    }
+}
+
+
+class FakePower(PowerInterface):
+    """Power kept in ``node.power_state``; changes are instant."""
+
+    def get_power_state(self, task: Task) -> str:
+        return task.node.power_state or states.POWER_OFF
+
+    def set_power_state(self, task: Task, power_state: str, timeout: float | None = None) -> None:
+        if power_state in (states.REBOOT, states.SOFT_REBOOT):
+            task.node.power_state = states.POWER_ON
+        elif power_state == states.SOFT_POWER_OFF:
+            task.node.power_state = states.POWER_OFF
+        elif power_state in (states.POWER_ON, states.POWER_OFF):
+            task.node.power_state = power_state
+        else:
+            raise InvalidParameterValue(
+                f"Node {task.node.uuid}: unsupported power state {power_state!r}",
+                node=task.node.uuid,
+            )
+
+    def reboot(self, task: Task, timeout: float | None = None) -> None:
+        task.node.power_state = states.POWER_ON
+
+
+class FakeManagement(ManagementInterface):
+    """Boot device kept in ``driver_internal_info['fake_boot_device']``."""
+
+    def get_supported_boot_devices(self, task: Task) -> list[str]:
+        return ["pxe", "disk", "cdrom", "bios", "safe"]
+
+    def set_boot_device(self, task: Task, device: str, persistent: bool = False) -> None:
+        if device not in self.get_supported_boot_devices(task):
+            raise InvalidParameterValue(
+                f"Node {task.node.uuid}: unsupported boot device {device!r}",
+                node=task.node.uuid,
+            )
+        task.node.driver_internal_info["fake_boot_device"] = {
+            "boot_device": device,
+            "persistent": persistent,
+        }
+
+    def get_boot_device(self, task: Task) -> dict[str, Any]:
+        current = task.node.driver_internal_info.get("fake_boot_device")
+        return dict(current) if current else {"boot_device": None, "persistent": None}
+
+
+class FakeDeploy(DeployInterface):
+    """Deploys nothing, instantly; records that it ran."""
+
+    @deploy_step(priority=100)
+    def deploy(self, task: Task) -> str | None:
+        task.node.driver_internal_info["fake_deployed"] = True
+        return None
+
+    def tear_down(self, task: Task) -> str | None:
+        task.node.driver_internal_info.pop("fake_deployed", None)
+        return None
+
+
+class FakeBoot(BootInterface):
+    """Boots nothing."""
+
+
+class FakeBIOS(BIOSInterface):
+    """BIOS settings kept in ``driver_internal_info['fake_bios_settings']``."""
+
+    @clean_step(priority=0, argsinfo=_SETTINGS_ARG)
+    @deploy_step(priority=0, argsinfo=_SETTINGS_ARG)
+    def apply_configuration(self, task: Task, settings: list[dict[str, Any]]) -> str | None:
+        if not isinstance(settings, list) or not all(
+            isinstance(s, dict) and "name" in s and "value" in s for s in settings
+        ):
+            raise InvalidParameterValue(
+                f"Node {task.node.uuid}: bios.apply_configuration needs settings as a list "
+                f"of {{'name', 'value'}} dicts, got {settings!r}",
+                node=task.node.uuid,
+            )
+        current = task.node.driver_internal_info.setdefault("fake_bios_settings", {})
+        current.update({s["name"]: s["value"] for s in settings})
+        return None
+
+    @clean_step(priority=0)
+    @deploy_step(priority=0)
+    def factory_reset(self, task: Task) -> str | None:
+        task.node.driver_internal_info["fake_bios_settings"] = {}
+        return None
+
+
+class FakeRAID(RAIDInterface):
+    """Copies ``target_raid_config`` to ``raid_config``."""
+
+    @clean_step(priority=0)
+    @deploy_step(priority=0)
+    def create_configuration(
+        self, task: Task, create_root_volume: bool = True, create_nonroot_volumes: bool = True
+    ) -> str | None:
+        self.validate_raid_config(task, task.node.target_raid_config)
+        task.node.raid_config = {
+            "logical_disks": [dict(d) for d in task.node.target_raid_config["logical_disks"]]
+        }
+        return None
+
+    @clean_step(priority=0)
+    @deploy_step(priority=0)
+    def delete_configuration(self, task: Task) -> str | None:
+        task.node.raid_config = {}
+        return None
+
+
+class FakeInspect(InspectInterface):
+    """Reports a small, fixed inventory."""
+
+    def inspect_hardware(self, task: Task) -> str:
+        task.node.properties.update({"cpus": 2, "memory_mb": 4096, "local_gb": 40})
+        return states.MANAGEABLE
+
+    def abort(self, task: Task) -> None:
+        return None
+
+
+class FakeRescue(RescueInterface):
+    """Rescues instantly."""
+
+    def rescue(self, task: Task) -> str:
+        return states.RESCUE
+
+    def unrescue(self, task: Task) -> str:
+        return states.ACTIVE
+
+
+class FakeVendor(VendorInterface):
+    """A priority-1 clean step that only logs, and a raw pass-through disallowed by default."""
+
+    @clean_step(priority=1, requires_ramdisk=False)
+    @service_step(requires_ramdisk=False)
+    def log_passthrough(self, task: Task, **kwargs: Any) -> None:
+        LOG.debug("Node %s: fake vendor step log_passthrough ran", task.node.uuid)
+        task.node.driver_internal_info["fake_log_passthrough"] = (
+            task.node.driver_internal_info.get("fake_log_passthrough", 0) + 1
+        )
+
+    @clean_step(
+        priority=0,
+        argsinfo={"raw_bytes": {"description": "Bytes to send, as hex pairs.", "required": True}},
+    )
+    @service_step(
+        argsinfo={"raw_bytes": {"description": "Bytes to send, as hex pairs.", "required": True}},
+    )
+    def send_raw(self, task: Task, raw_bytes: str) -> None:
+        task.node.driver_internal_info["fake_raw_sent"] = raw_bytes
+
+
+class FakeFirmware(FirmwareInterface):
+    """Records the firmware it was asked to install."""
+
+    @clean_step(
+        priority=0,
+        argsinfo={"settings": {"description": "Firmware components to update.", "required": True}},
+    )
+    @service_step(
+        argsinfo={"settings": {"description": "Firmware components to update.", "required": True}},
+    )
+    def update(self, task: Task, settings: list[dict[str, Any]]) -> None:
+        task.node.driver_internal_info["fake_firmware"] = list(settings)
+
+
+def fake_hardware() -> HardwareType:
+    """The ``fake-hardware`` type (entry point factory)."""
+    return HardwareType(
+        power=FakePower(),
+        management=FakeManagement(),
+        deploy=FakeDeploy(),
+        boot=FakeBoot(),
+        bios=FakeBIOS(),
+        raid=FakeRAID(),
+        inspect=FakeInspect(),
+        rescue=FakeRescue(),
+        vendor=FakeVendor(),
+        firmware=FakeFirmware(),
+        description="Every interface in memory; no hardware needed.",
+    )

@@ -1,0 +1,71 @@
+"""Events: what listeners hear about node lifecycles.
+
+A listener is any callable taking one :class:`Event`. Events are immutable
+and carry plain data only, so a listener may keep them, queue them or send
+them elsewhere. Secrets are masked before an event is built.
+
+Order, for one verb that runs steps synchronously::
+
+    baremetal.node.provision_set.start   (stable -> working state)
+    step.start, step.end                 (once per step; step.fail on failure)
+    baremetal.node.provision_set.end     (working -> stable state)
+    baremetal.node.provision_set.error   (instead of .end, into a failure state)
+
+Each transition produces exactly one ``provision_set`` event, emitted after
+the new state is saved; step events are emitted after the step's state is
+saved. A listener that raises is logged and does not stop the flow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Final
+
+import attrs
+
+__all__ = [
+    "PROVISION_END",
+    "PROVISION_ERROR",
+    "PROVISION_START",
+    "STEP_END",
+    "STEP_FAIL",
+    "STEP_START",
+    "Event",
+]
+
+PROVISION_START: Final = "baremetal.node.provision_set.start"
+PROVISION_END: Final = "baremetal.node.provision_set.end"
+PROVISION_ERROR: Final = "baremetal.node.provision_set.error"
+STEP_START: Final = "step.start"
+STEP_END: Final = "step.end"
+STEP_FAIL: Final = "step.fail"
+
+
+@attrs.frozen
+class Event:
+    """Something happened to a node.
+
+    Attributes:
+        name: One of the ``PROVISION_*`` or ``STEP_*`` names above.
+        node: The node's UUID.
+        previous_state: The provision state before the transition (for step
+            events, the state the step ran in).
+        event: The machine event (``provide``, ``done``, ``fail``, ...), or
+            ``None`` for step events.
+        state: The provision state after the transition.
+        target: The target provision state after the transition.
+        step: The step involved (``interface``, ``step``, ``args``), if any.
+        error: The error text for ``.error`` and ``step.fail`` events.
+        timestamp: When it happened (the conductor's clock, UTC).
+    """
+
+    name: str
+    node: str
+    previous_state: str | None
+    event: str | None
+    state: str
+    target: str | None
+    step: Mapping[str, Any] | None = None
+    error: str | None = None
+    timestamp: datetime | None = None

@@ -1,0 +1,190 @@
+"""Every error ironic_fsm raises, under one root.
+
+Each exception takes its message as the first positional argument and keeps
+the things it is about (node, state, event, verb, step, ...) as attributes,
+so that callers can react without parsing text. Where a standard exception
+describes the same situation, ours also derives from it, so ``except
+ValueError`` or ``except TimeoutError`` keep working.
+
+The tree::
+
+    IronicFSMError
+    ├── InvalidDefinition (ValueError)       a lifecycle or step declared wrongly
+    ├── InvalidParameterValue (ValueError)   bad input: fields, steps, driver_info
+    │   └── StepNotAllowed                   a step the operator disallowed
+    ├── InvalidState                         no such transition in the lifecycle
+    │   └── InvalidStateRequested            a verb the node's state does not accept
+    ├── TransitionRejected                   a guard vetoed a transition
+    ├── NodeNotFound (LookupError)
+    ├── NodeLocked                           reserved by another holder; retryable
+    ├── ConcurrentUpdate                     stale record version; retryable
+    ├── NodeInMaintenance
+    ├── NodeIsRetired
+    ├── NodeProtected
+    ├── StepsNotAvailable                    steps known later; see retry_after
+    ├── StepFailed                           a step raised or returned garbage
+    ├── DriverNotFound (LookupError)         unknown hardware type or interface
+    ├── MissingDependency (ImportError)      an extra is not installed
+    ├── UnsupportedOperation (NotImplementedError)
+    └── HardwareError                        the BMC could not do what we asked
+        ├── BMCUnreachable (ConnectionError)
+        ├── BMCAuthError (PermissionError)
+        ├── BMCTimeout (TimeoutError)
+        └── BMCRequestFailed                 the BMC answered with an error
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "BMCAuthError",
+    "BMCRequestFailed",
+    "BMCTimeout",
+    "BMCUnreachable",
+    "ConcurrentUpdate",
+    "DriverNotFound",
+    "HardwareError",
+    "InvalidDefinition",
+    "InvalidParameterValue",
+    "InvalidState",
+    "InvalidStateRequested",
+    "IronicFSMError",
+    "MissingDependency",
+    "NodeInMaintenance",
+    "NodeIsRetired",
+    "NodeLocked",
+    "NodeNotFound",
+    "NodeProtected",
+    "StepFailed",
+    "StepNotAllowed",
+    "StepsNotAvailable",
+    "TransitionRejected",
+    "UnsupportedOperation",
+]
+
+
+class IronicFSMError(Exception):
+    """Root of every ironic_fsm error.
+
+    Args:
+        message: The human-readable text; it names what went wrong and where.
+        **details: Structured attributes (``node``, ``state``, ``event``,
+            ``verb``, ``step``, ...), set on the instance and kept in
+            :attr:`details`.
+    """
+
+    #: True when the same call may succeed if simply tried again later.
+    retryable: bool = False
+
+    def __init__(self, message: str, /, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+        for key, value in details.items():
+            setattr(self, key, value)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class InvalidDefinition(IronicFSMError, ValueError):
+    """A lifecycle, step or hardware type is declared wrongly (definition time)."""
+
+
+class InvalidParameterValue(IronicFSMError, ValueError):
+    """An argument, field, step list or ``driver_info`` is not acceptable."""
+
+
+class StepNotAllowed(InvalidParameterValue):
+    """A requested step is on the operator's disallow list."""
+
+
+class InvalidState(IronicFSMError):
+    """The lifecycle has no transition for this state and event."""
+
+
+class InvalidStateRequested(InvalidState):
+    """A user verb is not accepted in the node's current state; nothing changed."""
+
+
+class TransitionRejected(IronicFSMError):
+    """A guard vetoed the transition; ``reason`` says why."""
+
+
+class NodeNotFound(IronicFSMError, LookupError):
+    """No node has this UUID or name."""
+
+
+class NodeLocked(IronicFSMError):
+    """Another holder has reserved the node; try again later."""
+
+    retryable = True
+
+
+class ConcurrentUpdate(IronicFSMError):
+    """The record changed since it was read (stale ``version``); re-read and retry."""
+
+    retryable = True
+
+
+class NodeInMaintenance(IronicFSMError):
+    """The action is refused while the node is in maintenance."""
+
+
+class NodeIsRetired(IronicFSMError):
+    """The action is refused because the node is retired."""
+
+
+class NodeProtected(IronicFSMError):
+    """The action would destroy a protected node's instance."""
+
+
+class StepsNotAvailable(IronicFSMError):
+    """An interface learns its steps asynchronously and does not know them yet.
+
+    ``retry_after`` is the number of seconds after which asking again makes
+    sense, or -1 when unknown.
+    """
+
+    retryable = True
+
+    def __init__(self, message: str, /, *, retry_after: float = -1, **details: Any) -> None:
+        super().__init__(message, retry_after=retry_after, **details)
+        self.retry_after = retry_after
+
+
+class StepFailed(IronicFSMError):
+    """A step raised, or returned something other than ``None`` or its wait state."""
+
+
+class DriverNotFound(IronicFSMError, LookupError):
+    """No hardware type or interface of that name is registered or installed."""
+
+
+class MissingDependency(IronicFSMError, ImportError):
+    """A plugin needs an optional extra that is not installed."""
+
+
+class UnsupportedOperation(IronicFSMError, NotImplementedError):
+    """The interface does not implement this operation."""
+
+
+class HardwareError(IronicFSMError):
+    """The BMC could not be reached or did not do what was asked."""
+
+
+class BMCUnreachable(HardwareError, ConnectionError):
+    """Nothing answers at the BMC's address (refused, unroutable, no reply at login)."""
+
+
+class BMCAuthError(HardwareError, PermissionError):
+    """The BMC refused the credentials."""
+
+
+class BMCTimeout(HardwareError, TimeoutError):
+    """The BMC stopped answering within the configured deadline."""
+
+
+class BMCRequestFailed(HardwareError):
+    """The BMC answered, with an error (completion code, HTTP status)."""

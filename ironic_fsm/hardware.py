@@ -1,0 +1,192 @@
+"""Hardware types, and loading them (and interfaces) from plugins.
+
+A :class:`HardwareType` bundles one interface per kind. Plugins reach
+ironic_fsm only through stevedore, here: hardware types are entry points in
+:data:`HARDWARE_TYPES_NAMESPACE`, interfaces in
+``ironic_fsm.hardware.interfaces.<kind>``. stevedore is imported on first
+use, so ``import ironic_fsm`` does not scan entry points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Final
+
+import attrs
+
+from ironic_fsm.exceptions import DriverNotFound, InvalidParameterValue, MissingDependency
+from ironic_fsm.interfaces import INTERFACE_CLASSES, BaseInterface
+from ironic_fsm.node import INTERFACE_KINDS
+
+__all__ = [
+    "HARDWARE_TYPES_NAMESPACE",
+    "HardwareType",
+    "installed_hardware_types",
+    "interface_namespace",
+    "load_hardware_type",
+    "noop_interface",
+]
+
+#: Entry-point group of hardware type factories (callables returning a HardwareType).
+HARDWARE_TYPES_NAMESPACE: Final = "ironic_fsm.hardware.types"
+
+
+def interface_namespace(kind: str) -> str:
+    """Entry-point group of the interface implementations of ``kind``."""
+    return f"ironic_fsm.hardware.interfaces.{kind}"
+
+
+_NOOPS: dict[str, BaseInterface] = {}
+
+
+def noop_interface(kind: str) -> BaseInterface:
+    """The shared do-nothing interface of ``kind`` (no steps, default methods)."""
+    iface = _NOOPS.get(kind)
+    if iface is None:
+        base = INTERFACE_CLASSES[kind]
+        cls = type(f"Noop{base.__name__}", (base,), {"__doc__": f"No-op {kind} interface."})
+        iface = _NOOPS[kind] = cls()
+    return iface
+
+
+def _interface(kind: str) -> Any:
+    base = INTERFACE_CLASSES[kind]
+
+    def convert(value: BaseInterface | None) -> BaseInterface:
+        if value is None:
+            return noop_interface(kind)
+        if not isinstance(value, base):
+            raise InvalidParameterValue(
+                f"HardwareType({kind}=...) needs a {base.__name__} instance, "
+                f"got {type(value).__name__}",
+                kind=kind,
+            )
+        return value
+
+    return attrs.field(default=None, converter=convert, kw_only=True)
+
+
+@attrs.frozen
+class HardwareType:
+    """One interface per kind; kinds left out get a no-op interface.
+
+    ``HardwareType(power=MyPower(), deploy=MyDeploy())``. ``alternatives``
+    lists further implementations a node may choose by name through its
+    ``<kind>_interface`` field: ``{'boot': {'pxe': PXEBoot()}}``.
+    """
+
+    power: BaseInterface = _interface("power")
+    management: BaseInterface = _interface("management")
+    deploy: BaseInterface = _interface("deploy")
+    boot: BaseInterface = _interface("boot")
+    bios: BaseInterface = _interface("bios")
+    raid: BaseInterface = _interface("raid")
+    inspect: BaseInterface = _interface("inspect")
+    rescue: BaseInterface = _interface("rescue")
+    vendor: BaseInterface = _interface("vendor")
+    firmware: BaseInterface = _interface("firmware")
+    alternatives: Mapping[str, Mapping[str, BaseInterface]] = attrs.field(
+        factory=dict, kw_only=True
+    )
+    description: str = attrs.field(default="", kw_only=True)
+
+    def __attrs_post_init__(self) -> None:
+        for kind, choices in self.alternatives.items():
+            base = INTERFACE_CLASSES.get(kind)
+            if base is None:
+                raise InvalidParameterValue(
+                    f"Unknown interface kind {kind!r} in alternatives", kind=kind
+                )
+            for name, iface in choices.items():
+                if not isinstance(iface, base):
+                    raise InvalidParameterValue(
+                        f"Alternative {kind} interface {name!r} is not a {base.__name__}",
+                        kind=kind,
+                    )
+
+    def interfaces(self) -> Iterator[tuple[str, BaseInterface]]:
+        """``(kind, interface)`` for every kind, in Ironic's order."""
+        for kind in INTERFACE_KINDS:
+            yield kind, getattr(self, kind)
+
+    def select(self, choices: Mapping[str, str | None]) -> HardwareType:
+        """This type with the interfaces a node chose by name (``{'boot': 'pxe'}``).
+
+        Raises:
+            DriverNotFound: a name is not among this type's alternatives.
+        """
+        picked: dict[str, BaseInterface] = {}
+        for kind, name in choices.items():
+            if name is None:
+                continue
+            options = self.alternatives.get(kind, {})
+            if name not in options:
+                raise DriverNotFound(
+                    f"{kind} interface {name!r} is not supported by this hardware type; "
+                    f"supported: {', '.join(sorted(options)) or 'only the default'}",
+                    kind=kind,
+                    name=name,
+                )
+            picked[kind] = options[name]
+        return attrs.evolve(self, **picked) if picked else self
+
+
+# -- plugin loading (the only place stevedore is used) ---------------------------
+
+
+def _extension_manager(namespace: str) -> Any:
+    try:
+        from stevedore import ExtensionManager
+    except ImportError as exc:  # pragma: no cover - stevedore is a core dependency
+        raise MissingDependency(
+            "stevedore is needed to load plugins: pip install stevedore", extra="core"
+        ) from exc
+    return ExtensionManager(namespace=namespace, invoke_on_load=False)
+
+
+def installed_hardware_types() -> list[str]:
+    """Names of the hardware types installed as entry points, sorted."""
+    return sorted(_extension_manager(HARDWARE_TYPES_NAMESPACE).names())
+
+
+def _load_plugin(namespace: str, name: str, what: str) -> Any:
+    from stevedore import DriverManager
+    from stevedore.exception import NoMatches
+
+    def failed(manager: Any, entrypoint: Any, exc: BaseException) -> None:
+        raise exc
+
+    try:
+        manager = DriverManager(
+            namespace=namespace,
+            name=name,
+            invoke_on_load=False,
+            on_load_failure_callback=failed,
+        )
+    except NoMatches:
+        installed = sorted(_extension_manager(namespace).names())
+        raise DriverNotFound(
+            f"No {what} named {name!r} is installed; installed: {', '.join(installed) or 'none'}",
+            name=name,
+            installed=installed,
+        ) from None
+    return manager.driver
+
+
+def load_hardware_type(name: str) -> HardwareType:
+    """Build the hardware type ``name`` from its entry point.
+
+    Raises:
+        DriverNotFound: nothing of that name is installed (the message lists
+            what is).
+        MissingDependency: the plugin needs an extra that is not installed.
+    """
+    factory: Callable[[], HardwareType] = _load_plugin(
+        HARDWARE_TYPES_NAMESPACE, name, "hardware type"
+    )
+    hardware_type = factory()
+    if not isinstance(hardware_type, HardwareType):
+        raise DriverNotFound(
+            f"Entry point {name!r} did not produce a HardwareType", name=name
+        )
+    return hardware_type

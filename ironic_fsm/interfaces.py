@@ -1,0 +1,351 @@
+"""Hardware interface base classes, with Ironic's method names.
+
+A hardware type is a set of interfaces, one per kind (power, management,
+deploy, ...). Each kind below names the methods the conductor calls and
+gives them a documented default: harmless no-ops for preparation and
+clean-up hooks, :class:`~ironic_fsm.exceptions.UnsupportedOperation` for
+operations that only real hardware can perform.
+
+Steps are methods decorated with :func:`~ironic_fsm.steps.clean_step` and
+friends. They are discovered once per class, when the class is created,
+never per call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+from ironic_fsm import states
+from ironic_fsm.exceptions import InvalidParameterValue, StepFailed, UnsupportedOperation
+from ironic_fsm.steps import CLEAN, DEPLOY, PHASES, SERVICE, VERIFY, Phase, StepInfo, step_infos
+
+if TYPE_CHECKING:
+    from ironic_fsm.task import Task
+
+__all__ = [
+    "BIOSInterface",
+    "BOOT_DEVICES",
+    "BaseInterface",
+    "BootInterface",
+    "DeployInterface",
+    "FirmwareInterface",
+    "INTERFACE_CLASSES",
+    "InspectInterface",
+    "ManagementInterface",
+    "PowerInterface",
+    "RAIDInterface",
+    "RescueInterface",
+    "VendorInterface",
+]
+
+#: Boot device names, as Ironic spells them.
+BOOT_DEVICES: Final = frozenset({"pxe", "disk", "cdrom", "bios", "safe", "wanboot", "uefi-http"})
+
+
+class BaseInterface:
+    """The part every interface shares: validation, properties and steps.
+
+    Subclasses set ``interface_type`` (the kind classes below already do)
+    and decorate step methods. ``get_<phase>_steps`` return the declared
+    steps, including priority-0 ones; an interface that learns its steps
+    only from a running agent overrides them and may raise
+    :class:`~ironic_fsm.exceptions.StepsNotAvailable`.
+    """
+
+    interface_type: ClassVar[str] = "base"
+    #: Declared steps per phase, sorted by method name (computed per class).
+    step_definitions: ClassVar[Mapping[Phase, tuple[StepInfo, ...]]] = {p: () for p in PHASES}
+    _step_dicts: ClassVar[Mapping[Phase, tuple[dict[str, Any], ...]]] = {p: () for p in PHASES}
+    _step_names: ClassVar[Mapping[Phase, frozenset[str]]] = {p: frozenset() for p in PHASES}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        found: dict[Phase, list[StepInfo]] = {p: [] for p in PHASES}
+        seen: set[str] = set()
+        for klass in cls.__mro__:
+            for name, attr in vars(klass).items():
+                if name in seen:
+                    continue
+                seen.add(name)  # the most derived definition wins
+                for phase, info in step_infos(attr).items():
+                    found[phase].append(info)
+        cls.step_definitions = {
+            p: tuple(sorted(infos, key=lambda i: i.name)) for p, infos in found.items()
+        }
+        cls._step_dicts = {
+            p: tuple(i.as_dict(cls.interface_type) for i in infos)
+            for p, infos in cls.step_definitions.items()
+        }
+        cls._step_names = {p: frozenset(i.name for i in infos) for p, infos in found.items()}
+
+    def get_properties(self) -> dict[str, str]:
+        """The ``driver_info`` keys this interface reads, with descriptions."""
+        return {}
+
+    def validate(self, task: Task) -> None:
+        """Check that the node can use this interface; raise InvalidParameterValue if not."""
+
+    # -- steps ------------------------------------------------------------------
+
+    def _steps(self, phase: Phase) -> list[dict[str, Any]]:
+        return [dict(step) for step in self._step_dicts[phase]]
+
+    def get_clean_steps(self, task: Task) -> list[dict[str, Any]]:
+        """The clean steps this interface offers (priority 0 included)."""
+        return self._steps(CLEAN)
+
+    def get_deploy_steps(self, task: Task) -> list[dict[str, Any]]:
+        """The deploy steps this interface offers (priority 0 included)."""
+        return self._steps(DEPLOY)
+
+    def get_service_steps(self, task: Task) -> list[dict[str, Any]]:
+        """The service steps this interface offers."""
+        return self._steps(SERVICE)
+
+    def get_verify_steps(self, task: Task) -> list[dict[str, Any]]:
+        """The verify steps this interface offers."""
+        return self._steps(VERIFY)
+
+    def _execute(self, phase: Phase, task: Task, step: Mapping[str, Any]) -> str | None:
+        name = step["step"]
+        if name not in self._step_names[phase]:
+            raise StepFailed(
+                f"Interface {self.interface_type!r} has no {phase} step {name!r}",
+                step=dict(step),
+            )
+        args = step.get("args") or {}
+        result: str | None = getattr(self, name)(task, **args)
+        return result
+
+    def execute_clean_step(self, task: Task, step: Mapping[str, Any]) -> str | None:
+        """Run a clean step; ``None`` when done, ``clean wait`` when it goes on."""
+        return self._execute(CLEAN, task, step)
+
+    def execute_deploy_step(self, task: Task, step: Mapping[str, Any]) -> str | None:
+        """Run a deploy step; ``None`` when done, ``wait call-back`` when it goes on."""
+        return self._execute(DEPLOY, task, step)
+
+    def execute_service_step(self, task: Task, step: Mapping[str, Any]) -> str | None:
+        """Run a service step; ``None`` when done, ``service wait`` when it goes on."""
+        return self._execute(SERVICE, task, step)
+
+    def execute_verify_step(self, task: Task, step: Mapping[str, Any]) -> str | None:
+        """Run a verify step."""
+        return self._execute(VERIFY, task, step)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.interface_type}>"
+
+
+def _unsupported(iface: BaseInterface, operation: str) -> UnsupportedOperation:
+    return UnsupportedOperation(
+        f"{type(iface).__name__} ({iface.interface_type} interface) does not support "
+        f"{operation}",
+        interface=iface.interface_type,
+        operation=operation,
+    )
+
+
+class PowerInterface(BaseInterface):
+    """Turns the node on and off and reports its power state."""
+
+    interface_type = "power"
+
+    def get_power_state(self, task: Task) -> str:
+        """``power on`` or ``power off`` (or ``None`` when unknown)."""
+        raise _unsupported(self, "get_power_state")
+
+    def set_power_state(self, task: Task, power_state: str, timeout: float | None = None) -> None:
+        """Reach ``power_state`` within ``timeout`` seconds."""
+        raise _unsupported(self, "set_power_state")
+
+    def reboot(self, task: Task, timeout: float | None = None) -> None:
+        """Power cycle the node, leaving it on."""
+        raise _unsupported(self, "reboot")
+
+    def get_supported_power_states(self, task: Task) -> list[str]:
+        """The power states :meth:`set_power_state` accepts."""
+        return [states.POWER_ON, states.POWER_OFF, states.REBOOT]
+
+
+class ManagementInterface(BaseInterface):
+    """Boot device selection and other BMC management."""
+
+    interface_type = "management"
+
+    def get_supported_boot_devices(self, task: Task) -> list[str]:
+        """The boot devices :meth:`set_boot_device` accepts."""
+        return []
+
+    def set_boot_device(self, task: Task, device: str, persistent: bool = False) -> None:
+        """Boot from ``device`` next time (or always, when ``persistent``)."""
+        raise _unsupported(self, "set_boot_device")
+
+    def get_boot_device(self, task: Task) -> dict[str, Any]:
+        """``{'boot_device': name or None, 'persistent': bool or None}``."""
+        return {"boot_device": None, "persistent": None}
+
+
+class DeployInterface(BaseInterface):
+    """Puts an instance on the node and takes it off again.
+
+    Implementations decorate :meth:`deploy` with ``deploy_step(priority=100)``:
+    it is the core deploy step.
+    """
+
+    interface_type = "deploy"
+
+    def deploy(self, task: Task) -> str | None:
+        """Write the instance; ``None`` when done, ``wait call-back`` when it goes on."""
+        raise _unsupported(self, "deploy")
+
+    def prepare(self, task: Task) -> None:
+        """Prepare the node's environment before deploying."""
+
+    def clean_up(self, task: Task) -> None:
+        """Remove what :meth:`prepare` and the deploy left behind."""
+
+    def tear_down(self, task: Task) -> str | None:
+        """Remove the instance; the conductor powers the node off first."""
+        return None
+
+    def take_over(self, task: Task) -> None:
+        """Take over a node another conductor was handling (and adoption)."""
+
+    def prepare_cleaning(self, task: Task) -> str | None:
+        """Get ready to run clean steps; ``clean wait`` if a ramdisk must boot first."""
+        return None
+
+    def tear_down_cleaning(self, task: Task) -> None:
+        """Undo :meth:`prepare_cleaning`."""
+
+    def prepare_service(self, task: Task) -> str | None:
+        """Get ready to run service steps; ``service wait`` if asynchronous."""
+        return None
+
+    def tear_down_service(self, task: Task) -> None:
+        """Undo :meth:`prepare_service`."""
+
+
+class BootInterface(BaseInterface):
+    """How the node boots the deploy ramdisk and the instance."""
+
+    interface_type = "boot"
+
+    def prepare_ramdisk(self, task: Task, ramdisk_params: Mapping[str, Any]) -> None:
+        """Arrange for the node to boot the deploy/rescue ramdisk."""
+
+    def clean_up_ramdisk(self, task: Task) -> None:
+        """Undo :meth:`prepare_ramdisk`."""
+
+    def prepare_instance(self, task: Task) -> None:
+        """Arrange for the node to boot the deployed instance."""
+
+    def clean_up_instance(self, task: Task) -> None:
+        """Undo :meth:`prepare_instance`."""
+
+
+class BIOSInterface(BaseInterface):
+    """Reads and changes BIOS settings."""
+
+    interface_type = "bios"
+
+    def apply_configuration(self, task: Task, settings: list[dict[str, Any]]) -> str | None:
+        """Apply ``[{'name': ..., 'value': ...}, ...]``."""
+        raise _unsupported(self, "apply_configuration")
+
+    def factory_reset(self, task: Task) -> str | None:
+        """Restore the BIOS defaults."""
+        raise _unsupported(self, "factory_reset")
+
+    def cache_bios_settings(self, task: Task) -> None:
+        """Refresh the settings recorded for the node."""
+
+
+class RAIDInterface(BaseInterface):
+    """Builds and removes RAID volumes from ``node.target_raid_config``."""
+
+    interface_type = "raid"
+
+    def create_configuration(
+        self, task: Task, create_root_volume: bool = True, create_nonroot_volumes: bool = True
+    ) -> str | None:
+        """Create the volumes of ``target_raid_config``."""
+        raise _unsupported(self, "create_configuration")
+
+    def delete_configuration(self, task: Task) -> str | None:
+        """Delete every volume."""
+        raise _unsupported(self, "delete_configuration")
+
+    def validate_raid_config(self, task: Task, raid_config: Mapping[str, Any]) -> None:
+        """Check a target RAID configuration; raise InvalidParameterValue if wrong."""
+        disks = raid_config.get("logical_disks")
+        if not isinstance(disks, list) or not disks:
+            raise InvalidParameterValue(
+                f"Node {task.node.uuid}: target_raid_config needs a non-empty "
+                "'logical_disks' list",
+                node=task.node.uuid,
+            )
+
+
+class InspectInterface(BaseInterface):
+    """Discovers the node's hardware properties."""
+
+    interface_type = "inspect"
+
+    def inspect_hardware(self, task: Task) -> str:
+        """Fill ``node.properties``; return ``manageable`` or ``inspect wait``."""
+        raise _unsupported(self, "inspect_hardware")
+
+    def abort(self, task: Task) -> None:
+        """Stop an asynchronous inspection."""
+        raise _unsupported(self, "abort")
+
+    def continue_inspection(self, task: Task, inventory: Mapping[str, Any]) -> str | None:
+        """Take the data an asynchronous inspection reported."""
+        return None
+
+
+class RescueInterface(BaseInterface):
+    """Boots a rescue ramdisk on an active node and back."""
+
+    interface_type = "rescue"
+
+    def rescue(self, task: Task) -> str:
+        """Boot the rescue environment; return ``rescue`` or ``rescue wait``."""
+        raise _unsupported(self, "rescue")
+
+    def unrescue(self, task: Task) -> str:
+        """Boot the instance again; return ``active``."""
+        raise _unsupported(self, "unrescue")
+
+    def clean_up(self, task: Task) -> None:
+        """Remove what rescuing set up."""
+
+
+class VendorInterface(BaseInterface):
+    """Vendor-specific steps and pass-through calls."""
+
+    interface_type = "vendor"
+
+
+class FirmwareInterface(BaseInterface):
+    """Firmware updates."""
+
+    interface_type = "firmware"
+
+
+#: The base class of each interface kind.
+INTERFACE_CLASSES: Final[Mapping[str, type[BaseInterface]]] = {
+    "power": PowerInterface,
+    "management": ManagementInterface,
+    "deploy": DeployInterface,
+    "boot": BootInterface,
+    "bios": BIOSInterface,
+    "raid": RAIDInterface,
+    "inspect": InspectInterface,
+    "rescue": RescueInterface,
+    "vendor": VendorInterface,
+    "firmware": FirmwareInterface,
+}

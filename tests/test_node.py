@@ -1,0 +1,291 @@
+"""ironic_fsm.node: the node record, its JSON form and secret masking (DESIGN §3)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import attrs
+import pytest
+
+from ironic_fsm.exceptions import InvalidParameterValue
+from ironic_fsm.masking import MASK, is_secret_key, mask_secrets
+from ironic_fsm.node import INTERFACE_KINDS, NODE_FIELDS, Node
+
+CONTRACT_FIELDS = [
+    "uuid", "name", "driver", "driver_info", "driver_internal_info", "properties",
+    "instance_info", "extra", "traits", "resource_class", "provision_state",
+    "target_provision_state", "power_state", "target_power_state", "maintenance",
+    "maintenance_reason", "fault", "last_error", "retired", "retired_reason", "protected",
+    "protected_reason", "automated_clean", "clean_step", "deploy_step", "service_step",
+    "reservation", "provision_updated_at", "created_at", "updated_at", "version",
+    "target_raid_config", "raid_config",
+]  # fmt: skip
+
+KINDS = ["power", "management", "deploy", "boot", "bios", "raid", "inspect", "rescue",
+         "vendor", "firmware"]  # fmt: skip
+
+
+def _field_names() -> set[str]:
+    return {f.name for f in attrs.fields(Node)}
+
+
+@pytest.mark.parametrize("name", CONTRACT_FIELDS)
+def test_contract_field_present(name: str) -> None:
+    assert name in _field_names()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_interface_field_present(kind: str) -> None:
+    assert f"{kind}_interface" in _field_names()
+    assert Node().interface_name(kind) is None
+    assert Node(**{f"{kind}_interface": "custom"}).interface_name(kind) == "custom"
+
+
+def test_interface_kinds_are_the_ten_kinds() -> None:
+    assert list(INTERFACE_KINDS) == KINDS
+
+
+def test_node_fields_constant_lists_every_field() -> None:
+    assert list(NODE_FIELDS) == [f.name for f in attrs.fields(Node)]
+    assert set(NODE_FIELDS) == set(CONTRACT_FIELDS) | {f"{k}_interface" for k in KINDS}
+
+
+def test_node_is_slotted_with_only_its_fields() -> None:
+    assert set(Node.__slots__) - {"__weakref__"} <= _field_names()
+    node = Node()
+    assert not hasattr(node, "__dict__")
+    with pytest.raises(AttributeError):
+        node.not_a_field = 1  # type: ignore[attr-defined]
+
+
+def test_defaults() -> None:
+    node = Node()
+    assert node.provision_state == "enroll"
+    assert node.target_provision_state is None
+    assert node.maintenance is False
+    assert node.version == 0
+    assert node.automated_clean is None
+    assert node.retired is False
+    assert node.protected is False
+    assert node.last_error is None
+    assert node.reservation is None
+    assert node.driver_info == {}
+    assert node.traits == []
+    assert node.clean_step is None
+    assert node.deploy_step is None
+    assert node.service_step is None
+
+
+def test_each_node_gets_its_own_uuid_and_containers() -> None:
+    a, b = Node(), Node()
+    assert a.uuid != b.uuid
+    a.driver_info["x"] = 1
+    a.traits.append("CUSTOM_A")
+    assert b.driver_info == {}
+    assert b.traits == []
+
+
+def _rich_node() -> Node:
+    when = datetime(2024, 5, 17, 12, 30, 45, 123456, tzinfo=timezone.utc)
+    return Node(
+        uuid="1be26c0b-03f2-4d2e-ae87-c02d7f33c123",
+        name="node-1",
+        driver="fake-hardware",
+        driver_info={"ipmi_address": "10.0.0.1", "ipmi_password": "pw", "nested": {"a": [1, 2]}},
+        driver_internal_info={"clean_steps": [{"interface": "deploy", "step": "erase", "args": {}}]},
+        properties={"cpus": 2, "memory_mb": 4096},
+        instance_info={"traits": ["CUSTOM_X"], "image_source": "http://x/img"},
+        extra={"k": {"deep": {"deeper": True}}},
+        traits=["CUSTOM_X", "CUSTOM_Y"],
+        resource_class="baremetal",
+        provision_state="clean wait",
+        target_provision_state="manageable",
+        power_state="power on",
+        maintenance=True,
+        maintenance_reason="why",
+        fault="clean failure",
+        last_error="boom",
+        retired=True,
+        retired_reason="old",
+        protected=False,
+        automated_clean=False,
+        clean_step={"interface": "deploy", "step": "erase", "args": {"x": 1}, "priority": 10},
+        reservation="host:123",
+        provision_updated_at=when,
+        created_at=when - timedelta(days=1),
+        updated_at=datetime(2024, 5, 17, 14, 30, tzinfo=timezone(timedelta(hours=2))),
+        version=7,
+        target_raid_config={"logical_disks": [{"size_gb": 100, "raid_level": "1"}]},
+        raid_config={},
+        boot_interface="pxe",
+    )
+
+
+def test_json_round_trip_is_lossless() -> None:
+    node = _rich_node()
+    text = json.dumps(node.to_dict())
+    back = Node.from_dict(json.loads(text))
+    assert back == node
+    assert back.created_at is not None
+    assert back.created_at.tzinfo is not None
+    assert back.provision_updated_at == node.provision_updated_at
+    assert back.updated_at is not None
+    assert back.updated_at.utcoffset() == timedelta(hours=2)
+    assert back.extra["k"]["deep"]["deeper"] is True
+
+
+def test_default_node_round_trips() -> None:
+    node = Node()
+    assert Node.from_dict(json.loads(json.dumps(node.to_dict()))) == node
+
+
+def test_to_dict_has_every_field_and_is_json_safe() -> None:
+    data = _rich_node().to_dict()
+    assert set(data) == set(NODE_FIELDS)
+    assert isinstance(data["created_at"], str)
+    json.dumps(data)  # must not raise
+
+
+def test_to_dict_keeps_secrets() -> None:
+    data = _rich_node().to_dict()
+    assert data["driver_info"]["ipmi_password"] == "pw"
+
+
+def test_to_dict_returns_copies() -> None:
+    node = _rich_node()
+    data = node.to_dict()
+    data["driver_info"]["ipmi_address"] = "changed"
+    data["driver_info"]["nested"]["a"].append(3)
+    data["traits"].append("CUSTOM_Z")
+    data["extra"]["k"]["deep"]["deeper"] = False
+    data["clean_step"]["args"]["x"] = 2
+    assert node.driver_info["ipmi_address"] == "10.0.0.1"
+    assert node.driver_info["nested"]["a"] == [1, 2]
+    assert node.traits == ["CUSTOM_X", "CUSTOM_Y"]
+    assert node.extra["k"]["deep"]["deeper"] is True
+    assert node.clean_step is not None
+    assert node.clean_step["args"]["x"] == 1
+
+
+def test_from_dict_copies_its_input() -> None:
+    data = _rich_node().to_dict()
+    node = Node.from_dict(data)
+    data["driver_info"]["nested"]["a"].append(99)
+    assert node.driver_info["nested"]["a"] == [1, 2]
+
+
+def test_from_dict_rejects_unknown_keys() -> None:
+    data = Node().to_dict()
+    data["bogus_field"] = 1
+    with pytest.raises(InvalidParameterValue, match="bogus_field"):
+        Node.from_dict(data)
+
+
+def test_from_dict_accepts_partial_records() -> None:
+    node = Node.from_dict({"name": "n", "provision_state": "manageable"})
+    assert node.name == "n"
+    assert node.provision_state == "manageable"
+    assert node.version == 0
+
+
+# -- secrets -----------------------------------------------------------------------
+
+SECRETS = {
+    "ipmi_password": "hunter2-pw",
+    "redfish_password": "rf-secret-value",
+    "auth_token": "tok-abcdef",
+    "ssh_key": "ssh-rsa-AAAAB3",
+    "client_secret": "cs-0001",
+    "IPMI_PASSWORD_UPPER": "upper-pw-1",
+}
+
+
+def _secret_node() -> Node:
+    return Node(
+        name="visible-name",
+        driver_info={
+            "ipmi_address": "10.1.2.3",
+            **SECRETS,
+            "nested": {"deeper": {"bmc_password": "deep-pw-77"}, "list": [{"api_key": "lk-42"}]},
+        },
+        instance_info={"image_source": "http://img", "root_password": "root-pw-88"},
+        driver_internal_info={"agent_secret_token": "agent-tok-99"},
+    )
+
+
+HIDDEN = [*SECRETS.values(), "deep-pw-77", "lk-42", "root-pw-88", "agent-tok-99"]
+
+
+@pytest.mark.parametrize("render", [repr, str], ids=["repr", "str"])
+def test_secrets_not_in_repr_or_str(render: object) -> None:
+    text = render(_secret_node())  # type: ignore[operator]
+    for secret in HIDDEN:
+        assert secret not in text
+    assert "10.1.2.3" in text
+    assert "visible-name" in text
+    assert MASK in text
+
+
+def test_secrets_in_step_args_not_in_repr() -> None:
+    node = Node(
+        clean_step={"interface": "vendor", "step": "x", "args": {"bmc_password": "step-pw-5"}},
+        deploy_step={"interface": "deploy", "step": "y", "args": {"token": "step-tok-6"}},
+    )
+    text = repr(node)
+    assert "step-pw-5" not in text
+    assert "step-tok-6" not in text
+
+
+def test_masked_to_dict_hides_secrets_everywhere() -> None:
+    masked = _secret_node().to_dict(mask=True)
+    text = json.dumps(masked)
+    for secret in HIDDEN:
+        assert secret not in text
+    assert masked["driver_info"]["ipmi_password"] == MASK
+    assert masked["driver_info"]["nested"]["deeper"]["bmc_password"] == MASK
+    assert masked["driver_info"]["nested"]["list"][0]["api_key"] == MASK
+    assert masked["driver_info"]["ipmi_address"] == "10.1.2.3"
+
+
+def test_unmasked_to_dict_keeps_secrets() -> None:
+    node = _secret_node()
+    data = node.to_dict()
+    text = json.dumps(data)
+    for secret in HIDDEN:
+        assert secret in text
+    assert Node.from_dict(data) == node
+
+
+def test_masking_does_not_change_node() -> None:
+    node = _secret_node()
+    repr(node)
+    node.to_dict(mask=True)
+    assert node.driver_info["ipmi_password"] == "hunter2-pw"
+    assert node.driver_info["nested"]["deeper"]["bmc_password"] == "deep-pw-77"
+
+
+@pytest.mark.parametrize(
+    ("key", "secret"),
+    [
+        ("ipmi_password", True),
+        ("redfish_password", True),
+        ("auth_token", True),
+        ("ssh_key", True),
+        ("client_secret", True),
+        ("Password", True),
+        ("ipmi_address", False),
+        ("ipmi_username", False),
+        ("redfish_verify_ca", False),
+        (42, False),
+    ],
+)
+def test_is_secret_key(key: object, secret: bool) -> None:
+    assert is_secret_key(key) is secret
+
+
+def test_mask_secrets_returns_copy() -> None:
+    data = {"a": {"password": "x"}, "b": [{"token": "y"}], "c": ("z",)}
+    masked = mask_secrets(data)
+    assert masked == {"a": {"password": MASK}, "b": [{"token": MASK}], "c": ("z",)}
+    assert data["a"]["password"] == "x"
