@@ -142,7 +142,9 @@ def fmt_ns(ns: float) -> str:
 
 
 def fmt_bytes(n: float) -> str:
-    """``12 B``, ``3.4 KiB``, ``5.6 MiB``."""
+    """``0.25 B``, ``12 B``, ``3.4 KiB``, ``5.6 MiB``."""
+    if abs(n) < 10:
+        return f"{n:.2f} B"
     if abs(n) < 1024:
         return f"{n:.0f} B"
     if abs(n) < 1024 * 1024:

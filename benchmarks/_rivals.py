@@ -19,9 +19,10 @@ from __future__ import annotations
 import csv
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from ironic_fsm import LIFECYCLE
 
@@ -145,8 +146,9 @@ def build_automaton(defn: Definition) -> Any:
     for name, stable, target in sorted(defn.states, key=lambda s: not s[1]):
         machine.add_state(name, on_enter=_on_enter, on_exit=_on_exit)
         # What ironic.common.fsm.FSM.add_state keeps beside automaton's keys.
-        machine._states[name]["stable"] = stable
-        machine._states[name]["target"] = target
+        entry = cast(dict[str, Any], machine._states[name])
+        entry["stable"] = stable
+        entry["target"] = target
     for source, event, dest in defn.transitions:
         machine.add_transition(source, dest, event)
     machine.default_start_state = defn.initial
@@ -173,3 +175,4 @@ class TransitionsModel:
     """A per-node model for the shared ``transitions`` machine (needs a ``__dict__``)."""
 
     state: str
+    trigger: Callable[[str], bool]  # set by add_model

@@ -34,6 +34,8 @@ extensions = [
     "sphinx.ext.viewcode",
     # Local: state diagram and state/verb tables generated from LIFECYCLE.
     "lifecycle_diagram",
+    # Local: autodoc rendering fixes, constants and the Config options table.
+    "apidoc_helpers",
 ]
 
 # No network access at build time: intersphinx stays off.

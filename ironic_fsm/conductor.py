@@ -15,6 +15,7 @@ and current step are saved before each step starts and after it ends, so
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import uuid as _uuid
@@ -50,7 +51,7 @@ from ironic_fsm.exceptions import (
 )
 from ironic_fsm.hardware import HardwareType, load_hardware_type
 from ironic_fsm.machine import LIFECYCLE, Lifecycle
-from ironic_fsm.masking import mask_secrets
+from ironic_fsm.masking import mask_secrets, scrub, secret_values
 from ironic_fsm.node import INTERFACE_KINDS, NODE_FIELDS, Node
 from ironic_fsm.planner import (
     check_priority_conflicts,
@@ -140,6 +141,26 @@ _BUSY_STATES: Final = s.UNSTABLE_STATES | s.HOLD_STATES
 
 def _utcnow() -> datetime:
     return datetime.now(timezone.utc)
+
+
+def _scrub(node: Node, text: str) -> str:
+    """``text`` without any secret value of the node's driver_info or instance_info."""
+    return scrub(text, secret_values(node.driver_info, node.instance_info))
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether a process of this host still runs (a zombie counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rpartition(")")[2].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def _describe_exc(exc: BaseException) -> str:
@@ -268,11 +289,31 @@ class Conductor:
             try:
                 listener(event)
             except Exception:
-                LOG.exception("Listener %r failed on %s for node %s", listener, event.name, event.node)
+                LOG.exception(
+                    "Listener %r failed on %s for node %s", listener, event.name, event.node
+                )
 
-    def _save(self, node: Node) -> None:
+    def _checkpoint(self, task: Task) -> None:
+        """Persist the node now, then tell listeners what led here.
+
+        The conductor saves at checkpoints only: before it touches hardware,
+        before each step starts, and when it releases the node. Events wait
+        for the save that records them.
+        """
+        node = task.node
         node.updated_at = self._now()
+        if node.last_error or node.maintenance_reason:
+            # A last line of defence: no secret reaches the store in free text.
+            if node.last_error:
+                node.last_error = _scrub(node, node.last_error)
+            if node.maintenance_reason:
+                node.maintenance_reason = _scrub(node, node.maintenance_reason)
         self.store.save(node)
+        pending = task._pending_events
+        if pending:
+            task._pending_events = []
+            for event in pending:
+                self._emit(event)
 
     def _process(
         self,
@@ -281,9 +322,8 @@ class Conductor:
         *,
         target_state: str | None = None,
         last_error: Any = _UNSET,
-        save: bool = True,
     ) -> None:
-        """Fire ``event`` on the task's node, save it, and tell the listeners."""
+        """Fire ``event`` on the task's node; the next checkpoint saves and announces it."""
         node = task.node
         previous = node.provision_state
         node.provision_state, node.target_provision_state = self.lifecycle.advance(
@@ -291,9 +331,7 @@ class Conductor:
         )
         node.provision_updated_at = self._now()
         if last_error is not _UNSET:
-            node.last_error = last_error
-        if save:
-            self._save(node)
+            node.last_error = None if last_error is None else _scrub(node, last_error)
         state = node.provision_state
         if state in s.FAILURE_STATES or state == s.ERROR:
             name = PROVISION_ERROR
@@ -302,7 +340,7 @@ class Conductor:
         else:
             name = PROVISION_START
         if self._listeners:
-            self._emit(
+            task._pending_events.append(
                 Event(
                     name=name,
                     node=node.uuid,
@@ -315,11 +353,13 @@ class Conductor:
                 )
             )
 
-    def _step_event(self, name: str, task: Task, step: Mapping[str, Any], error: str | None = None) -> None:
+    def _step_event(
+        self, name: str, task: Task, step: Mapping[str, Any], error: str | None = None
+    ) -> None:
         if not self._listeners:
             return
         node = task.node
-        self._emit(
+        task._pending_events.append(
             Event(
                 name=name,
                 node=node.uuid,
@@ -328,7 +368,11 @@ class Conductor:
                 state=node.provision_state,
                 target=node.target_provision_state,
                 step=mask_secrets(
-                    {"interface": step["interface"], "step": step["step"], "args": step.get("args", {})}
+                    {
+                        "interface": step["interface"],
+                        "step": step["step"],
+                        "args": step.get("args", {}),
+                    }
                 ),
                 error=error,
                 timestamp=self._now(),
@@ -352,32 +396,50 @@ class Conductor:
         self._release(task)
 
     def _release(self, task: Task) -> None:
+        """Clear our reservation in the same write as the node's final state."""
+        if task._detached:
+            return
         node = task.node
-        if node.reservation == self.holder:
-            node.reservation = None
-            try:
-                self._save(node)
-            except IronicFSMError:
-                LOG.exception("Node %s: could not save on release", node.uuid)
-                self.store.release(node.uuid, self.holder)
+        node.reservation = None
+        try:
+            self._checkpoint(task)
+        except IronicFSMError:
+            LOG.exception("Node %s: could not save on release", node.uuid)
+            self.store.release(node.uuid, self.holder)
 
     def _spawn(self, task: Task, work: Callable[[Task], None]) -> None:
         """Run ``work`` now, or in the executor; the reservation passes along."""
         if self._executor is None:
-            work(task)
+            self._guarded(task, work)
             return
-        handed_over = attrs.evolve(task)
-        task.node = attrs.evolve(task.node, reservation=None)  # ours no longer
+        self._checkpoint(task)  # the caller sees the first transition saved
+        worker = Task(node=task.node, driver=task.driver, config=task.config)
+        task.node = attrs.evolve(task.node)
+        task._detached = True
 
         def run() -> None:
             try:
-                work(handed_over)
-            except Exception:
-                LOG.exception("Node %s: background work failed", handed_over.node.uuid)
+                self._guarded(worker, work)
             finally:
-                self._release(handed_over)
+                self._release(worker)
 
         self._executor.submit(run)
+
+    def _guarded(self, task: Task, work: Callable[[Task], None]) -> None:
+        """Run a flow; a bug in it fails the node instead of leaving it stuck."""
+        try:
+            work(task)
+        except Exception as exc:
+            node = task.node
+            message = _scrub(
+                node,
+                f"Unexpected error on node {node.uuid} in {node.provision_state}: "
+                + _describe_exc(exc),
+            )
+            LOG.error("%s", message)
+            node.last_error = message
+            if s.FAIL_EVENT in self.lifecycle.allowed_events(node.provision_state):
+                self._process(task, s.FAIL_EVENT)
 
     # -- nodes ----------------------------------------------------------------------------
 
@@ -547,20 +609,21 @@ class Conductor:
                     state=node.provision_state,
                 )
             self._power(task, power_state, timeout)
-            self._save(node)
             return task.node
 
     def _power(self, task: Task, power_state: str, timeout: float | None = None) -> None:
         node = task.node
         power = task.driver.power
-        node.target_power_state = s.POWER_ON if power_state in (s.REBOOT, s.SOFT_REBOOT) else (
-            s.POWER_OFF if power_state == s.SOFT_POWER_OFF else power_state
+        node.target_power_state = (
+            s.POWER_ON
+            if power_state in (s.REBOOT, s.SOFT_REBOOT)
+            else (s.POWER_OFF if power_state == s.SOFT_POWER_OFF else power_state)
         )
         try:
             if power_state == s.REBOOT:
-                power.reboot(task, timeout=timeout)  # type: ignore[attr-defined]
+                power.reboot(task, timeout=timeout)
             else:
-                power.set_power_state(task, power_state, timeout=timeout)  # type: ignore[attr-defined]
+                power.set_power_state(task, power_state, timeout=timeout)
             node.power_state = node.target_power_state
         finally:
             node.target_power_state = None
@@ -750,7 +813,9 @@ class Conductor:
                 not isinstance(service_steps, list) or not service_steps
             ):
                 problems.append(f"service_steps must be a non-empty list, not {service_steps!r}")
-        if verb == "rescue" and (not isinstance(rescue_password, str) or not rescue_password.strip()):
+        if verb == "rescue" and (
+            not isinstance(rescue_password, str) or not rescue_password.strip()
+        ):
             problems.append("'rescue' needs a non-blank rescue_password")
         if deploy_steps is not None and not isinstance(deploy_steps, list):
             problems.append(f"deploy_steps must be a list, not {deploy_steps!r}")
@@ -779,9 +844,7 @@ class Conductor:
 
     def _check_disallowed(self, task: Task, phase: Phase, steps: Sequence[Any]) -> None:
         blocked = set(getattr(self.config, f"disallow_{phase}_steps"))
-        bad = [
-            step_id(st) for st in steps if isinstance(st, Mapping) and step_id(st) in blocked
-        ]
+        bad = [step_id(st) for st in steps if isinstance(st, Mapping) and step_id(st) in blocked]
         if bad:
             raise StepNotAllowed(
                 f"Node {task.node.uuid}: {phase} step(s) {', '.join(bad)} are not allowed "
@@ -842,11 +905,10 @@ class Conductor:
         self._validate_interface(task, "deploy")
         plan = self._plan_deploy(node, self._driver_steps(task, "deploy"), deploy_steps)
         event = s.REBUILD_EVENT if verb == "rebuild" else s.DEPLOY_EVENT
-        self._process(task, event, last_error=None, save=False)
+        self._process(task, event, last_error=None)
         node.driver_internal_info[_DEPLOY.steps_key] = plan
         node.driver_internal_info.pop(_DEPLOY.index_key, None)
         node.deploy_step = {}
-        self._save(node)
         self._spawn(task, self._do_deploy)
 
     _verb_rebuild = _verb_deploy
@@ -913,11 +975,11 @@ class Conductor:
             self._finish_service_abort(task, None)
         elif state == s.RESCUEWAIT:
             node.instance_info.pop("rescue_password", None)
-            self._process(task, s.ABORT_EVENT, save=False)
-            self._call_quietly(task, task.driver.rescue.clean_up, "rescue clean-up")  # type: ignore[attr-defined]
-            self._save(node)
+            self._process(task, s.ABORT_EVENT)
+            self._checkpoint(task)
+            self._call_quietly(task, task.driver.rescue.clean_up, "rescue clean-up")
         elif state == s.INSPECTWAIT:
-            task.driver.inspect.abort(task)  # type: ignore[attr-defined]
+            task.driver.inspect.abort(task)
             self._process(task, s.ABORT_EVENT, last_error="Inspection was aborted by request.")
 
     # -- verification, inspection, adoption, rescue -------------------------------------------
@@ -927,10 +989,11 @@ class Conductor:
 
     def _do_verify(self, task: Task) -> None:
         node = task.node
+        self._checkpoint(task)
         try:
             task.driver.power.validate(task)
             # The state-machine spec: verifying really reaches the controller.
-            node.power_state = task.driver.power.get_power_state(task)  # type: ignore[attr-defined]
+            node.power_state = task.driver.power.get_power_state(task)
             steps = self._driver_steps(task, "verify")
             overrides = self.config.verify_step_priority_override
             plan = [st for st in steps if overrides.get(step_id(st), st["priority"])]
@@ -948,8 +1011,9 @@ class Conductor:
 
     def _do_inspect(self, task: Task) -> None:
         node = task.node
+        self._checkpoint(task)
         try:
-            result = task.driver.inspect.inspect_hardware(task)  # type: ignore[attr-defined]
+            result = task.driver.inspect.inspect_hardware(task)
         except Exception as exc:
             self._process(
                 task,
@@ -975,7 +1039,7 @@ class Conductor:
             self._require_state(task, s.INSPECTWAIT, "continue inspection")
             node = task.node
             try:
-                result = task.driver.inspect.continue_inspection(task, inventory or {})  # type: ignore[attr-defined]
+                result = task.driver.inspect.continue_inspection(task, inventory or {})
             except Exception as exc:
                 self._process(
                     task,
@@ -984,15 +1048,14 @@ class Conductor:
                     f"{_describe_exc(exc)}",
                 )
                 return task.node
-            if result == s.INSPECTWAIT:
-                self._save(node)
-            else:
+            if result != s.INSPECTWAIT:
                 self._process(task, s.DONE_EVENT)
             return task.node
 
     def _do_adopt(self, task: Task) -> None:
+        self._checkpoint(task)
         try:
-            task.driver.deploy.take_over(task)  # type: ignore[attr-defined]
+            task.driver.deploy.take_over(task)
         except Exception as exc:
             self._process(
                 task,
@@ -1005,8 +1068,9 @@ class Conductor:
 
     def _do_rescue(self, task: Task) -> None:
         node = task.node
+        self._checkpoint(task)
         try:
-            result = task.driver.rescue.rescue(task)  # type: ignore[attr-defined]
+            result = task.driver.rescue.rescue(task)
         except Exception as exc:
             self._process(
                 task,
@@ -1029,14 +1093,15 @@ class Conductor:
         """The rescue ramdisk is up: finish rescuing."""
         with self._reserved(ident) as task:
             self._require_state(task, s.RESCUEWAIT, "continue rescue")
-            self._process(task, s.RESUME_EVENT, save=False)
+            self._process(task, s.RESUME_EVENT)
             self._process(task, s.DONE_EVENT)
             return task.node
 
     def _do_unrescue(self, task: Task) -> None:
         node = task.node
+        self._checkpoint(task)
         try:
-            task.driver.rescue.unrescue(task)  # type: ignore[attr-defined]
+            task.driver.rescue.unrescue(task)
         except Exception as exc:
             self._process(
                 task,
@@ -1060,10 +1125,11 @@ class Conductor:
 
     def _do_tear_down(self, task: Task) -> None:
         node = task.node
+        self._checkpoint(task)
         try:
             self._power(task, s.POWER_OFF)
-            task.driver.deploy.tear_down(task)  # type: ignore[attr-defined]
-            task.driver.deploy.clean_up(task)  # type: ignore[attr-defined]
+            task.driver.deploy.tear_down(task)
+            task.driver.deploy.clean_up(task)
         except Exception as exc:
             self._process(
                 task, s.FAIL_EVENT, last_error=f"Failed to tear down: {_describe_exc(exc)}"
@@ -1072,7 +1138,7 @@ class Conductor:
         node.instance_info = {}
         node.driver_internal_info.pop(_DEPLOY.steps_key, None)
         node.deploy_step = None
-        self._process(task, s.CLEAN_EVENT, save=False)
+        self._process(task, s.CLEAN_EVENT)
         self._do_clean(task, None)
 
     # -- cleaning ------------------------------------------------------------------------------
@@ -1130,41 +1196,52 @@ class Conductor:
         info.pop(_CLEAN.index_key, None)
         info["cleaning_disable_ramdisk"] = disable_ramdisk
         node.clean_step = {}
-        if not disable_ramdisk and any(st.get("requires_ramdisk", True) for st in plan):
+        self._start_steps(task, _CLEAN)
+
+    def _start_steps(self, task: Task, phase: _PhaseInfo) -> None:
+        """Prepare the node for the planned steps (ramdisk, deploy prep), then run them."""
+        node = task.node
+        info = node.driver_internal_info
+        plan: list[dict[str, Any]] = info.get(phase.steps_key) or []
+        deploy = task.driver.deploy
+        prepare: Callable[[Task], str | None] | None = None
+        if phase is _DEPLOY:
+            prepare, what, flag = deploy.prepare, "deployment", None
+        else:
+            noun = "cleaning" if phase is _CLEAN else "service"
+            what = "cleaning" if phase is _CLEAN else "servicing"
+            flag = f"{noun}_ramdisk_prepared"
+            disabled = info.get(f"{noun}_disable_ramdisk", False)
+            if not disabled and any(st.get("requires_ramdisk", True) for st in plan):
+                prepare = getattr(
+                    deploy, "prepare_cleaning" if phase is _CLEAN else "prepare_service"
+                )
+        if prepare is not None:
+            self._checkpoint(task)
             try:
-                prepared = task.driver.deploy.prepare_cleaning(task)  # type: ignore[attr-defined]
+                prepared = prepare(task)
             except Exception as exc:
                 self._phase_failed(
-                    task, _CLEAN,
-                    f"Failed to prepare node {node.uuid} for cleaning: {_describe_exc(exc)}",
+                    task, phase,
+                    f"Failed to prepare node {node.uuid} for {what}: {_describe_exc(exc)}",
                     step=None,
                 )  # fmt: skip
                 return
-            info["cleaning_ramdisk_prepared"] = True
-            if prepared == s.CLEANWAIT:
+            if flag is not None:
+                info[flag] = True
+            if prepared == phase.wait:
                 self._process(task, s.WAIT_EVENT)  # the ramdisk calls back to continue
                 return
-        self._run_steps(task, _CLEAN, 0)
+        self._run_steps(task, phase, 0)
 
     # -- deployment ----------------------------------------------------------------------------
 
     def _do_deploy(self, task: Task) -> None:
         node = task.node
         if not node.driver_internal_info.get(_DEPLOY.steps_key):
-            self._phase_failed(
-                task, _DEPLOY, "No deploy steps returned by the driver", step=None
-            )
+            self._phase_failed(task, _DEPLOY, "No deploy steps returned by the driver", step=None)
             return
-        try:
-            task.driver.deploy.prepare(task)  # type: ignore[attr-defined]
-        except Exception as exc:
-            self._phase_failed(
-                task, _DEPLOY,
-                f"Failed to prepare node {node.uuid} for deployment: {_describe_exc(exc)}",
-                step=None,
-            )  # fmt: skip
-            return
-        self._run_steps(task, _DEPLOY, 0)
+        self._start_steps(task, _DEPLOY)
 
     # -- servicing ------------------------------------------------------------------------------
 
@@ -1189,21 +1266,7 @@ class Conductor:
         info.pop(_SERVICE.index_key, None)
         info["service_disable_ramdisk"] = disable_ramdisk
         node.service_step = {}
-        if not disable_ramdisk and any(st.get("requires_ramdisk", True) for st in plan):
-            try:
-                prepared = task.driver.deploy.prepare_service(task)  # type: ignore[attr-defined]
-            except Exception as exc:
-                self._phase_failed(
-                    task, _SERVICE,
-                    f"Failed to prepare node {node.uuid} for servicing: {_describe_exc(exc)}",
-                    step=None,
-                )  # fmt: skip
-                return
-            info["service_ramdisk_prepared"] = True
-            if prepared == s.SERVICEWAIT:
-                self._process(task, s.WAIT_EVENT)
-                return
-        self._run_steps(task, _SERVICE, 0)
+        self._start_steps(task, _SERVICE)
 
     # -- the step engine -------------------------------------------------------------------------
 
@@ -1216,15 +1279,16 @@ class Conductor:
             step = steps[index]
             info[phase.index_key] = index
             setattr(node, phase.step_field, dict(step))
-            self._save(node)  # the step is recorded before it starts
             self._step_event(STEP_START, task, step)
+            # Recorded before it starts; this save also records that the
+            # previous step ended. Recovery re-runs the recorded step.
+            self._checkpoint(task)
             try:
                 result = self._execute_step(task, phase, step)
             except Exception as exc:
                 self._step_failed(task, phase, step, exc)
                 return
             if result is None:
-                self._save(node)  # and after it ends
                 self._step_event(STEP_END, task, step)
                 index += 1
                 continue
@@ -1232,8 +1296,6 @@ class Conductor:
                 if node.provision_state == phase.working:
                     event = s.WAIT_EVENT if result == phase.wait else s.HOLD_EVENT
                     self._process(task, event)
-                else:
-                    self._save(node)
                 return
             self._step_failed(
                 task,
@@ -1283,7 +1345,8 @@ class Conductor:
                 message = f"Deploy step {sid} failed with {type(exc).__name__}: {exc}."
         else:
             message = f"Node {node.uuid} failed {phase.name} step {sid}: {_describe_exc(exc)}"
-        LOG.warning("%s", mask_secrets(message))
+        message = _scrub(node, message)
+        LOG.warning("%s", message)
         self._step_event(STEP_FAIL, task, step, error=message)
         self._phase_failed(task, phase, message, step=step)
 
@@ -1301,7 +1364,7 @@ class Conductor:
         info = node.driver_internal_info
         if phase is _DEPLOY:
             try:
-                task.driver.deploy.clean_up(task)  # type: ignore[attr-defined]
+                task.driver.deploy.clean_up(task)
             except Exception as exc:
                 message += f" Also failed to clean up: {_describe_exc(exc)}"
             # The deploy-steps spec: deploy_step keeps showing the failed step.
@@ -1334,7 +1397,6 @@ class Conductor:
         info.pop(phase.wait_until_key, None)
         if node.provision_state == phase.fail:
             node.last_error = message
-            self._save(node)
         else:
             self._process(task, event, last_error=message)
 
@@ -1349,7 +1411,7 @@ class Conductor:
         if phase is _CLEAN:
             if info.pop("cleaning_ramdisk_prepared", False):
                 try:
-                    task.driver.deploy.tear_down_cleaning(task)  # type: ignore[attr-defined]
+                    task.driver.deploy.tear_down_cleaning(task)
                 except Exception as exc:
                     self._phase_failed(
                         task, _CLEAN,
@@ -1364,7 +1426,7 @@ class Conductor:
         elif phase is _SERVICE:
             if info.pop("service_ramdisk_prepared", False):
                 try:
-                    task.driver.deploy.tear_down_service(task)  # type: ignore[attr-defined]
+                    task.driver.deploy.tear_down_service(task)
                 except Exception as exc:
                     self._phase_failed(
                         task, _SERVICE,
@@ -1412,7 +1474,7 @@ class Conductor:
                 return
             self._step_event(STEP_END, task, step)
         index = 0 if current is None else (current + 1 if skip else current)
-        self._process(task, s.RESUME_EVENT, save=False)
+        self._process(task, s.RESUME_EVENT)
         self._run_steps(task, phase, index)
 
     def _abort_message(self, phase: _PhaseInfo, step: Mapping[str, Any] | None) -> str:
@@ -1427,13 +1489,11 @@ class Conductor:
         step = getattr(node, phase.step_field) or None
         if step and not step.get("abortable", False) and step["step"] != "hold":
             # Not interruptible: abort once the step is done.
-            step = dict(step, abort_after=True)
-            setattr(node, phase.step_field, step)
-            self._save(node)
+            setattr(node, phase.step_field, dict(step, abort_after=True))
             return
         message = self._abort_message(phase, step)
         if phase is _SERVICE:
-            self._process(task, s.FAIL_EVENT, save=False)
+            self._process(task, s.FAIL_EVENT)
             self._finish_service_abort(task, message)
             return
         self._process(task, s.ABORT_EVENT, last_error=message)
@@ -1447,26 +1507,26 @@ class Conductor:
     def _tidy_after_abort(self, task: Task, phase: _PhaseInfo) -> None:
         node = task.node
         info = node.driver_internal_info
+        self._checkpoint(task)
         if phase is _DEPLOY:
-            self._call_quietly(task, task.driver.deploy.clean_up, "deploy clean-up")  # type: ignore[attr-defined]
+            self._call_quietly(task, task.driver.deploy.clean_up, "deploy clean-up")
         elif phase is _CLEAN:
             if info.pop("cleaning_ramdisk_prepared", False):
-                self._call_quietly(task, task.driver.deploy.tear_down_cleaning, "clean tear-down")  # type: ignore[attr-defined]
+                self._call_quietly(task, task.driver.deploy.tear_down_cleaning, "clean tear-down")
             node.clean_step = {}
         else:
             if info.pop("service_ramdisk_prepared", False):
-                self._call_quietly(task, task.driver.deploy.tear_down_service, "service tear-down")  # type: ignore[attr-defined]
+                self._call_quietly(task, task.driver.deploy.tear_down_service, "service tear-down")
             node.service_step = {}
         info.pop(phase.index_key, None)
         info.pop(phase.skip_key, None)
         info.pop(phase.wait_until_key, None)
-        self._save(node)
 
     def _finish_service_abort(self, task: Task, message: str | None) -> None:
         node = task.node
         info = node.driver_internal_info
         if info.pop("service_ramdisk_prepared", False):
-            self._call_quietly(task, task.driver.deploy.tear_down_service, "service tear-down")  # type: ignore[attr-defined]
+            self._call_quietly(task, task.driver.deploy.tear_down_service, "service tear-down")
         node.service_step = {}
         info.pop(_SERVICE.index_key, None)
         info.pop(_SERVICE.wait_until_key, None)
@@ -1481,6 +1541,94 @@ class Conductor:
             node = task.node
             node.last_error = (node.last_error or "") + f" Also failed {what}: {_describe_exc(exc)}"
             LOG.warning("Node %s: %s failed: %s", node.uuid, what, _describe_exc(exc))
+
+    # -- liveness and crash recovery ------------------------------------------------------
+
+    def heartbeat(self) -> None:
+        """Tell the store this conductor is alive.
+
+        Call it periodically (more often than ``Config.heartbeat_timeout``)
+        when several hosts share a store: conductors elsewhere take over
+        nodes of a holder whose heartbeat has expired. Holders on the same
+        host are checked by process id instead, at once.
+        """
+        self.store.heartbeat(self.holder, self._now())
+
+    def _holder_alive(
+        self, holder: str, heartbeats: Mapping[str, datetime], node: Node, now: datetime
+    ) -> bool:
+        host, _, rest = holder.partition(":")
+        pid_text = rest.partition(":")[0]
+        if host == self.config.host and pid_text.isdigit():
+            return _process_alive(int(pid_text))
+        last_seen = heartbeats.get(holder) or node.updated_at
+        if last_seen is None:
+            return False
+        return now - last_seen < timedelta(seconds=self.config.heartbeat_timeout)
+
+    def recover(self) -> list[str]:
+        """Take over nodes whose holder is gone and resume their flows.
+
+        A flow resumes at the step recorded before the crash (steps are
+        idempotent, as the cleaning spec requires); steps before it do not
+        run again. Nodes in wait, hold, stable or failure states are just
+        released: their flow goes on when its callback, ``unhold`` or a
+        user's verb comes. Returns the UUIDs taken over.
+        """
+        now = self._now()
+        heartbeats = self.store.holders()
+        taken: list[str] = []
+        for node in self.store.list():
+            holder = node.reservation
+            if holder is None or holder == self.holder:
+                continue
+            if self._holder_alive(holder, heartbeats, node, now):
+                continue
+            LOG.warning(
+                "Node %s: taking over from %s, which is gone (state %s)",
+                node.uuid, holder, node.provision_state,
+            )  # fmt: skip
+            self.store.release(node.uuid, holder)
+            try:
+                with self._reserved(node.uuid) as task:
+                    self._spawn(task, self._resume)
+            except IronicFSMError as exc:
+                LOG.info("Node %s: not taken over: %s", node.uuid, exc)
+                continue
+            taken.append(node.uuid)
+        return taken
+
+    def _resume(self, task: Task) -> None:
+        """Continue whatever the node was doing when its holder died."""
+        node = task.node
+        state = node.provision_state
+        phase = _PHASE_BY_STATE.get(state)
+        if phase is not None and state == phase.working:
+            info = node.driver_internal_info
+            index = info.get(phase.index_key)
+            if info.get(phase.steps_key) is None:
+                # Died before the plan was stored: fail visibly, do not guess.
+                self._phase_failed(
+                    task, phase,
+                    f"Node {node.uuid}: {phase.name} was interrupted before its steps were "
+                    "planned; start it again",
+                    step=None,
+                )  # fmt: skip
+            elif index is None:
+                self._start_steps(task, phase)
+            else:
+                self._run_steps(task, phase, index)
+            return
+        resume = {
+            s.VERIFYING: self._do_verify,
+            s.INSPECTING: self._do_inspect,
+            s.ADOPTING: self._do_adopt,
+            s.RESCUING: self._do_rescue,
+            s.UNRESCUING: self._do_unrescue,
+            s.DELETING: self._do_tear_down,
+        }.get(state)
+        if resume is not None:
+            resume(task)
 
     def check_timeouts(self, now: datetime | None = None) -> list[str]:
         """Fail nodes that waited too long; resume ``wait`` steps whose time is up.
@@ -1500,19 +1648,23 @@ class Conductor:
                 wait_until = node.driver_internal_info.get(phase.wait_until_key)
                 if wait_until is not None:
                     if datetime.fromisoformat(wait_until) <= now:
-                        self._act_on(node.uuid, lambda t, p=phase: self._continue(t, p))
+                        self._act_on(node.uuid, functools.partial(self._continue, phase=phase))
                         acted.append(node.uuid)
                     continue
             if node.maintenance:
                 continue
-            option = phase.timeout_option if phase else (
-                "inspect_wait_timeout" if state == s.INSPECTWAIT else "rescue_callback_timeout"
+            option = (
+                phase.timeout_option
+                if phase
+                else (
+                    "inspect_wait_timeout" if state == s.INSPECTWAIT else "rescue_callback_timeout"
+                )
             )
             timeout = getattr(self.config, option)
             started = node.provision_updated_at
             if not timeout or started is None or now - started < timedelta(seconds=timeout):
                 continue
-            self._act_on(node.uuid, lambda t, st=state: self._time_out(t, st))
+            self._act_on(node.uuid, functools.partial(self._time_out, state=state))
             acted.append(node.uuid)
         return acted
 
@@ -1550,7 +1702,7 @@ class Conductor:
             )  # fmt: skip
         elif state == s.RESCUEWAIT:
             node.instance_info.pop("rescue_password", None)
-            self._call_quietly(task, task.driver.rescue.clean_up, "rescue clean-up")  # type: ignore[attr-defined]
+            self._call_quietly(task, task.driver.rescue.clean_up, "rescue clean-up")
             self._process(
                 task, s.FAIL_EVENT,
                 last_error=f"Timeout reached while waiting for rescue ramdisk callback for node "
@@ -1561,5 +1713,3 @@ class Conductor:
                 task, s.FAIL_EVENT,
                 last_error=f"Timeout reached while inspecting node {node.uuid}",
             )  # fmt: skip
-
-

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -15,7 +15,11 @@ __all__ = ["Config"]
 
 
 def _step_ids(value: Any) -> tuple[str, ...]:
-    if isinstance(value, str) or not all(isinstance(v, str) and "." in v for v in value):
+    if (
+        isinstance(value, (str, bytes))
+        or not isinstance(value, Iterable)
+        or not all(isinstance(v, str) and "." in v for v in value)
+    ):
         raise InvalidParameterValue(
             f"Expected a list of 'interface.step' names, got {value!r}", value=value
         )
@@ -23,8 +27,13 @@ def _step_ids(value: Any) -> tuple[str, ...]:
 
 
 def _overrides(value: Mapping[str, Any]) -> Mapping[str, int]:
+    if not isinstance(value, Mapping):
+        raise InvalidParameterValue(
+            f"Priority overrides must be a mapping of 'interface.step' to priority, not {value!r}",
+            value=value,
+        )
     out: dict[str, int] = {}
-    for key, prio in dict(value).items():
+    for key, prio in value.items():
         if not isinstance(key, str) or "." not in key:
             raise InvalidParameterValue(
                 f"Priority override key {key!r} is not 'interface.step'", value=key
@@ -73,11 +82,21 @@ class Config:
     """
 
     automated_clean: bool = attrs.field(default=True, validator=_boolean)
-    clean_step_priority_override: Mapping[str, int] = attrs.field(factory=dict, converter=_overrides)
-    verify_step_priority_override: Mapping[str, int] = attrs.field(factory=dict, converter=_overrides)
-    disallow_clean_steps: tuple[str, ...] = attrs.field(default=_DISALLOWED_BY_DEFAULT, converter=_step_ids)
-    disallow_deploy_steps: tuple[str, ...] = attrs.field(default=_DISALLOWED_BY_DEFAULT, converter=_step_ids)
-    disallow_service_steps: tuple[str, ...] = attrs.field(default=_DISALLOWED_BY_DEFAULT, converter=_step_ids)
+    clean_step_priority_override: Mapping[str, int] = attrs.field(
+        factory=dict, converter=_overrides
+    )
+    verify_step_priority_override: Mapping[str, int] = attrs.field(
+        factory=dict, converter=_overrides
+    )
+    disallow_clean_steps: tuple[str, ...] = attrs.field(
+        default=_DISALLOWED_BY_DEFAULT, converter=_step_ids
+    )
+    disallow_deploy_steps: tuple[str, ...] = attrs.field(
+        default=_DISALLOWED_BY_DEFAULT, converter=_step_ids
+    )
+    disallow_service_steps: tuple[str, ...] = attrs.field(
+        default=_DISALLOWED_BY_DEFAULT, converter=_step_ids
+    )
     clean_callback_timeout: float = attrs.field(default=1800, validator=_non_negative)
     deploy_callback_timeout: float = attrs.field(default=1800, validator=_non_negative)
     service_callback_timeout: float = attrs.field(default=1800, validator=_non_negative)

@@ -149,7 +149,14 @@ class StepsNotAvailable(IronicFSMError):
 
     retryable = True
 
-    def __init__(self, message: str, /, *, retry_after: float = -1, **details: Any) -> None:
+    def __init__(
+        self,
+        message: str = "Steps are not available yet; ask again later",
+        /,
+        *,
+        retry_after: float = -1,
+        **details: Any,
+    ) -> None:
         super().__init__(message, retry_after=retry_after, **details)
         self.retry_after = retry_after
 

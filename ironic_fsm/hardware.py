@@ -15,7 +15,20 @@ from typing import Any, Final
 import attrs
 
 from ironic_fsm.exceptions import DriverNotFound, InvalidParameterValue, MissingDependency
-from ironic_fsm.interfaces import INTERFACE_CLASSES, BaseInterface
+from ironic_fsm.interfaces import (
+    INTERFACE_CLASSES,
+    BaseInterface,
+    BIOSInterface,
+    BootInterface,
+    DeployInterface,
+    FirmwareInterface,
+    InspectInterface,
+    ManagementInterface,
+    PowerInterface,
+    RAIDInterface,
+    RescueInterface,
+    VendorInterface,
+)
 from ironic_fsm.node import INTERFACE_KINDS
 
 __all__ = [
@@ -75,16 +88,16 @@ class HardwareType:
     ``<kind>_interface`` field: ``{'boot': {'pxe': PXEBoot()}}``.
     """
 
-    power: BaseInterface = _interface("power")
-    management: BaseInterface = _interface("management")
-    deploy: BaseInterface = _interface("deploy")
-    boot: BaseInterface = _interface("boot")
-    bios: BaseInterface = _interface("bios")
-    raid: BaseInterface = _interface("raid")
-    inspect: BaseInterface = _interface("inspect")
-    rescue: BaseInterface = _interface("rescue")
-    vendor: BaseInterface = _interface("vendor")
-    firmware: BaseInterface = _interface("firmware")
+    power: PowerInterface = _interface("power")
+    management: ManagementInterface = _interface("management")
+    deploy: DeployInterface = _interface("deploy")
+    boot: BootInterface = _interface("boot")
+    bios: BIOSInterface = _interface("bios")
+    raid: RAIDInterface = _interface("raid")
+    inspect: InspectInterface = _interface("inspect")
+    rescue: RescueInterface = _interface("rescue")
+    vendor: VendorInterface = _interface("vendor")
+    firmware: FirmwareInterface = _interface("firmware")
     alternatives: Mapping[str, Mapping[str, BaseInterface]] = attrs.field(
         factory=dict, kw_only=True
     )
@@ -115,7 +128,7 @@ class HardwareType:
         Raises:
             DriverNotFound: a name is not among this type's alternatives.
         """
-        picked: dict[str, BaseInterface] = {}
+        picked: dict[str, Any] = {}
         for kind, name in choices.items():
             if name is None:
                 continue
@@ -186,7 +199,5 @@ def load_hardware_type(name: str) -> HardwareType:
     )
     hardware_type = factory()
     if not isinstance(hardware_type, HardwareType):
-        raise DriverNotFound(
-            f"Entry point {name!r} did not produce a HardwareType", name=name
-        )
+        raise DriverNotFound(f"Entry point {name!r} did not produce a HardwareType", name=name)
     return hardware_type

@@ -89,7 +89,13 @@ class BaseInterface:
     # -- steps ------------------------------------------------------------------
 
     def _steps(self, phase: Phase) -> list[dict[str, Any]]:
-        return [dict(step) for step in self._step_dicts[phase]]
+        # Fresh dicts all the way down: callers may mutate what they get.
+        return [
+            {**step, "argsinfo": {k: dict(v) for k, v in step["argsinfo"].items()}}
+            if "argsinfo" in step
+            else dict(step)
+            for step in self._step_dicts[phase]
+        ]
 
     def get_clean_steps(self, task: Task) -> list[dict[str, Any]]:
         """The clean steps this interface offers (priority 0 included)."""

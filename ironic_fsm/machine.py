@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Mapping
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
 import transitions as _transitions
 
@@ -87,17 +87,18 @@ class Lifecycle:
         declared = _transitions.Machine(
             model=None,
             states=list(self._specs),
-            transitions=[
-                {"trigger": e.event, "source": e.source, "dest": e.dest} for e in edges
-            ],
+            transitions=[{"trigger": e.event, "source": e.source, "dest": e.dest} for e in edges],
             initial=initial if initial in self._specs else None,
             auto_transitions=False,
         )
+        # dict.fromkeys: an edge declared twice is one edge, not two.
         self._edges = tuple(
-            Transition(source, event_name, tr.dest)
-            for event_name, event in declared.events.items()
-            for source, trs in event.transitions.items()
-            for tr in trs
+            dict.fromkeys(
+                Transition(source, event_name, str(tr.dest))
+                for event_name, event in declared.events.items()
+                for source, trs in event.transitions.items()
+                for tr in trs
+            )
         )
         self._validate()
         self._next: dict[tuple[str, str], str] = {(e.source, e.event): e.dest for e in self._edges}
@@ -335,14 +336,14 @@ class Lifecycle:
         from transitions import State
         from transitions.extensions import GraphMachine
 
-        class _LabelledState(State):  # type: ignore[misc]
+        class _LabelledState(State):
             # transitions' Mermaid renderer reads a state's ``label``;
             # Ironic's names have spaces, which Mermaid ids may not.
-            def __init__(self, *args: object, label: str = "", **kwargs: object) -> None:
+            def __init__(self, *args: Any, label: str = "", **kwargs: Any) -> None:
                 super().__init__(*args, **kwargs)
                 self.label = label
 
-        class _Diagram(GraphMachine):  # type: ignore[misc]
+        class _Diagram(GraphMachine):
             state_cls = _LabelledState
 
         def ident(name: str) -> str:

@@ -98,7 +98,7 @@ def step_id(step: Mapping[str, Any]) -> str:
 
 def step_infos(func: Callable[..., Any]) -> Mapping[Phase, StepInfo]:
     """The phases a method is a step of, with what each declared."""
-    return getattr(func, _ATTR, {})  # type: ignore[no-any-return]
+    return getattr(func, _ATTR, {})
 
 
 def _check_priority(priority: object, what: str) -> int:

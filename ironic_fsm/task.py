@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -26,3 +26,7 @@ class Task:
     node: Node
     driver: HardwareType
     config: Config
+    # Conductor bookkeeping: events waiting for the next save, and whether
+    # the reservation has been handed over (or the node deleted).
+    _pending_events: list[Any] = attrs.field(factory=list, init=False, repr=False, eq=False)
+    _detached: bool = attrs.field(default=False, init=False, repr=False, eq=False)

@@ -192,9 +192,7 @@ def test_non_flow_event_sets_default_target_like_ironic() -> None:
     assert LIFECYCLE.advance("deleting", "manageable", "clean") == ("cleaning", "available")
 
 
-def _walk(
-    start: str, target: str, events: list[str]
-) -> list[tuple[str, str | None]]:
+def _walk(start: str, target: str, events: list[str]) -> list[tuple[str, str | None]]:
     state: str = start
     current: str | None = target
     seen = []
@@ -237,13 +235,16 @@ def test_manual_clean_keeps_manageable_through_wait_hold_unhold_resume() -> None
         (["wait", "fail"], [("clean wait", "manageable"), ("clean failed", "manageable")]),
         (["wait", "abort"], [("clean wait", "manageable"), ("clean failed", "manageable")]),
         (["hold", "abort"], [("clean hold", "manageable"), ("clean failed", "manageable")]),
-        (["wait", "hold", "unhold", "resume", "manage"], [
-            ("clean wait", "manageable"),
-            ("clean hold", "manageable"),
-            ("clean wait", "manageable"),
-            ("cleaning", "manageable"),
-            ("manageable", None),
-        ]),
+        (
+            ["wait", "hold", "unhold", "resume", "manage"],
+            [
+                ("clean wait", "manageable"),
+                ("clean hold", "manageable"),
+                ("clean wait", "manageable"),
+                ("cleaning", "manageable"),
+                ("manageable", None),
+            ],
+        ),
     ],
 )
 def test_manual_clean_target_survives_every_flow_event(
@@ -556,3 +557,10 @@ def test_to_mermaid_edges_use_ids_without_spaces() -> None:
 def test_repr_mentions_size() -> None:
     assert "30 states" in repr(LIFECYCLE)
     assert "93 transitions" in repr(LIFECYCLE)
+
+
+def test_redeclaring_an_existing_transition_adds_nothing() -> None:
+    derived = LIFECYCLE.derive(add_transitions=[("available", "manage", "manageable")])
+    assert len(list(derived.transitions)) == 93
+    assert {tuple(t) for t in derived.transitions} == EXPECTED_TRANSITIONS
+    assert derived.to_dot().count('"available" -> "manageable"') == 1

@@ -93,7 +93,9 @@ def _rich_node() -> Node:
         name="node-1",
         driver="fake-hardware",
         driver_info={"ipmi_address": "10.0.0.1", "ipmi_password": "pw", "nested": {"a": [1, 2]}},
-        driver_internal_info={"clean_steps": [{"interface": "deploy", "step": "erase", "args": {}}]},
+        driver_internal_info={
+            "clean_steps": [{"interface": "deploy", "step": "erase", "args": {}}]
+        },
         properties={"cpus": 2, "memory_mb": 4096},
         instance_info={"traits": ["CUSTOM_X"], "image_source": "http://x/img"},
         extra={"k": {"deep": {"deeper": True}}},

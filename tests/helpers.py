@@ -1,0 +1,422 @@
+"""Shared pieces for the conductor behaviour tests.
+
+Test hardware built from the fake interfaces plus interfaces whose steps
+record what ran (``node.driver_internal_info['calls']``), go asynchronous
+(returning ``clean wait`` / ``wait call-back`` / ``service wait``), refuse
+to be aborted, raise, or return garbage. Nothing here reaches into
+``ironic_fsm`` internals: everything goes through the public conductor API
+and ``Conductor.register_hardware_type``.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from ironic_fsm import Conductor, Config, HardwareType, states
+from ironic_fsm.drivers.fake import (
+    FakeBIOS,
+    FakeBoot,
+    FakeDeploy,
+    FakeFirmware,
+    FakeInspect,
+    FakeManagement,
+    FakePower,
+    FakeRAID,
+    FakeRescue,
+)
+from ironic_fsm.events import PROVISION_END, PROVISION_ERROR, PROVISION_START, Event
+from ironic_fsm.exceptions import InvalidParameterValue
+from ironic_fsm.interfaces import BIOSInterface, VendorInterface
+from ironic_fsm.node import Node
+from ironic_fsm.steps import clean_step, deploy_step, service_step
+from ironic_fsm.stores import MemoryStore
+from ironic_fsm.task import Task
+
+DATA = Path(__file__).parent / "data"
+
+#: The hardware types the helpers register.
+TEST_HW = "test-hardware"
+BAD_TEARDOWN_HW = "test-bad-teardown"
+BAD_POWER_HW = "test-bad-power"
+TEMPLATES_HW = "test-deploy-templates"
+FAKE_HW = "fake-hardware"
+
+#: A secret that must never show up in reprs, events, errors or logs.
+SECRET = "Sup3r-S3cret-Pa55"
+
+T0 = datetime(2030, 1, 1, 12, 0, tzinfo=timezone.utc)
+
+PROVISION_EVENTS = frozenset({PROVISION_START, PROVISION_END, PROVISION_ERROR})
+
+
+# -- small utilities ---------------------------------------------------------------------
+
+
+class Clock:
+    """An injectable clock the test moves by hand."""
+
+    def __init__(self, start: datetime = T0) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> datetime:
+        self.now += timedelta(seconds=seconds)
+        return self.now
+
+    def at(self, seconds: float) -> datetime:
+        """The time ``seconds`` after the start of the clock (not moving it)."""
+        return T0 + timedelta(seconds=seconds)
+
+
+class Recorder:
+    """A listener that keeps every event."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def __call__(self, event: Event) -> None:
+        self.events.append(event)
+
+    def clear(self) -> None:
+        self.events.clear()
+
+    def names(self) -> list[str]:
+        return [e.name for e in self.events]
+
+    def provision(self) -> list[Event]:
+        return [e for e in self.events if e.name in PROVISION_EVENTS]
+
+
+def calls(node: Node) -> list[Any]:
+    """What the recording steps recorded, in order."""
+    return list(node.driver_internal_info.get("calls", []))
+
+
+def snapshot(node: Node) -> dict[str, Any]:
+    """The node as a dict, minus what a mere read/reserve may bump."""
+    data = node.to_dict()
+    data.pop("version")
+    data.pop("updated_at")
+    return data
+
+
+def step(interface: str, name: str, **args: Any) -> dict[str, Any]:
+    """A requested clean/service step."""
+    return {"interface": interface, "step": name, "args": args}
+
+
+def dstep(interface: str, name: str, priority: int, **args: Any) -> dict[str, Any]:
+    """A requested deploy step (deploy steps carry a priority)."""
+    return {"interface": interface, "step": name, "args": args, "priority": priority}
+
+
+def load_verb_matrix() -> tuple[list[str], dict[str, dict[str, str | None]]]:
+    """``(verbs, {state: {verb: target or None}})`` from tests/data/api_verb_matrix.tsv."""
+    with open(DATA / "api_verb_matrix.tsv", newline="") as fh:
+        rows = list(csv.reader(fh, delimiter="\t"))
+    header = rows[0]
+    verbs = [col.split("(")[0] for col in header[1:]]
+    matrix: dict[str, dict[str, str | None]] = {}
+    for row in rows[1:]:
+        if not row:
+            continue
+        matrix[row[0]] = {
+            verb: (None if cell == "-" else cell) for verb, cell in zip(verbs, row[1:], strict=True)
+        }
+    return verbs, matrix
+
+
+def matrix_events() -> dict[str, str]:
+    """The verb -> event mapping written in the matrix header (``active(->deploy)``)."""
+    with open(DATA / "api_verb_matrix.tsv", newline="") as fh:
+        header = next(csv.reader(fh, delimiter="\t"))
+    return {col.split("(")[0]: col.split("->")[1].rstrip(")") for col in header[1:]}
+
+
+def _record(task: Task, name: str, **args: Any) -> None:
+    info = task.node.driver_internal_info
+    info.setdefault("calls", []).append(f"{name}{args}" if args else name)
+
+
+def _count(task: Task, key: str) -> int:
+    info = task.node.driver_internal_info
+    info[key] = info.get(key, 0) + 1
+    return int(info[key])
+
+
+def _fails(task: Task, what: str) -> bool:
+    return what in (task.node.driver_info.get("fail_on") or ())
+
+
+# -- test interfaces ------------------------------------------------------------------------
+
+
+class RecordingPower(FakePower):
+    """Fake power that counts validate() and get_power_state() calls."""
+
+    def validate(self, task: Task) -> None:
+        _count(task, "power_validations")
+
+    def get_power_state(self, task: Task) -> str:
+        _count(task, "power_reads")
+        return super().get_power_state(task)
+
+
+class FailingValidatePower(FakePower):
+    """Power whose validate() always fails (missing BMC address)."""
+
+    def validate(self, task: Task) -> None:
+        raise InvalidParameterValue(
+            f"Node {task.node.uuid}: driver_info is missing ipmi_address", node=task.node.uuid
+        )
+
+
+class RecordingManagement(FakeManagement):
+    @clean_step(priority=0, requires_ramdisk=False)
+    def mgmt_clean(self, task: Task) -> None:
+        _record(task, "mgmt_clean")
+
+
+class RecordingBIOS(FakeBIOS):
+    @clean_step(priority=0, requires_ramdisk=False)
+    def bios_clean(self, task: Task) -> None:
+        _record(task, "bios_clean")
+
+
+class StepVendor(VendorInterface):
+    """Vendor steps for every situation; all priority 0 (run only when asked or overridden)."""
+
+    # plain recording steps, for cleaning and servicing
+    @clean_step(priority=0, requires_ramdisk=False)
+    @service_step(requires_ramdisk=False)
+    def step_a(self, task: Task) -> None:
+        _record(task, "step_a")
+
+    @clean_step(priority=0, requires_ramdisk=False)
+    @service_step(requires_ramdisk=False)
+    def step_b(self, task: Task) -> None:
+        _record(task, "step_b")
+
+    @clean_step(priority=0, requires_ramdisk=False)
+    @service_step(requires_ramdisk=False)
+    def step_c(self, task: Task) -> None:
+        _record(task, "step_c")
+
+    @clean_step(
+        priority=0,
+        requires_ramdisk=False,
+        argsinfo={
+            "size": {"description": "How big", "required": True},
+            "label": {"description": "A label", "required": False},
+        },
+    )
+    def with_args(self, task: Task, size: int, label: str = "") -> None:
+        _record(task, "with_args", size=size, label=label)
+
+    # asynchronous steps
+    @clean_step(priority=0, abortable=True, requires_ramdisk=False)
+    def async_clean(self, task: Task) -> str:
+        _record(task, "async_clean")
+        return states.CLEANWAIT
+
+    @clean_step(priority=0, abortable=False, requires_ramdisk=False)
+    def async_noabort(self, task: Task) -> str:
+        _record(task, "async_noabort")
+        return states.CLEANWAIT
+
+    @clean_step(priority=0, requires_ramdisk=False)
+    def again(self, task: Task) -> str | None:
+        """First run: asks to be re-run on continuation and waits; second run: done."""
+        if _count(task, "again_runs") == 1:
+            task.node.driver_internal_info["skip_current_clean_step"] = False
+            _record(task, "again#1")
+            return states.CLEANWAIT
+        _record(task, "again#2")
+        return None
+
+    @service_step(abortable=True, requires_ramdisk=False)
+    def async_service(self, task: Task) -> str:
+        _record(task, "async_service")
+        return states.SERVICEWAIT
+
+    @service_step(abortable=False, requires_ramdisk=False)
+    def async_service_noabort(self, task: Task) -> str:
+        _record(task, "async_service_noabort")
+        return states.SERVICEWAIT
+
+    @service_step(requires_ramdisk=False)
+    def again_service(self, task: Task) -> str | None:
+        if _count(task, "again_service_runs") == 1:
+            task.node.driver_internal_info["skip_current_service_step"] = False
+            _record(task, "again_service#1")
+            return states.SERVICEWAIT
+        _record(task, "again_service#2")
+        return None
+
+    # failing steps
+    @clean_step(priority=0, requires_ramdisk=False)
+    def boom(self, task: Task) -> None:
+        _record(task, "boom")
+        raise RuntimeError("disk on fire")
+
+    @service_step(requires_ramdisk=False)
+    def boom_service(self, task: Task) -> None:
+        _record(task, "boom_service")
+        raise RuntimeError("firmware bricked")
+
+    @clean_step(priority=0, requires_ramdisk=False)
+    def garbage(self, task: Task) -> str:
+        _record(task, "garbage")
+        return "banana"
+
+    @clean_step(
+        priority=0,
+        requires_ramdisk=False,
+        argsinfo={"bmc_password": {"description": "BMC password", "required": True}},
+    )
+    def secret_boom(self, task: Task, bmc_password: str) -> None:
+        _record(task, "secret_boom")
+        raise RuntimeError("BMC refused the login")
+
+
+class StepDeploy(FakeDeploy):
+    """Fake deploy plus recording, asynchronous and failing deploy steps."""
+
+    @deploy_step(priority=100)
+    def deploy(self, task: Task) -> str | None:
+        _record(task, "deploy")
+        return super().deploy(task)
+
+    @deploy_step(priority=0)
+    def async_deploy(self, task: Task) -> str:
+        _record(task, "async_deploy")
+        return states.DEPLOYWAIT
+
+    @deploy_step(priority=0, abortable=False)
+    def noabort_deploy(self, task: Task) -> str:
+        _record(task, "noabort_deploy")
+        return states.DEPLOYWAIT
+
+    @deploy_step(priority=0)
+    def again_deploy(self, task: Task) -> str | None:
+        if _count(task, "again_deploy_runs") == 1:
+            task.node.driver_internal_info["skip_current_deploy_step"] = False
+            _record(task, "again_deploy#1")
+            return states.DEPLOYWAIT
+        _record(task, "again_deploy#2")
+        return None
+
+    @deploy_step(priority=0)
+    def fail_deploy(self, task: Task) -> None:
+        _record(task, "fail_deploy")
+        raise RuntimeError("image checksum mismatch")
+
+    def take_over(self, task: Task) -> None:
+        if _fails(task, "adopt"):
+            raise RuntimeError("cannot take over")
+
+
+class FailingTearDownDeploy(StepDeploy):
+    """A deploy interface whose tear_down fails."""
+
+    def tear_down(self, task: Task) -> str | None:
+        raise RuntimeError("disk would not wipe")
+
+
+class FlakyInspect(FakeInspect):
+    def inspect_hardware(self, task: Task) -> str:
+        if _fails(task, "inspect"):
+            raise RuntimeError("no inventory")
+        return super().inspect_hardware(task)
+
+
+class FlakyRescue(FakeRescue):
+    def rescue(self, task: Task) -> str:
+        if _fails(task, "rescue"):
+            raise RuntimeError("rescue ramdisk did not boot")
+        return super().rescue(task)
+
+    def unrescue(self, task: Task) -> str:
+        if _fails(task, "unrescue"):
+            raise RuntimeError("instance did not boot")
+        return super().unrescue(task)
+
+
+class DeployStepsBIOS(BIOSInterface):
+    """Deploy steps for the template/user override example of the reference."""
+
+    @deploy_step(priority=0)
+    def b1(self, task: Task) -> None:
+        _record(task, "b1")
+
+    @deploy_step(priority=0)
+    def b2(self, task: Task) -> None:
+        _record(task, "b2")
+
+    @deploy_step(priority=70)
+    def b3(self, task: Task) -> None:
+        _record(task, "b3")
+
+    @deploy_step(priority=100)
+    def b4(self, task: Task) -> None:
+        _record(task, "b4")
+
+
+def build_hardware(**overrides: Any) -> HardwareType:
+    """The test hardware type: fake interfaces plus the test interfaces above."""
+    kinds: dict[str, Any] = {
+        "power": RecordingPower(),
+        "management": RecordingManagement(),
+        "deploy": StepDeploy(),
+        "boot": FakeBoot(),
+        "bios": RecordingBIOS(),
+        "raid": FakeRAID(),
+        "inspect": FlakyInspect(),
+        "rescue": FlakyRescue(),
+        "vendor": StepVendor(),
+        "firmware": FakeFirmware(),
+    }
+    kinds.update(overrides)
+    return HardwareType(**kinds, description="ironic_fsm test hardware")
+
+
+
+
+def register_test_hardware(conductor: Conductor) -> None:
+    conductor.register_hardware_type(TEST_HW, build_hardware())
+    conductor.register_hardware_type(BAD_TEARDOWN_HW, build_hardware(deploy=FailingTearDownDeploy()))
+    conductor.register_hardware_type(BAD_POWER_HW, build_hardware(power=FailingValidatePower()))
+    conductor.register_hardware_type(TEMPLATES_HW, build_hardware(bios=DeployStepsBIOS()))
+
+
+def make_conductor(
+    *,
+    config: Config | None = None,
+    clock: Clock | None = None,
+    listeners: Iterable[Any] = (),
+    guards: Iterable[Any] = (),
+    store: Any = None,
+    register: bool = True,
+) -> Conductor:
+    """A synchronous conductor on a fresh MemoryStore, with the test hardware registered."""
+    conductor = Conductor(
+        store=store if store is not None else MemoryStore(),
+        config=config,
+        listeners=listeners,
+        clock=clock,
+        guards=guards,
+    )
+    if register:
+        register_test_hardware(conductor)
+    return conductor
+
+
+def new_node(conductor: Conductor, state: str = states.ENROLL, driver: str = TEST_HW, **fields: Any) -> Node:
+    """Import a node directly in ``state``."""
+    return conductor.create_node(provision_state=state, driver=driver, **fields)

@@ -1,0 +1,38 @@
+"""Every script under examples/ runs, as a newcomer would run it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.py"))
+
+
+def test_there_are_examples() -> None:
+    assert EXAMPLES, "examples/ has no scripts"
+
+
+@pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.name)
+def test_example_runs(script: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip(), f"{script.name} printed nothing"
+
+
+def test_quickstart_story() -> None:
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES[0].parent / "quickstart.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = done.stdout.splitlines()
+    assert any("--manage--> verifying" in line for line in lines)
+    assert any("--done--> active" in line for line in lines)
+    assert "vendor.log_passthrough" in done.stdout
+    assert lines[-1].endswith("is 'available', power 'power off'")
