@@ -30,12 +30,25 @@ GOAL_IMPORT_MS = 100.0
 MUST_NOT_LOAD: tuple[str, ...] = ("sqlalchemy", "pyghmi", "sushy", "stevedore")
 NOTABLE: tuple[str, ...] = ("transitions", "attrs", "automaton", "json", "uuid", "socket")
 REPO = Path(__file__).resolve().parents[1]
+# Settings that would change what or how fast the child interpreter imports.
+_DISTORTING_ENV = frozenset(
+    {
+        "PYTHONPROFILEIMPORTTIME",
+        "PYTHONDEVMODE",
+        "PYTHONTRACEMALLOC",
+        "PYTHONMALLOC",
+        "PYTHONSTARTUP",
+        "PYTHONINSPECT",
+        "PYTHONVERBOSE",
+        "PYTHONDONTWRITEBYTECODE",
+    }
+)
 
 
 def _python(*args: str) -> subprocess.CompletedProcess[str]:
     # cwd=REPO: '-c' puts the working directory first on sys.path, so the
     # checkout is what gets imported.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env = {k: v for k, v in os.environ.items() if k not in _DISTORTING_ENV}
     return subprocess.run(
         [sys.executable, *args], cwd=REPO, env=env, capture_output=True, text=True, check=True
     )

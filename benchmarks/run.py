@@ -127,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\ntotal {time.perf_counter() - started:.1f} s")
 
     if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(
             json.dumps(
                 {

@@ -32,6 +32,8 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
+    # The ">>>" examples are real: sphinx-build -b doctest docs docs/_build/doctest
+    "sphinx.ext.doctest",
     # Local: state diagram and state/verb tables generated from LIFECYCLE.
     "lifecycle_diagram",
     # Local: autodoc rendering fixes, constants and the Config options table.

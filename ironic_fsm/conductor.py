@@ -47,6 +47,7 @@ from ironic_fsm.exceptions import (
     NodeProtected,
     StepFailed,
     StepNotAllowed,
+    StepsNotAvailable,
     TransitionRejected,
 )
 from ironic_fsm.hardware import HardwareType, load_hardware_type
@@ -56,7 +57,7 @@ from ironic_fsm.node import INTERFACE_KINDS, NODE_FIELDS, Node
 from ironic_fsm.planner import (
     check_priority_conflicts,
     gather_steps,
-    plan_automated_clean,
+    plan_automated_clean_for,
     plan_deploy,
     sort_steps,
     validate_user_steps,
@@ -582,7 +583,7 @@ class Conductor:
                     state=node.provision_state,
                 )
             self.store.delete(node.uuid)
-            node.reservation = None  # nothing left to release
+            task._detached = True  # nothing left to release
 
     # -- power -------------------------------------------------------------------------------
 
@@ -633,14 +634,16 @@ class Conductor:
     def _driver_steps(self, task: Task, phase: Phase) -> list[dict[str, Any]]:
         return gather_steps(phase, task.driver, task)
 
-    def _steps_for(self, ident: str, phase: Phase) -> tuple[Node, list[dict[str, Any]]]:
+    def _steps_for(
+        self, ident: str, phase: Phase, *, fresh: bool = False
+    ) -> tuple[Node, list[dict[str, Any]]]:
         node = self.store.get(ident)
         task = Task(node=node, driver=self._driver_for(node), config=self.config)
-        return node, self._driver_steps(task, phase)
+        return node, gather_steps(phase, task.driver, task, fresh=fresh)
 
     def get_clean_steps(self, ident: str, min_priority: int = 0) -> list[dict[str, Any]]:
         """The node's clean steps (operator overrides applied), highest priority first."""
-        _, steps = self._steps_for(ident, "clean")
+        _, steps = self._steps_for(ident, "clean", fresh=True)
         overrides = self.config.clean_step_priority_override
         for step in steps:
             step["priority"] = overrides.get(step_id(step), step["priority"])
@@ -648,12 +651,12 @@ class Conductor:
 
     def get_deploy_steps(self, ident: str) -> list[dict[str, Any]]:
         """The node's deploy steps, highest priority first."""
-        _, steps = self._steps_for(ident, "deploy")
+        _, steps = self._steps_for(ident, "deploy", fresh=True)
         return sort_steps("deploy", steps)
 
     def get_service_steps(self, ident: str) -> list[dict[str, Any]]:
         """The node's service steps, highest priority first."""
-        _, steps = self._steps_for(ident, "service")
+        _, steps = self._steps_for(ident, "service", fresh=True)
         return sort_steps("service", steps)
 
     def validate_clean_steps(
@@ -882,6 +885,8 @@ class Conductor:
                 f"is retired",
                 node=node.uuid,
             )
+        if not self._skip_automated_clean(node):
+            self._automated_runbook(task)  # refuse now if the configuration cannot be met
         self._process(task, s.PROVIDE_EVENT, last_error=None)
         self._spawn(task, lambda t: self._do_clean(t, None))
 
@@ -1173,30 +1178,77 @@ class Conductor:
                 step=None,
             )  # fmt: skip
             return
+        info.pop(_CLEAN.index_key, None)
+        info["cleaning_disable_ramdisk"] = disable_ramdisk
+        node.clean_step = {}
         try:
-            driver_steps = self._driver_steps(task, "clean")
-            if manual:
-                plan = validate_user_steps(
-                    "clean", driver_steps, user_steps or [],
-                    disallowed=self.config.disallow_clean_steps,
-                    disable_ramdisk=disable_ramdisk, node=node.uuid,
-                )  # fmt: skip
-            else:
-                plan = plan_automated_clean(
-                    driver_steps,
-                    overrides=self.config.clean_step_priority_override,
-                    disallowed=self.config.disallow_clean_steps,
-                )
+            info[_CLEAN.steps_key] = self._plan_clean(task, user_steps, disable_ramdisk)
+        except StepsNotAvailable:
+            # Agent-style interfaces know their steps once the ramdisk is up:
+            # prepare, wait for it, and plan on continuation.
+            info[_CLEAN.steps_key] = None
+            info["clean_plan_pending"] = {"steps": None if user_steps is None else list(user_steps)}
         except Exception as exc:
             self._phase_failed(
                 task, _CLEAN, f"Cannot clean node {node.uuid}: {_describe_exc(exc)}", step=None
             )
             return
-        info[_CLEAN.steps_key] = plan
-        info.pop(_CLEAN.index_key, None)
-        info["cleaning_disable_ramdisk"] = disable_ramdisk
-        node.clean_step = {}
         self._start_steps(task, _CLEAN)
+
+    def _plan_clean(
+        self, task: Task, user_steps: Sequence[Any] | None, disable_ramdisk: bool
+    ) -> list[dict[str, Any]]:
+        """The steps of this cleaning: the user's, a runbook's, or the driver's."""
+        node = task.node
+        blocked = self.config.disallow_clean_steps
+        if user_steps is not None:
+            return validate_user_steps(
+                "clean", self._driver_steps(task, "clean"), user_steps, disallowed=blocked,
+                disable_ramdisk=disable_ramdisk, node=node.uuid,
+            )  # fmt: skip
+        runbook = self._automated_runbook(task)
+        if runbook is not None:
+            # Declarative automated cleaning: in list order; disallowed steps
+            # are dropped silently, as for driver steps.
+            wanted = [st for st in runbook if step_id(st) not in blocked]
+            return validate_user_steps(
+                "clean", self._driver_steps(task, "clean"), wanted, node=node.uuid
+            )
+        return plan_automated_clean_for(
+            task.driver, task, overrides=self.config.clean_step_priority_override,
+            disallowed=blocked,
+        )  # fmt: skip
+
+    def _automated_runbook(self, task: Task) -> list[dict[str, Any]] | None:
+        """The runbook automated cleaning must use, if the configuration asks for one."""
+        config = self.config
+        if config.automated_cleaning_step_source == "autogenerated":
+            return None
+        node = task.node
+        name = None
+        if config.automated_cleaning_runbook_from_node:
+            name = node.driver_info.get("cleaning_runbook")
+        name = (
+            name
+            or config.automated_cleaning_runbook_by_resource_class.get(node.resource_class or "")
+            or config.automated_cleaning_runbook
+        )
+        if name is None:
+            if config.automated_cleaning_step_source == "runbook":
+                raise InvalidParameterValue(
+                    f"Unable to perform cleaning for node {node.uuid}: configuration requires a "
+                    "runbook for automated cleaning and none was configured",
+                    node=node.uuid,
+                )
+            return None
+        if config.automated_cleaning_runbook_validate_traits:
+            return self._runbook_steps(task, name)
+        entry = self._runbooks.get(name)
+        if entry is None:
+            raise InvalidParameterValue(
+                f"Node {node.uuid}: no runbook named {name!r}", node=node.uuid
+            )
+        return [dict(step) for step in entry[0]]
 
     def _start_steps(self, task: Task, phase: _PhaseInfo) -> None:
         """Prepare the node for the planned steps (ramdisk, deploy prep), then run them."""
@@ -1212,7 +1264,8 @@ class Conductor:
             what = "cleaning" if phase is _CLEAN else "servicing"
             flag = f"{noun}_ramdisk_prepared"
             disabled = info.get(f"{noun}_disable_ramdisk", False)
-            if not disabled and any(st.get("requires_ramdisk", True) for st in plan):
+            pending = phase is _CLEAN and "clean_plan_pending" in info
+            if pending or (not disabled and any(st.get("requires_ramdisk", True) for st in plan)):
                 prepare = getattr(
                     deploy, "prepare_cleaning" if phase is _CLEAN else "prepare_service"
                 )
@@ -1464,6 +1517,18 @@ class Conductor:
         """From the phase's wait state: honour abort_after, resume, run the next step."""
         node = task.node
         info = node.driver_internal_info
+        pending = info.pop("clean_plan_pending", None) if phase is _CLEAN else None
+        if pending is not None:
+            try:
+                info[_CLEAN.steps_key] = self._plan_clean(
+                    task, pending["steps"], info.get("cleaning_disable_ramdisk", False)
+                )
+            except Exception as exc:
+                self._phase_failed(
+                    task, _CLEAN, f"Cannot clean node {node.uuid}: {_describe_exc(exc)}",
+                    step=None,
+                )  # fmt: skip
+                return
         current = info.get(phase.index_key)
         skip = info.pop(phase.skip_key, True)
         info.pop(phase.wait_until_key, None)

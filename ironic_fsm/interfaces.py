@@ -88,6 +88,18 @@ class BaseInterface:
 
     # -- steps ------------------------------------------------------------------
 
+    def declared_steps(self, phase: Phase) -> tuple[dict[str, Any], ...] | None:
+        """The class's declared ``phase`` steps, shared and read-only, or ``None``.
+
+        ``None`` when the interface overrides ``get_<phase>_steps`` (its steps
+        may depend on the node). The planner uses this to avoid copying
+        steps it only reads; everyone else should call ``get_<phase>_steps``.
+        """
+        getter = getattr(type(self), f"get_{phase}_steps")
+        if getter is getattr(BaseInterface, f"get_{phase}_steps"):
+            return self._step_dicts[phase]
+        return None
+
     def _steps(self, phase: Phase) -> list[dict[str, Any]]:
         # Fresh dicts all the way down: callers may mutate what they get.
         return [

@@ -29,6 +29,7 @@ __all__ = [
     "check_priority_conflicts",
     "gather_steps",
     "plan_automated_clean",
+    "plan_automated_clean_for",
     "plan_deploy",
     "sort_steps",
     "validate_user_steps",
@@ -40,18 +41,28 @@ CORE_DEPLOY_STEP: Final = "deploy.deploy"
 Step = dict[str, Any]
 
 
-def gather_steps(phase: Phase, driver: HardwareType, task: Task) -> list[Step]:
+def gather_steps(
+    phase: Phase, driver: HardwareType, task: Task, *, fresh: bool = False
+) -> list[Step]:
     """The driver's ``phase`` steps (priority 0 included), in interface-table order.
 
     Only the interfaces of the phase's table are asked (for cleaning:
     vendor, power, management, firmware, deploy, bios, raid). An interface
     may raise :class:`~ironic_fsm.exceptions.StepsNotAvailable`.
+
+    Declared steps are shared with their class unless ``fresh`` is true:
+    read them, or ask for fresh dicts when the result will be changed or
+    handed to users.
     """
     steps: list[Step] = []
     for kind in INTERFACE_ORDER[phase]:
         iface = getattr(driver, kind, None)
-        if iface is not None:
-            steps.extend(getattr(iface, f"get_{phase}_steps")(task))
+        if iface is None:
+            continue
+        # Decorator-declared steps are read from the class, not copied: the
+        # planner never changes the steps it is given.
+        declared = None if fresh else iface.declared_steps(phase)
+        steps.extend(declared if declared is not None else getattr(iface, f"get_{phase}_steps")(task))
     return steps
 
 
@@ -92,17 +103,92 @@ def plan_automated_clean(
     ``disallowed`` steps are dropped; the rest are sorted by priority, then
     by interface.
     """
-    overrides = overrides or {}
-    blocked = frozenset(disallowed)
+    # By interface, so that the common case (no override, not blocked) needs
+    # no "iface.step" string per step.
+    override_by_iface: dict[str, dict[str, int]] = {}
+    for sid, prio in (overrides or {}).items():
+        iface, _, name = sid.partition(".")
+        override_by_iface.setdefault(iface, {})[name] = prio
+    blocked_by_iface: dict[str, set[str]] = {}
+    for sid in disallowed:
+        iface, _, name = sid.partition(".")
+        blocked_by_iface.setdefault(iface, set()).add(name)
     rank = INTERFACE_ORDER["clean"]
     chosen: list[tuple[int, int, int, Mapping[str, Any]]] = []
     for index, step in enumerate(driver_steps):
-        sid = f"{step['interface']}.{step['step']}"
-        priority = overrides.get(sid, step["priority"]) if overrides else step["priority"]
-        if priority and sid not in blocked:
-            chosen.append((priority, rank.get(step["interface"], 0), -index, step))
-    chosen.sort(key=lambda c: c[:3], reverse=True)
-    return [_plan_entry(step, prio, {}) for prio, _, _, step in chosen]
+        iface = step["interface"]
+        priority = step["priority"]
+        if iface in override_by_iface:
+            priority = override_by_iface[iface].get(step["step"], priority)
+        if priority and not (iface in blocked_by_iface and step["step"] in blocked_by_iface[iface]):
+            chosen.append((priority, rank.get(iface, 0), -index, step))
+    chosen.sort(reverse=True)  # the unique -index decides before the dicts compare
+    return [
+        {
+            "interface": step["interface"],
+            "step": step["step"],
+            "args": {},
+            "priority": priority,
+            "abortable": step.get("abortable", False),
+            "requires_ramdisk": step.get("requires_ramdisk", True),
+        }
+        for priority, _, _, step in chosen
+    ]
+
+
+_PLAN_CACHE: dict[tuple[Any, ...], tuple[tuple[str, str, int, bool, bool], ...]] = {}
+_PLAN_CACHE_SIZE: Final = 256
+
+
+def plan_automated_clean_for(
+    driver: HardwareType,
+    task: Task,
+    *,
+    overrides: Mapping[str, int] | None = None,
+    disallowed: Iterable[str] = (),
+) -> list[Step]:
+    """:func:`plan_automated_clean` of the driver's steps, computed once per set of classes.
+
+    When every cleaning interface declares its steps with decorators (the
+    usual case), the plan depends only on the interface classes and the
+    operator's settings, so it is computed once and then only copied.
+    Interfaces whose steps depend on the node (agent-style ones that
+    override ``get_clean_steps``) are asked every time.
+    """
+    classes = []
+    for kind in INTERFACE_ORDER["clean"]:
+        iface = getattr(driver, kind, None)
+        if iface is not None:
+            if iface.declared_steps("clean") is None:
+                return plan_automated_clean(
+                    gather_steps("clean", driver, task), overrides=overrides, disallowed=disallowed
+                )
+            classes.append(type(iface))
+    blocked = tuple(disallowed)
+    key = (tuple(classes), frozenset((overrides or {}).items()), blocked)
+    plan = _PLAN_CACHE.get(key)
+    if plan is None:
+        full = plan_automated_clean(
+            gather_steps("clean", driver, task), overrides=overrides, disallowed=blocked
+        )
+        plan = tuple(
+            (st["interface"], st["step"], st["priority"], st["abortable"], st["requires_ramdisk"])
+            for st in full
+        )
+        if len(_PLAN_CACHE) >= _PLAN_CACHE_SIZE:
+            _PLAN_CACHE.clear()
+        _PLAN_CACHE[key] = plan
+    return [
+        {
+            "interface": iface,
+            "step": name,
+            "args": {},
+            "priority": priority,
+            "abortable": abortable,
+            "requires_ramdisk": ramdisk,
+        }
+        for iface, name, priority, abortable, ramdisk in plan
+    ]
 
 
 def check_priority_conflicts(

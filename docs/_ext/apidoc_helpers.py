@@ -8,8 +8,8 @@ They change how the documentation renders the code, never the code:
   regular expressions on the name) documents exactly those, with their
   values, so that nothing is listed by hand.
 * Napoleon reads a one-line attribute comment such as ``#: The ``* failed``
-  states: a flow stopped`` as ``type: description``. The first line of data
-  and attribute docstrings is shielded from that reading.
+  states: a flow stopped`` as ``type: description``. Data and attribute
+  docstrings whose first line has a colon are kept away from napoleon.
 * attrs classes get ``attr_dict['x'].default`` and ``NOTHING`` in their
   signatures; they are replaced by the real default, or ``<factory>`` like
   dataclasses show it.
@@ -18,8 +18,10 @@ They change how the documentation renders the code, never the code:
 * A method decorated as a step gets a short summary of each declaration
   (phase, priority, abortable, ramdisk, arguments) appended to its docstring.
 * ``.. config-options::`` tabulates the fields of :class:`ironic_fsm.Config`
-  with their defaults; its content is a field list with one description per
-  option, and a missing or unknown option is a build warning.
+  with their defaults. Its content is a field list with one description per
+  option; an option it does not describe uses its ``#:`` comment in the
+  code, and an option described nowhere, or an unknown one, is a build
+  warning.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ def _constant_names(module: Any) -> list[str]:
     Names with a ``#:`` comment are left to autodoc, and so are classes,
     functions and modules.
     """
-    documented = {name for (_, name) in ModuleAnalyzer.for_module(module.__name__).attr_docs}
+    documented = {name for (_, name) in ModuleAnalyzer.for_module(module.__name__).find_attr_docs()}
     public = getattr(module, "__all__", None)
     names = []
     for name, value in vars(module).items():
@@ -106,13 +108,27 @@ class ModuleConstants(SphinxDirective):
 # -- autodoc event handlers --------------------------------------------------------------
 
 
-def _shield_attribute_summary(
+# Napoleon splits the first line of a data/attribute docstring on its first
+# colon into "type: description" (``#: The ``* failed`` states: a flow ...``
+# would become a type). Such docstrings are hidden from napoleon and put back
+# after it ran; ironic_fsm takes types from annotations, never from text.
+_HIDDEN_FROM_NAPOLEON: dict[str, list[str]] = {}
+
+
+def _hide_attribute_summary(
     app: Sphinx, what: str, name: str, obj: Any, options: Any, lines: list[str]
 ) -> None:
-    # Napoleon splits the first line of a data/attribute docstring on its
-    # first colon into "type: description". A leading blank line stops it.
     if what in ("data", "attribute") and lines and ":" in lines[0]:
-        lines.insert(0, "")
+        _HIDDEN_FROM_NAPOLEON[name] = list(lines)
+        lines.clear()
+
+
+def _restore_attribute_summary(
+    app: Sphinx, what: str, name: str, obj: Any, options: Any, lines: list[str]
+) -> None:
+    hidden = _HIDDEN_FROM_NAPOLEON.pop(name, None)
+    if hidden is not None:
+        lines[:] = hidden
 
 
 _DEFAULT_EXPR = re.compile(r"attr_dict\['(\w+)'\]\.default")
@@ -236,7 +252,7 @@ class ConfigOptions(SphinxDirective):
         table = nodes.table(classes=["config-options"])
         group = nodes.tgroup(cols=3)
         table += group
-        for width in (24, 22, 44):
+        for width in (36, 20, 44):
             group += nodes.colspec(colwidth=width)
         head = nodes.thead()
         head += nodes.row(
@@ -246,11 +262,17 @@ class ConfigOptions(SphinxDirective):
         group += head
         body = nodes.tbody()
         group += body
+        comments = ModuleAnalyzer.for_module(Config.__module__).find_attr_docs()
         for field in fields:
             description = described.get(field.name)
             if description is None:
+                # Fall back to the option's "#:" comment in the code.
+                comment = comments.get(("Config", field.name))
+                if comment:
+                    description = self.parse_text_to_nodes("\n".join(comment))
+            if description is None:
                 LOG.warning(
-                    "config-options: no description for Config.%s",
+                    "config-options: no description for Config.%s, here or in the code",
                     field.name,
                     location=self.get_location(),
                 )
@@ -271,7 +293,8 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("config-options", ConfigOptions)
     # Before napoleon (priority 500) reads the docstring, and after it.
     app.connect("autodoc-process-docstring", _drop_type_docstring, priority=300)
-    app.connect("autodoc-process-docstring", _shield_attribute_summary, priority=400)
+    app.connect("autodoc-process-docstring", _hide_attribute_summary, priority=400)
+    app.connect("autodoc-process-docstring", _restore_attribute_summary, priority=550)
     app.connect("autodoc-process-docstring", _describe_steps, priority=600)
     app.connect("autodoc-process-signature", _attrs_signature)
     app.connect("autodoc-skip-member", _skip_redeclared_step_definitions)

@@ -2,7 +2,8 @@
 
 ``.. lifecycle-diagram::``
     The state diagram. When the Graphviz ``dot`` program is on ``PATH``
-    (config value ``lifecycle_diagram_dot``, default ``"dot"``), the output of
+    (config value ``lifecycle_diagram_dot``, default ``"dot"``; set it to
+    ``""`` to always show text), the output of
     ``LIFECYCLE.to_dot()`` is rendered to ``_generated/lifecycle.svg`` under the
     documentation source directory and shown as a figure. Otherwise the
     output of ``LIFECYCLE.to_mermaid()`` is shown as a literal block, with a
@@ -35,6 +36,7 @@ from typing import Any
 from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.application import Sphinx
+from sphinx.config import Config
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
@@ -131,20 +133,26 @@ def _render_svg(dot: str, source: str, outdir: Path) -> Path:
     outdir.mkdir(parents=True, exist_ok=True)
     dot_file = outdir / DOT_NAME
     svg_file = outdir / SVG_NAME
+    # The DOT file, stamped with the program that rendered it, marks the SVG
+    # as up to date.
+    stamped = f"// rendered with {dot}\n{source}"
     previous = dot_file.read_text(encoding="utf-8") if dot_file.exists() else None
-    if previous == source and svg_file.exists():
+    if previous == stamped and svg_file.exists():
         return svg_file
     tmp_file = svg_file.with_suffix(".svg.tmp")
-    subprocess.run(
-        [dot, "-Tsvg", "-o", str(tmp_file)],
-        input=source.encode("utf-8"),
-        check=True,
-        capture_output=True,
-        timeout=DOT_TIMEOUT,
-    )
-    tmp_file.replace(svg_file)
+    try:
+        subprocess.run(
+            [dot, "-Tsvg", "-o", str(tmp_file)],
+            input=source.encode("utf-8"),
+            check=True,
+            capture_output=True,
+            timeout=DOT_TIMEOUT,
+        )
+        tmp_file.replace(svg_file)
+    finally:
+        tmp_file.unlink(missing_ok=True)
     # Written last: a failed run leaves no stale "up to date" marker behind.
-    dot_file.write_text(source, encoding="utf-8")
+    dot_file.write_text(stamped, encoding="utf-8")
     return svg_file
 
 
@@ -164,8 +172,7 @@ class LifecycleDiagram(SphinxDirective):
             f"State diagram of the ironic_fsm lifecycle: {len(lifecycle.states)} states, "
             f"{len(lifecycle.events)} events, {len(lifecycle.transitions)} transitions"
         )
-        program = self.config.lifecycle_diagram_dot
-        dot = shutil.which(program) if program else None
+        dot = self.config.lifecycle_diagram_dot_path
         if dot:
             outdir = Path(self.env.srcdir) / GENERATED_DIR
             try:
@@ -300,8 +307,18 @@ class LifecycleVerbs(SphinxDirective):
         return found
 
 
+def _resolve_dot(app: Sphinx, config: Config) -> None:
+    # Resolved once per build and kept as an "env" config value: when dot
+    # appears on or disappears from PATH, Sphinx sees a changed configuration
+    # and re-reads the pages, so the diagram switches between SVG and text.
+    program = config.lifecycle_diagram_dot
+    config.lifecycle_diagram_dot_path = (shutil.which(program) if program else None) or ""
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_config_value("lifecycle_diagram_dot", "dot", "env", [str])
+    app.add_config_value("lifecycle_diagram_dot_path", "", "env", [str])
+    app.connect("config-inited", _resolve_dot)
     app.add_directive("lifecycle-diagram", LifecycleDiagram)
     app.add_directive("lifecycle-table", LifecycleTable)
     app.add_directive("lifecycle-verbs", LifecycleVerbs)

@@ -1,0 +1,86 @@
+"""Shared fixtures: stores on every backend, and a private PostgreSQL server.
+
+* ``postgres_url`` (session): a throwaway PostgreSQL 15 server
+  (:mod:`pgserver`), started on first use only, so tests that never touch
+  PostgreSQL never pay for it. It never skips: missing binaries fail.
+* ``sql_url``: a fresh, empty database URL, parametrized over ``sqlite`` (a
+  file under ``tmp_path``) and ``postgres`` (a new schema per test, selected
+  through ``search_path``, dropped afterwards).
+* ``store``: a fresh store per test, parametrized over ``memory``,
+  ``sqlite`` and ``postgres``.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # makes `import pgserver` work anywhere
+
+from pgserver import PostgresServer
+
+from ironic_fsm.stores import MemoryStore, Store
+
+SQL_BACKENDS = ["sqlite", "postgres"]
+STORE_BACKENDS = ["memory", *SQL_BACKENDS]
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """The session's PostgreSQL server (its ``url``, ``dsn``, ``startup_seconds``)."""
+    server = PostgresServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """SQLAlchemy URL of the shared test database (``postgresql+psycopg://...``)."""
+    return postgres_server.url
+
+
+def _fresh_url(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if kind == "sqlite":
+        yield f"sqlite:///{tmp_path / 'ironic_fsm.sqlite'}"
+        return
+    import psycopg
+
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    try:
+        yield f"{server.url}?options={quote(f'-csearch_path={schema}')}"
+    finally:
+        with psycopg.connect(server.dsn, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture(params=SQL_BACKENDS)
+def sql_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A URL of an empty database of each SQL kind, private to the test."""
+    yield from _fresh_url(request.param, request, tmp_path)
+
+
+@pytest.fixture(params=STORE_BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """An empty store of each kind, private to the test."""
+    if request.param == "memory":
+        yield MemoryStore()
+        return
+    from ironic_fsm.stores import SQLStore
+
+    for url in _fresh_url(request.param, request, tmp_path):
+        sql_store = SQLStore(url)
+        try:
+            yield sql_store
+        finally:
+            sql_store.close()

@@ -1,0 +1,664 @@
+"""Conductor: asynchronous steps, continuation, abort, hold/unhold, wait and timeouts.
+
+DESIGN §2 (explicit flow targets survive wait/hold/unhold/resume/abort/fail),
+§4 (reserved steps hold/wait honoured), §6 (continue_node_*, check_timeouts);
+reference §8, §9, §10.
+"""
+
+from __future__ import annotations
+
+import pytest
+from helpers import (
+    FAKE_HW,
+    Clock,
+    calls,
+    dstep,
+    make_conductor,
+    new_node,
+    snapshot,
+    step,
+)
+
+from ironic_fsm import Config, states
+from ironic_fsm.exceptions import InvalidStateRequested
+
+HOLD = {"interface": "deploy", "step": "hold"}
+
+
+def _manual_clean(conductor, uuid, *steps):  # type: ignore[no-untyped-def]
+    return conductor.do_provisioning_action(uuid, "clean", clean_steps=list(steps))
+
+
+# -- cleaning: wait and continue ------------------------------------------------------------
+
+
+def test_automated_clean_step_waits_with_target_available() -> None:
+    config = Config(clean_step_priority_override={"vendor.async_clean": 20, "vendor.step_a": 10})
+    conductor = make_conductor(config=config)
+    node = new_node(conductor, states.MANAGEABLE)
+    result = conductor.do_provisioning_action(node.uuid, "provide")
+    node = conductor.get_node(node.uuid)
+    assert result.provision_state == node.provision_state == states.CLEANWAIT
+    assert node.target_provision_state == states.AVAILABLE
+    assert calls(node) == ["async_clean"]
+    assert node.clean_step["step"] == "async_clean"
+    assert node.reservation is None
+
+    conductor.continue_node_clean(node.uuid)
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.AVAILABLE
+    assert node.target_provision_state is None
+    assert calls(node) == ["async_clean", "step_a"]
+
+
+def test_manual_clean_step_waits_with_target_manageable() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.MANAGEABLE)
+    _manual_clean(conductor, node.uuid, step("vendor", "step_a"), step("vendor", "async_clean"),
+                  step("vendor", "step_b"))  # fmt: skip
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.CLEANWAIT
+    assert node.target_provision_state == states.MANAGEABLE
+    assert calls(node) == ["step_a", "async_clean"]
+
+    conductor.continue_node_clean(node.uuid)
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.MANAGEABLE
+    assert node.target_provision_state is None
+    assert calls(node) == ["step_a", "async_clean", "step_b"]
+
+
+def test_async_step_as_last_step_finishes_on_continue() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.MANAGEABLE)
+    _manual_clean(conductor, node.uuid, step("vendor", "async_clean"))
+    conductor.continue_node_clean(node.uuid)
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.MANAGEABLE
+    assert calls(node) == ["async_clean"]
+
+
+def test_two_async_steps_need_two_continues() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.MANAGEABLE)
+    _manual_clean(conductor, node.uuid, step("vendor", "async_clean"), step("vendor", "async_clean"),
+                  step("vendor", "step_a"))  # fmt: skip
+    conductor.continue_node_clean(node.uuid)
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.CLEANWAIT
+    assert node.target_provision_state == states.MANAGEABLE
+    assert calls(node) == ["async_clean", "async_clean"]
+    conductor.continue_node_clean(node.uuid)
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.MANAGEABLE
+    assert calls(node) == ["async_clean", "async_clean", "step_a"]
+
+
+def test_step_may_ask_to_be_rerun_on_continue() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.MANAGEABLE)
+    _manual_clean(conductor, node.uuid, step("vendor", "again"), step("vendor", "step_a"))
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.CLEANWAIT
+    assert calls(node) == ["again#1"]
+    conductor.continue_node_clean(node.uuid)
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.MANAGEABLE
+    assert calls(node) == ["again#1", "again#2", "step_a"]
+    assert "skip_current_clean_step" not in node.driver_internal_info
+
+
+@pytest.mark.parametrize(
+    "state", [states.MANAGEABLE, states.CLEANING, states.CLEANHOLD, states.AVAILABLE]
+)
+def test_continue_node_clean_requires_clean_wait(state: str) -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, state)
+    before = snapshot(conductor.get_node(node.uuid))
+    with pytest.raises(InvalidStateRequested):
+        conductor.continue_node_clean(node.uuid)
+    assert snapshot(conductor.get_node(node.uuid)) == before
+
+
+def test_prepare_cleaning_may_wait_for_a_ramdisk() -> None:
+    from helpers import StepDeploy, build_hardware
+
+    class RamdiskDeploy(StepDeploy):
+        def prepare_cleaning(self, task):  # type: ignore[no-untyped-def]
+            return states.CLEANWAIT
+
+    conductor = make_conductor()
+    conductor.register_hardware_type("ramdisk-hw", build_hardware(deploy=RamdiskDeploy()))
+    node = new_node(conductor, states.MANAGEABLE, driver="ramdisk-hw")
+    # firmware.update needs the ramdisk: cleaning waits for it to boot first.
+    _manual_clean(conductor, node.uuid, step("firmware", "update", settings=[{"c": "bmc"}]))
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.CLEANWAIT
+    assert node.target_provision_state == states.MANAGEABLE
+    assert "fake_firmware" not in node.driver_internal_info
+    conductor.continue_node_clean(node.uuid)
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.MANAGEABLE
+    assert node.driver_internal_info["fake_firmware"] == [{"c": "bmc"}]
+
+
+# -- deploy and service: wait and continue --------------------------------------------------------
+
+
+def test_async_deploy_step_waits_then_continues() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.AVAILABLE)
+    conductor.do_provisioning_action(
+        node.uuid, "deploy", deploy_steps=[dstep("deploy", "async_deploy", 150)]
+    )
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.DEPLOYWAIT
+    assert node.target_provision_state == states.ACTIVE
+    assert calls(node) == ["async_deploy"]
+    conductor.continue_node_deploy(node.uuid)
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.ACTIVE
+    assert node.target_provision_state is None
+    assert calls(node) == ["async_deploy", "deploy"]
+
+
+def test_deploy_step_may_ask_to_be_rerun() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.AVAILABLE)
+    conductor.do_provisioning_action(
+        node.uuid, "deploy", deploy_steps=[dstep("deploy", "again_deploy", 150)]
+    )
+    assert conductor.get_node(node.uuid).provision_state == states.DEPLOYWAIT
+    conductor.continue_node_deploy(node.uuid)
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.ACTIVE
+    assert calls(node) == ["again_deploy#1", "again_deploy#2", "deploy"]
+
+
+def test_async_service_step_waits_then_continues() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.ACTIVE)
+    conductor.do_provisioning_action(
+        node.uuid,
+        "service",
+        service_steps=[step("vendor", "async_service"), step("vendor", "step_b")],
+    )
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.SERVICEWAIT
+    assert node.target_provision_state == states.ACTIVE
+    assert calls(node) == ["async_service"]
+    conductor.continue_node_service(node.uuid)
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.ACTIVE
+    assert node.target_provision_state is None
+    assert calls(node) == ["async_service", "step_b"]
+
+
+def test_service_step_may_ask_to_be_rerun() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.ACTIVE)
+    conductor.do_provisioning_action(
+        node.uuid, "service", service_steps=[step("vendor", "again_service"), step("vendor", "step_a")]
+    )
+    assert conductor.get_node(node.uuid).provision_state == states.SERVICEWAIT
+    conductor.continue_node_service(node.uuid)
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.ACTIVE
+    assert calls(node) == ["again_service#1", "again_service#2", "step_a"]
+
+
+def test_service_step_failure() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.ACTIVE, power_state=states.POWER_ON)
+    conductor.do_provisioning_action(
+        node.uuid,
+        "service",
+        service_steps=[step("vendor", "step_a"), step("vendor", "boom_service"), step("vendor", "step_b")],
+    )
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.SERVICEFAIL
+    assert node.target_provision_state == states.ACTIVE
+    assert calls(node) == ["step_a", "boom_service"]
+    assert node.maintenance is True
+    assert node.fault == "service failure"
+    assert "vendor.boom_service" in node.last_error
+    assert node.power_state == states.POWER_ON
+
+
+# -- abort ---------------------------------------------------------------------------------------------
+
+
+def test_abort_abortable_manual_clean_step() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.MANAGEABLE)
+    _manual_clean(conductor, node.uuid, step("vendor", "async_clean"), step("vendor", "step_a"))
+    conductor.do_provisioning_action(node.uuid, "abort")
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.CLEANFAIL
+    assert node.target_provision_state == states.MANAGEABLE
+    assert node.last_error.startswith("By request, the clean operation was aborted")
+    assert "vendor.async_clean" in node.last_error
+    assert calls(node) == ["async_clean"]
+    assert node.maintenance is False
+    assert not node.clean_step
+
+
+def test_abort_abortable_automated_clean_step_keeps_target_available() -> None:
+    config = Config(clean_step_priority_override={"vendor.async_clean": 20})
+    conductor = make_conductor(config=config)
+    node = new_node(conductor, states.MANAGEABLE)
+    conductor.do_provisioning_action(node.uuid, "provide")
+    conductor.do_provisioning_action(node.uuid, "abort")
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.CLEANFAIL
+    assert node.target_provision_state == states.AVAILABLE
+    assert node.last_error.startswith("By request, the clean operation was aborted")
+
+
+@pytest.mark.parametrize("last", [True, False], ids=["last-step", "not-last-step"])
+def test_abort_non_abortable_clean_step_is_deferred(last: bool) -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.MANAGEABLE)
+    steps = [step("vendor", "async_noabort")] + ([] if last else [step("vendor", "step_a")])
+    _manual_clean(conductor, node.uuid, *steps)
+    conductor.do_provisioning_action(node.uuid, "abort")
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.CLEANWAIT
+    assert node.target_provision_state == states.MANAGEABLE
+    assert node.clean_step["step"] == "async_noabort"
+    assert node.clean_step["abort_after"] is True
+    assert node.last_error is None
+
+    conductor.continue_node_clean(node.uuid)
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.CLEANFAIL
+    assert node.target_provision_state == states.MANAGEABLE
+    assert node.last_error.startswith("By request, the clean operation was aborted")
+    assert calls(node) == ["async_noabort"]
+
+
+def test_abort_in_clean_hold() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.MANAGEABLE)
+    _manual_clean(conductor, node.uuid, step("vendor", "step_a"), HOLD, step("vendor", "step_b"))
+    conductor.do_provisioning_action(node.uuid, "abort")
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.CLEANFAIL
+    assert node.target_provision_state == states.MANAGEABLE
+    assert node.last_error.startswith("By request, the clean operation was aborted")
+    assert calls(node) == ["step_a"]
+
+
+def test_abort_async_service_step_returns_to_active() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.ACTIVE)
+    conductor.do_provisioning_action(
+        node.uuid, "service", service_steps=[step("vendor", "async_service"), step("vendor", "step_a")]
+    )
+    conductor.do_provisioning_action(node.uuid, "abort")
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.ACTIVE
+    assert node.target_provision_state is None
+    assert node.last_error.startswith("By request, the service operation was aborted")
+    assert calls(node) == ["async_service"]
+    assert not node.service_step
+
+
+def test_abort_non_abortable_service_step_is_deferred_then_fails() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.ACTIVE)
+    conductor.do_provisioning_action(
+        node.uuid, "service", service_steps=[step("vendor", "async_service_noabort")]
+    )
+    conductor.do_provisioning_action(node.uuid, "abort")
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.SERVICEWAIT
+    assert node.service_step["abort_after"] is True
+    conductor.continue_node_service(node.uuid)
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.SERVICEFAIL
+    assert node.last_error.startswith("By request, the service operation was aborted")
+
+
+def test_abort_async_deploy_step() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.AVAILABLE)
+    conductor.do_provisioning_action(
+        node.uuid, "deploy", deploy_steps=[dstep("deploy", "async_deploy", 150)]
+    )
+    conductor.do_provisioning_action(node.uuid, "abort")
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.DEPLOYFAIL
+    assert node.target_provision_state == states.ACTIVE
+    assert node.last_error.startswith("By request, the deploy operation was aborted")
+    assert calls(node) == ["async_deploy"]
+
+
+def test_abort_non_abortable_deploy_step_is_deferred() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.AVAILABLE)
+    conductor.do_provisioning_action(
+        node.uuid, "deploy", deploy_steps=[dstep("deploy", "noabort_deploy", 150)]
+    )
+    conductor.do_provisioning_action(node.uuid, "abort")
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.DEPLOYWAIT
+    assert node.deploy_step["abort_after"] is True
+    conductor.continue_node_deploy(node.uuid)
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.DEPLOYFAIL
+    assert calls(node) == ["noabort_deploy"]
+
+
+@pytest.mark.parametrize(
+    "state", [states.CLEANING, states.DEPLOYING, states.SERVICING, states.CLEANFAIL, states.DEPLOYFAIL,
+              states.MANAGEABLE, states.ACTIVE]
+)  # fmt: skip
+def test_abort_refused_outside_wait_and_hold(state: str) -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, state)
+    before = snapshot(conductor.get_node(node.uuid))
+    with pytest.raises(InvalidStateRequested):
+        conductor.do_provisioning_action(node.uuid, "abort")
+    assert snapshot(conductor.get_node(node.uuid)) == before
+
+
+# -- hold / unhold -------------------------------------------------------------------------------------
+
+
+def test_manual_clean_hold_and_unhold_ends_in_manageable() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.MANAGEABLE)
+    _manual_clean(conductor, node.uuid, step("vendor", "step_a"), HOLD, step("vendor", "step_b"))
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.CLEANHOLD
+    assert node.target_provision_state == states.MANAGEABLE
+    assert calls(node) == ["step_a"]
+
+    conductor.do_provisioning_action(node.uuid, "unhold")
+    node = conductor.get_node(node.uuid)
+    # Ironic 39 finishes in available here (target lost); the contract keeps it.
+    assert node.provision_state == states.MANAGEABLE
+    assert node.target_provision_state is None
+    assert calls(node) == ["step_a", "step_b"]
+
+
+def test_hold_as_last_manual_clean_step() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.MANAGEABLE)
+    _manual_clean(conductor, node.uuid, step("vendor", "step_a"), HOLD)
+    assert conductor.get_node(node.uuid).provision_state == states.CLEANHOLD
+    conductor.do_provisioning_action(node.uuid, "unhold")
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.MANAGEABLE
+    assert calls(node) == ["step_a"]
+
+
+def test_hold_interface_is_ignored() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.MANAGEABLE)
+    _manual_clean(conductor, node.uuid, {"interface": "vendor", "step": "hold"}, step("vendor", "step_a"))
+    assert conductor.get_node(node.uuid).provision_state == states.CLEANHOLD
+
+
+def test_deploy_hold_and_unhold() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.AVAILABLE)
+    conductor.do_provisioning_action(node.uuid, "deploy", deploy_steps=[dstep("deploy", "hold", 150)])
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.DEPLOYHOLD
+    assert node.target_provision_state == states.ACTIVE
+    assert calls(node) == []
+    conductor.do_provisioning_action(node.uuid, "unhold")
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.ACTIVE
+    assert node.target_provision_state is None
+    assert calls(node) == ["deploy"]
+
+
+def test_abort_from_deploy_hold_fails_the_deploy() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.AVAILABLE)
+    conductor.do_provisioning_action(node.uuid, "deploy", deploy_steps=[dstep("deploy", "hold", 150)])
+    conductor.do_provisioning_action(node.uuid, "abort")
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.DEPLOYFAIL
+    assert node.target_provision_state == states.ACTIVE
+    assert calls(node) == []
+    assert "aborted" in node.last_error
+    assert "Async execution" not in node.last_error
+
+
+def test_service_hold_and_unhold() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.ACTIVE)
+    conductor.do_provisioning_action(
+        node.uuid, "service", service_steps=[step("vendor", "step_a"), HOLD, step("vendor", "step_b")]
+    )
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.SERVICEHOLD
+    assert node.target_provision_state == states.ACTIVE
+    assert calls(node) == ["step_a"]
+    conductor.do_provisioning_action(node.uuid, "unhold")
+    node = conductor.get_node(node.uuid)
+    # Ironic 39 ends in service failed here (bug 4 of the reference).
+    assert node.provision_state == states.ACTIVE
+    assert node.target_provision_state is None
+    assert node.last_error is None
+    assert calls(node) == ["step_a", "step_b"]
+
+
+def test_runbook_hold_is_honoured() -> None:
+    conductor = make_conductor()
+    conductor.add_runbook("rb", [HOLD, step("vendor", "step_a")], traits=["CUSTOM_RB"])
+    node = new_node(conductor, states.MANAGEABLE, traits=["CUSTOM_RB"])
+    conductor.do_provisioning_action(node.uuid, "clean", runbook="rb")
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.CLEANHOLD
+    assert node.target_provision_state == states.MANAGEABLE
+    conductor.do_provisioning_action(node.uuid, "unhold")
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.MANAGEABLE
+    assert calls(node) == ["step_a"]
+
+
+def test_reserved_power_steps_run_in_manual_clean() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.MANAGEABLE, power_state=states.POWER_OFF)
+    _manual_clean(
+        conductor, node.uuid, {"interface": "power", "step": "power_on"}, step("vendor", "step_a")
+    )
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.MANAGEABLE
+    assert node.power_state == states.POWER_ON
+    _manual_clean(conductor, node.uuid, {"interface": "power", "step": "power_off"})
+    assert conductor.get_node(node.uuid).power_state == states.POWER_OFF
+
+
+# -- wait steps and timeouts -----------------------------------------------------------------------------
+
+
+def test_wait_step_with_seconds_resumes_after_the_time() -> None:
+    clock = Clock()
+    conductor = make_conductor(clock=clock)
+    node = new_node(conductor, states.MANAGEABLE)
+    _manual_clean(
+        conductor,
+        node.uuid,
+        step("vendor", "step_a"),
+        {"interface": "deploy", "step": "wait", "args": {"seconds": 60}},
+        step("vendor", "step_b"),
+    )
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.CLEANWAIT
+    assert node.target_provision_state == states.MANAGEABLE
+    assert calls(node) == ["step_a"]
+
+    assert conductor.check_timeouts(now=clock.at(30)) == []
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.CLEANWAIT
+    assert calls(node) == ["step_a"]
+
+    assert conductor.check_timeouts(now=clock.at(61)) == [node.uuid]
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.MANAGEABLE
+    assert node.target_provision_state is None
+    assert calls(node) == ["step_a", "step_b"]
+
+
+def test_wait_step_without_seconds_waits_for_continue() -> None:
+    clock = Clock()
+    conductor = make_conductor(clock=clock)
+    node = new_node(conductor, states.MANAGEABLE)
+    _manual_clean(conductor, node.uuid, {"interface": "deploy", "step": "wait"}, step("vendor", "step_a"))
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.CLEANWAIT
+    assert conductor.check_timeouts(now=clock.at(60)) == []
+    conductor.continue_node_clean(node.uuid)
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.MANAGEABLE
+    assert calls(node) == ["step_a"]
+
+
+def test_clean_wait_times_out_with_fault_when_a_step_was_recorded() -> None:
+    clock = Clock()
+    conductor = make_conductor(config=Config(clean_callback_timeout=100), clock=clock)
+    node = new_node(conductor, states.MANAGEABLE)
+    _manual_clean(conductor, node.uuid, step("vendor", "async_clean"), step("vendor", "step_a"))
+    assert conductor.check_timeouts(now=clock.at(99)) == []
+    assert conductor.get_node(node.uuid).provision_state == states.CLEANWAIT
+
+    assert conductor.check_timeouts(now=clock.at(101)) == [node.uuid]
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.CLEANFAIL
+    assert node.target_provision_state == states.MANAGEABLE
+    assert node.last_error.startswith("Timeout reached while cleaning the node")
+    assert "vendor.async_clean" in node.last_error
+    assert node.maintenance is True
+    assert node.fault == "clean failure"
+    assert calls(node) == ["async_clean"]
+
+
+def test_clean_wait_times_out_without_fault_when_no_step_was_recorded() -> None:
+    clock = Clock()
+    conductor = make_conductor(config=Config(clean_callback_timeout=100), clock=clock)
+    node = new_node(
+        conductor,
+        states.CLEANWAIT,
+        target_provision_state=states.AVAILABLE,
+        provision_updated_at=clock.at(0),
+    )
+    assert conductor.check_timeouts(now=clock.at(101)) == [node.uuid]
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.CLEANFAIL
+    assert node.target_provision_state == states.AVAILABLE
+    assert node.last_error.startswith("Timeout reached while cleaning the node")
+    assert node.maintenance is False
+    assert node.fault is None
+
+
+def test_clean_callback_timeout_zero_disables() -> None:
+    clock = Clock()
+    conductor = make_conductor(config=Config(clean_callback_timeout=0), clock=clock)
+    node = new_node(conductor, states.MANAGEABLE)
+    _manual_clean(conductor, node.uuid, step("vendor", "async_clean"))
+    assert conductor.check_timeouts(now=clock.at(10**7)) == []
+    assert conductor.get_node(node.uuid).provision_state == states.CLEANWAIT
+
+
+def test_default_clean_callback_timeout_is_1800_seconds() -> None:
+    clock = Clock()
+    conductor = make_conductor(clock=clock)
+    node = new_node(conductor, states.MANAGEABLE)
+    _manual_clean(conductor, node.uuid, step("vendor", "async_clean"))
+    assert conductor.check_timeouts(now=clock.at(1799)) == []
+    assert conductor.check_timeouts(now=clock.at(1801)) == [node.uuid]
+    assert conductor.get_node(node.uuid).provision_state == states.CLEANFAIL
+
+
+def test_check_timeouts_uses_the_injected_clock_by_default() -> None:
+    clock = Clock()
+    conductor = make_conductor(config=Config(clean_callback_timeout=100), clock=clock)
+    node = new_node(conductor, states.MANAGEABLE)
+    _manual_clean(conductor, node.uuid, step("vendor", "async_clean"))
+    clock.advance(50)
+    assert conductor.check_timeouts() == []
+    clock.advance(51)
+    assert conductor.check_timeouts() == [node.uuid]
+    assert conductor.get_node(node.uuid).provision_state == states.CLEANFAIL
+
+
+@pytest.mark.parametrize("phase", ["clean", "deploy", "service"])
+def test_holds_never_time_out(phase: str) -> None:
+    clock = Clock()
+    config = Config(clean_callback_timeout=1, deploy_callback_timeout=1, service_callback_timeout=1)
+    conductor = make_conductor(config=config, clock=clock)
+    if phase == "clean":
+        node = new_node(conductor, states.MANAGEABLE)
+        _manual_clean(conductor, node.uuid, HOLD)
+        held = states.CLEANHOLD
+    elif phase == "deploy":
+        node = new_node(conductor, states.AVAILABLE)
+        conductor.do_provisioning_action(node.uuid, "deploy", deploy_steps=[dstep("deploy", "hold", 150)])
+        held = states.DEPLOYHOLD
+    else:
+        node = new_node(conductor, states.ACTIVE)
+        conductor.do_provisioning_action(node.uuid, "service", service_steps=[HOLD])
+        held = states.SERVICEHOLD
+    before = snapshot(conductor.get_node(node.uuid))
+    assert before["provision_state"] == held
+    assert conductor.check_timeouts(now=clock.at(10**7)) == []
+    assert snapshot(conductor.get_node(node.uuid)) == before
+
+
+def test_deploy_wait_times_out() -> None:
+    clock = Clock()
+    conductor = make_conductor(config=Config(deploy_callback_timeout=100), clock=clock)
+    node = new_node(conductor, states.AVAILABLE)
+    conductor.do_provisioning_action(
+        node.uuid, "deploy", deploy_steps=[dstep("deploy", "async_deploy", 150)]
+    )
+    assert conductor.check_timeouts(now=clock.at(50)) == []
+    assert conductor.check_timeouts(now=clock.at(101)) == [node.uuid]
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.DEPLOYFAIL
+    assert node.target_provision_state == states.ACTIVE
+    assert "Timeout reached while waiting for callback for node" in node.last_error
+    assert node.uuid in node.last_error
+    assert calls(node) == ["async_deploy"]
+
+
+def test_service_wait_times_out() -> None:
+    clock = Clock()
+    conductor = make_conductor(config=Config(service_callback_timeout=100), clock=clock)
+    node = new_node(conductor, states.ACTIVE)
+    conductor.do_provisioning_action(node.uuid, "service", service_steps=[step("vendor", "async_service")])
+    assert conductor.check_timeouts(now=clock.at(101)) == [node.uuid]
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.SERVICEFAIL
+    assert node.target_provision_state == states.ACTIVE
+    assert node.maintenance is True
+    assert node.fault == "service failure"
+
+
+def test_check_timeouts_skips_maintenance_and_reserved_nodes() -> None:
+    clock = Clock()
+    conductor = make_conductor(config=Config(clean_callback_timeout=100), clock=clock)
+    in_maintenance = new_node(conductor, states.MANAGEABLE)
+    reserved = new_node(conductor, states.MANAGEABLE)
+    for node in (in_maintenance, reserved):
+        _manual_clean(conductor, node.uuid, step("vendor", "async_clean"))
+    conductor.update_node(in_maintenance.uuid, maintenance=True)
+    conductor.store.reserve(reserved.uuid, "other-host:1:x")
+    assert conductor.check_timeouts(now=clock.at(10_000)) == []
+    assert conductor.get_node(in_maintenance.uuid).provision_state == states.CLEANWAIT
+    assert conductor.get_node(reserved.uuid).provision_state == states.CLEANWAIT
+
+
+def test_check_timeouts_leaves_stable_nodes_alone() -> None:
+    clock = Clock()
+    conductor = make_conductor(config=Config(clean_callback_timeout=1), clock=clock)
+    node = new_node(conductor, states.AVAILABLE, driver=FAKE_HW, provision_updated_at=clock.at(0))
+    before = snapshot(conductor.get_node(node.uuid))
+    assert conductor.check_timeouts(now=clock.at(10**6)) == []
+    assert snapshot(conductor.get_node(node.uuid)) == before

@@ -1,0 +1,228 @@
+"""Conductor: failure states reached by real flows, and the way out of each (reference §10, §13).
+
+Each failure state is reached by running a flow that fails (not by import),
+then every verb is tried on a fresh copy: exactly the verbs of
+api_verb_matrix.tsv work; the others are refused with InvalidStateRequested
+and change nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from helpers import (
+    BAD_TEARDOWN_HW,
+    TEST_HW,
+    Recorder,
+    calls,
+    dstep,
+    load_verb_matrix,
+    make_conductor,
+    new_node,
+    snapshot,
+    step,
+)
+
+from ironic_fsm import Conductor, states
+from ironic_fsm.exceptions import InvalidStateRequested
+
+VERBS, MATRIX = load_verb_matrix()
+
+
+def _clean_failed(c: Conductor) -> str:
+    node = new_node(c, states.MANAGEABLE)
+    c.do_provisioning_action(node.uuid, "clean", clean_steps=[step("vendor", "boom")])
+    return node.uuid
+
+
+def _deploy_failed(c: Conductor) -> str:
+    node = new_node(c, states.AVAILABLE)
+    c.do_provisioning_action(node.uuid, "deploy", deploy_steps=[dstep("deploy", "fail_deploy", 150)])
+    return node.uuid
+
+
+def _error(c: Conductor) -> str:
+    node = new_node(c, states.ACTIVE, driver=BAD_TEARDOWN_HW)
+    c.do_provisioning_action(node.uuid, "undeploy")
+    return node.uuid
+
+
+def _service_failed(c: Conductor) -> str:
+    node = new_node(c, states.ACTIVE)
+    c.do_provisioning_action(node.uuid, "service", service_steps=[step("vendor", "boom_service")])
+    return node.uuid
+
+
+def _inspect_failed(c: Conductor) -> str:
+    node = new_node(c, states.MANAGEABLE, driver_info={"fail_on": ["inspect"]})
+    c.do_provisioning_action(node.uuid, "inspect")
+    return node.uuid
+
+
+def _adopt_failed(c: Conductor) -> str:
+    node = new_node(c, states.MANAGEABLE, driver_info={"fail_on": ["adopt"]})
+    c.do_provisioning_action(node.uuid, "adopt")
+    return node.uuid
+
+
+def _rescue_failed(c: Conductor) -> str:
+    node = new_node(c, states.ACTIVE, driver_info={"fail_on": ["rescue"]})
+    c.do_provisioning_action(node.uuid, "rescue", rescue_password="pw")
+    return node.uuid
+
+
+def _unrescue_failed(c: Conductor) -> str:
+    node = new_node(c, states.ACTIVE, driver_info={"fail_on": ["unrescue"]})
+    c.do_provisioning_action(node.uuid, "rescue", rescue_password="pw")
+    c.do_provisioning_action(node.uuid, "unrescue")
+    return node.uuid
+
+
+REACH: dict[str, Callable[[Conductor], str]] = {
+    states.CLEANFAIL: _clean_failed,
+    states.DEPLOYFAIL: _deploy_failed,
+    states.ERROR: _error,
+    states.SERVICEFAIL: _service_failed,
+    states.INSPECTFAIL: _inspect_failed,
+    states.ADOPTFAIL: _adopt_failed,
+    states.RESCUEFAIL: _rescue_failed,
+    states.UNRESCUEFAIL: _unrescue_failed,
+}
+
+
+@pytest.mark.parametrize("state", sorted(REACH))
+def test_flow_reaches_failure_state(state: str) -> None:
+    conductor = make_conductor()
+    uuid = REACH[state](conductor)
+    node = conductor.get_node(uuid)
+    assert node.provision_state == state
+    assert node.last_error
+    assert node.reservation is None
+
+
+def _arguments(verb: str) -> dict[str, object]:
+    if verb == "clean":
+        return {"clean_steps": [step("vendor", "step_a")]}
+    if verb == "service":
+        return {"service_steps": [step("vendor", "step_a")]}
+    if verb == "rescue":
+        return {"rescue_password": "pw"}
+    return {}
+
+
+FAILURE_CASES = [(state, verb) for state in sorted(REACH) for verb in VERBS]
+
+
+@pytest.mark.parametrize(
+    ("state", "verb"), FAILURE_CASES, ids=[f"{s}-{v}" for s, v in FAILURE_CASES]
+)
+def test_only_matrix_verbs_leave_a_failure_state(state: str, verb: str) -> None:
+    recorder = Recorder()
+    conductor = make_conductor(listeners=[recorder])
+    uuid = REACH[state](conductor)
+    # The operator has looked at the node: maintenance (set by step
+    # failures) is cleared so that it does not mask the state check.
+    conductor.update_node(uuid, maintenance=False)
+    before = snapshot(conductor.get_node(uuid))
+    recorder.clear()
+    target = MATRIX[state][verb]
+    if target is None:
+        with pytest.raises(InvalidStateRequested) as info:
+            conductor.do_provisioning_action(uuid, verb, **_arguments(verb))
+        assert verb in str(info.value)
+        assert state in str(info.value)
+        assert snapshot(conductor.get_node(uuid)) == before
+        assert recorder.events == []
+    else:
+        conductor.do_provisioning_action(uuid, verb, **_arguments(verb))
+        first = recorder.provision()[0]
+        assert (first.previous_state, first.state) == (state, target)
+
+
+# -- specific failure behaviour ------------------------------------------------------------------------
+
+
+def test_tear_down_failure_goes_to_error() -> None:
+    conductor = make_conductor()
+    node = new_node(
+        conductor, states.ACTIVE, driver=BAD_TEARDOWN_HW, instance_info={"image_source": "img"}
+    )
+    conductor.do_provisioning_action(node.uuid, "undeploy")
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.ERROR
+    assert node.target_provision_state is None
+    assert node.last_error.startswith("Failed to tear down")
+    assert "disk would not wipe" in node.last_error
+
+
+def test_error_can_be_rebuilt() -> None:
+    conductor = make_conductor()
+    uuid = _error(conductor)
+    conductor.do_provisioning_action(uuid, "rebuild")
+    node = conductor.get_node(uuid)
+    assert node.provision_state == states.ACTIVE
+    assert node.last_error is None
+    assert calls(node) == ["deploy"]
+
+
+def test_error_undeploy_retries_the_tear_down() -> None:
+    conductor = make_conductor()
+    uuid = _error(conductor)
+    conductor.update_node(uuid, driver=TEST_HW)
+    conductor.do_provisioning_action(uuid, "undeploy")
+    node = conductor.get_node(uuid)
+    assert node.provision_state == states.AVAILABLE
+    assert node.last_error is None
+
+
+def test_service_failed_abort_returns_to_active() -> None:
+    conductor = make_conductor()
+    uuid = _service_failed(conductor)
+    conductor.update_node(uuid, maintenance=False)
+    conductor.do_provisioning_action(uuid, "abort")
+    node = conductor.get_node(uuid)
+    assert node.provision_state == states.ACTIVE
+    assert node.target_provision_state is None
+
+
+def test_service_failed_abort_refused_in_maintenance() -> None:
+    from ironic_fsm.exceptions import InvalidState
+
+    conductor = make_conductor()
+    uuid = _service_failed(conductor)
+    before = snapshot(conductor.get_node(uuid))
+    assert before["maintenance"] is True
+    with pytest.raises(InvalidState) as info:
+        conductor.do_provisioning_action(uuid, "abort")
+    assert uuid in str(info.value)
+    assert snapshot(conductor.get_node(uuid)) == before
+
+
+def test_inspect_failed_manage() -> None:
+    conductor = make_conductor()
+    uuid = _inspect_failed(conductor)
+    node = conductor.get_node(uuid)
+    assert node.target_provision_state == states.MANAGEABLE
+    assert "no inventory" in node.last_error
+    conductor.do_provisioning_action(uuid, "manage")
+    node = conductor.get_node(uuid)
+    assert node.provision_state == states.MANAGEABLE
+    assert node.target_provision_state is None
+
+
+def test_adopt_failed_message() -> None:
+    conductor = make_conductor()
+    uuid = _adopt_failed(conductor)
+    node = conductor.get_node(uuid)
+    assert node.target_provision_state == states.ACTIVE
+    assert node.last_error.startswith(f"Error while attempting to adopt node {uuid}")
+
+
+def test_deploy_failed_can_be_undeployed() -> None:
+    conductor = make_conductor()
+    uuid = _deploy_failed(conductor)
+    conductor.do_provisioning_action(uuid, "undeploy")
+    node = conductor.get_node(uuid)
+    assert node.provision_state == states.AVAILABLE
+    assert node.target_provision_state is None

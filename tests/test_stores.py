@@ -1,0 +1,470 @@
+"""The Store contract, on MemoryStore, SQLite (a real file) and PostgreSQL (a real server).
+
+The SQL-only tests (schema version, WAL, races, reopening) run on both SQL
+backends through the ``sql_url`` fixture.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import threading
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+import ironic_fsm
+from ironic_fsm.exceptions import (
+    ConcurrentUpdate,
+    InvalidParameterValue,
+    IronicFSMError,
+    NodeLocked,
+    NodeNotFound,
+)
+from ironic_fsm.node import Node
+from ironic_fsm.stores import MemoryStore, SQLStore, Store
+
+UTC = timezone.utc
+
+
+def make(store: Store, **fields: Any) -> Node:
+    node = Node(**fields)
+    store.create(node)
+    return node
+
+
+def rich_node() -> Node:
+    """A node using every kind of value a record holds."""
+    created = datetime(2024, 2, 29, 23, 59, 58, 123456, tzinfo=UTC)
+    return Node(
+        name="rich-1",
+        driver="ipmi",
+        driver_info={
+            "ipmi_address": "10.0.0.7",
+            "ipmi_password": "s3cr3t",
+            "nested": {"list": [1, 2.5, None, True, "x"], "deeper": {"k": "v"}},
+        },
+        driver_internal_info={"clean_steps": [{"step": "erase", "priority": 10}]},
+        properties={"cpus": 64, "memory_mb": 262144, "capabilities": "boot_mode:uefi"},
+        instance_info={"image_source": "http://img", "configdrive": "ünïcødé ✓"},
+        extra={"rack": "B12"},
+        traits=["CUSTOM_GPU", "HW_CPU_X86_AVX2"],
+        resource_class="baremetal.gpu",
+        provision_state="manageable",
+        power_state="power off",
+        maintenance=True,
+        maintenance_reason="fan",
+        clean_step={"interface": "deploy", "step": "erase_devices", "args": {"a": [1]}},
+        provision_updated_at=created + timedelta(minutes=5),
+        created_at=created,
+        updated_at=datetime(2024, 3, 1, 1, 2, 3, 4, tzinfo=timezone(timedelta(hours=2))),
+        target_raid_config={"logical_disks": [{"size_gb": 100, "raid_level": "1"}]},
+        deploy_interface="direct",
+    )
+
+
+# -- create, get, list ---------------------------------------------------------------
+
+
+def test_create_sets_version_1_and_get_by_uuid_and_name(store: Store) -> None:
+    node = make(store, name="alpha")
+    assert node.version == 1
+    assert store.get(node.uuid) == node
+    assert store.get("alpha") == node
+    assert store.get(node.uuid) is not store.get(node.uuid)
+
+
+def test_create_duplicates_are_refused(store: Store) -> None:
+    node = make(store, name="alpha")
+    with pytest.raises(InvalidParameterValue, match=node.uuid):
+        store.create(Node(uuid=node.uuid, name="beta"))
+    with pytest.raises(InvalidParameterValue, match="'alpha'"):
+        store.create(Node(name="alpha"))
+    with pytest.raises(InvalidParameterValue, match="already exists"):
+        store.create(Node(name=node.uuid))  # a name that is another node's UUID
+    assert [n.uuid for n in store.list()] == [node.uuid]
+
+
+def test_get_unknown_raises_not_found(store: Store) -> None:
+    with pytest.raises(NodeNotFound, match="nope"):
+        store.get("nope")
+
+
+def test_uuid_wins_over_name(store: Store) -> None:
+    first = make(store)
+    second = make(store)
+    second.name = first.uuid  # allowed on save, as in Ironic's database
+    store.save(second)
+    assert store.get(first.uuid).uuid == first.uuid
+
+
+def test_list_filters(store: Store) -> None:
+    a = make(store, name="a", driver="ipmi", resource_class="gpu")
+    b = make(store, name="b", driver="redfish", maintenance=True)
+    c = make(store, name="c", retired=True, provision_state="manageable")
+    d = make(store, driver="ipmi", provision_state="manageable", resource_class="gpu")
+
+    def uuids(**filters: Any) -> list[str]:
+        return [n.uuid for n in store.list(**filters)]
+
+    assert uuids() == [a.uuid, b.uuid, c.uuid, d.uuid]
+    assert uuids(retired=True) == [c.uuid]
+    assert uuids(retired=False) == [a.uuid, b.uuid, d.uuid]
+    assert uuids(maintenance=True) == [b.uuid]
+    assert uuids(provision_state="manageable") == [c.uuid, d.uuid]
+    assert uuids(driver="ipmi") == [a.uuid, d.uuid]
+    assert uuids(name="b") == [b.uuid]
+    assert uuids(name=None) == [d.uuid]
+    assert uuids(resource_class="gpu") == [a.uuid, d.uuid]
+    assert uuids(resource_class="gpu", provision_state="manageable") == [d.uuid]
+    assert uuids(driver="ipmi", maintenance=True) == []
+    assert uuids(reservation=None) == [a.uuid, b.uuid, c.uuid, d.uuid]
+    assert uuids(provision_state=5) == []  # wrong type: no match, no database error
+    store.reserve(b.uuid, "h1")
+    assert uuids(reservation="h1") == [b.uuid]
+    assert uuids(version=2) == [b.uuid]
+    with pytest.raises(InvalidParameterValue, match="bogus, colour"):
+        store.list(colour="red", bogus=1)
+
+
+def test_list_is_in_creation_order_not_timestamp_order(store: Store) -> None:
+    now = datetime.now(UTC)
+    nodes = [make(store, created_at=now - timedelta(days=i)) for i in range(5)]
+    nodes += [make(store) for _ in range(5)]  # no created_at
+    assert [n.uuid for n in store.list()] == [n.uuid for n in nodes]
+
+
+def test_round_trip_is_lossless(store: Store) -> None:
+    node = rich_node()
+    original = node.to_dict()
+    store.create(node)
+    got = store.get(node.uuid)
+    assert got == node
+    assert got.to_dict() == {**original, "version": 1}
+    assert got.updated_at is not None
+    assert got.updated_at.utcoffset() == timedelta(hours=2)
+    assert got.driver_info["ipmi_password"] == "s3cr3t"
+    assert store.list(name="rich-1") == [node]
+    # Changing the copy never changes the store.
+    got.driver_info["nested"]["deeper"]["k"] = "changed"
+    got.traits.append("X")
+    assert store.get(node.uuid) == node
+
+
+# -- save ------------------------------------------------------------------------------
+
+
+def test_save_bumps_version_in_place(store: Store) -> None:
+    node = make(store)
+    node.provision_state = "manageable"
+    node.extra["k"] = "v"
+    store.save(node)
+    assert node.version == 2
+    store.save(node)
+    assert node.version == 3
+    assert store.get(node.uuid) == node
+
+
+def test_stale_save_raises_concurrent_update_and_changes_nothing(store: Store) -> None:
+    node = make(store, name="n")
+    stale = store.get(node.uuid)
+    node.provision_state = "manageable"
+    store.save(node)
+    stale.provision_state = "verifying"
+    stale.name = "renamed"
+    with pytest.raises(ConcurrentUpdate, match="changed by someone else") as info:
+        store.save(stale)
+    assert info.value.retryable is True
+    assert info.value.node == node.uuid
+    assert stale.version == 1
+    assert store.get(node.uuid) == node
+    assert store.list(name="renamed") == []
+    assert store.get("n") == node
+
+
+def test_save_of_a_deleted_node_raises_not_found(store: Store) -> None:
+    node = make(store)
+    store.delete(node.uuid)
+    with pytest.raises(NodeNotFound):
+        store.save(node)
+    assert node.version == 1
+
+
+def test_save_with_a_taken_name_is_refused(store: Store) -> None:
+    make(store, name="taken")
+    node = make(store, name="mine")
+    node.name = "taken"
+    with pytest.raises(InvalidParameterValue, match="'taken'"):
+        store.save(node)
+    assert node.version == 1
+    assert store.get("mine").uuid == node.uuid
+    node.name = "free"
+    store.save(node)
+    assert store.get("free").uuid == node.uuid
+    with pytest.raises(NodeNotFound):
+        store.get("mine")
+
+
+# -- delete --------------------------------------------------------------------------
+
+
+def test_delete(store: Store) -> None:
+    first = make(store, name="first")
+    second = make(store, name="second")
+    store.delete(first.uuid)
+    with pytest.raises(NodeNotFound):
+        store.get(first.uuid)
+    with pytest.raises(NodeNotFound):
+        store.get("first")
+    store.delete("second")
+    with pytest.raises(NodeNotFound):
+        store.get(second.uuid)
+    with pytest.raises(NodeNotFound):
+        store.delete(second.uuid)
+    assert store.list() == []
+    make(store, name="first")  # the name is free again
+
+
+# -- reservations ---------------------------------------------------------------------
+
+
+def test_reserve_sets_holder_and_bumps_version(store: Store) -> None:
+    node = make(store, name="n")
+    reserved = store.reserve("n", "h1")
+    assert reserved.reservation == "h1"
+    assert reserved.version == 2
+    assert store.get(node.uuid) == reserved
+    again = store.reserve(node.uuid, "h1")  # the same holder may re-reserve
+    assert again.reservation == "h1"
+    assert again.version == 3
+
+
+def test_reserve_by_another_holder_raises_node_locked(store: Store) -> None:
+    node = make(store, name="n")
+    store.reserve(node.uuid, "conductor-1:42:abc")
+    for ident in (node.uuid, "n"):
+        with pytest.raises(NodeLocked, match="locked by conductor-1:42:abc") as info:
+            store.reserve(ident, "conductor-2")
+        assert info.value.retryable is True
+        assert info.value.holder == "conductor-1:42:abc"
+        assert info.value.node == node.uuid
+    assert store.get(node.uuid).reservation == "conductor-1:42:abc"
+    assert store.get(node.uuid).version == 2
+
+
+def test_reserve_unknown_raises_not_found(store: Store) -> None:
+    with pytest.raises(NodeNotFound):
+        store.reserve("ghost", "h1")
+
+
+def test_release(store: Store) -> None:
+    node = make(store, name="n")
+    store.reserve(node.uuid, "h1")
+    store.release(node.uuid, "h2")  # not the holder: nothing happens
+    after = store.get(node.uuid)
+    assert (after.reservation, after.version) == ("h1", 2)
+    store.release("n", "h1")
+    after = store.get(node.uuid)
+    assert (after.reservation, after.version) == (None, 3)
+    store.release(node.uuid, "h1")  # already free: nothing happens
+    assert store.get(node.uuid).version == 3
+    assert store.reserve(node.uuid, "h2").reservation == "h2"
+    with pytest.raises(NodeNotFound):
+        store.release("ghost", "h1")
+
+
+def test_conductor_pattern_reserve_change_save_release(store: Store) -> None:
+    node = make(store)
+    task_node = store.reserve(node.uuid, "me")
+    task_node.provision_state = "verifying"
+    store.save(task_node)
+    with pytest.raises(NodeLocked):
+        store.reserve(node.uuid, "other")
+    task_node.provision_state = "manageable"
+    task_node.reservation = None  # released in the same write as the final state
+    store.save(task_node)
+    stored = store.get(node.uuid)
+    assert stored == task_node
+    assert (stored.reservation, stored.version, stored.provision_state) == (
+        None,
+        4,
+        "manageable",
+    )
+    assert store.reserve(node.uuid, "other").reservation == "other"
+
+
+def test_heartbeat_and_holders(store: Store) -> None:
+    assert store.holders() == {}
+    first = datetime(2025, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+    store.heartbeat("h1", first)
+    store.heartbeat("h2", first + timedelta(seconds=1))
+    store.heartbeat("h1", first + timedelta(seconds=10))
+    holders = store.holders()
+    assert holders == {"h1": first + timedelta(seconds=10), "h2": first + timedelta(seconds=1)}
+    assert all(when.utcoffset() == timedelta(0) for when in holders.values())
+
+
+# -- SQL only: concurrency ---------------------------------------------------------------
+
+
+def _race(workers: int, work: Any) -> list[Any]:
+    """Run ``work(i)`` in ``workers`` threads released at once; return results/errors."""
+    barrier = threading.Barrier(workers)
+    results: list[Any] = [None] * workers
+
+    def run(i: int) -> None:
+        barrier.wait()
+        try:
+            results[i] = work(i)
+        except Exception as exc:
+            results[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return results
+
+
+def test_racing_reservations_have_exactly_one_winner(sql_url: str) -> None:
+    shared = SQLStore(sql_url)
+    other = SQLStore(sql_url)  # a second "process" on the same database
+    stores = [shared, other]
+    try:
+        for _ in range(10):
+            node = make(shared)
+            results = _race(6, lambda i, n=node: stores[i % 2].reserve(n.uuid, f"h{i}"))
+            winners = [r for r in results if isinstance(r, Node)]
+            losers = [r for r in results if isinstance(r, NodeLocked)]
+            assert len(winners) == 1, results
+            assert len(losers) == 5, results
+            holder = winners[0].reservation
+            assert all(holder in str(exc) for exc in losers)
+            assert shared.get(node.uuid).reservation == holder
+            assert shared.get(node.uuid).version == 2
+    finally:
+        shared.close()
+        other.close()
+
+
+def test_racing_saves_have_exactly_one_winner(sql_url: str) -> None:
+    with SQLStore(sql_url) as shared:
+        node = make(shared)
+        copies = [shared.get(node.uuid) for _ in range(6)]
+
+        def save(i: int) -> int:
+            copies[i].extra["writer"] = i
+            shared.save(copies[i])
+            return i
+
+        results = _race(6, save)
+        winners = [r for r in results if isinstance(r, int)]
+        assert len(winners) == 1, results
+        assert all(isinstance(r, ConcurrentUpdate) for r in results if r not in winners)
+        stored = shared.get(node.uuid)
+        assert stored.version == 2
+        assert stored.extra == {"writer": winners[0]}
+
+
+def test_in_memory_sqlite_is_shared_by_threads() -> None:
+    with SQLStore("sqlite://") as memory:
+        nodes = [make(memory) for _ in range(4)]
+        results = _race(8, lambda i: memory.reserve(nodes[i % 4].uuid, f"h{i}"))
+        assert sum(isinstance(r, Node) for r in results) == 4
+        assert sum(isinstance(r, NodeLocked) for r in results) == 4
+        assert len(memory.list()) == 4
+
+
+# -- SQL only: schema, durability, persistence ---------------------------------------------
+
+
+def test_schema_version_is_stamped_and_newer_is_refused(sql_url: str) -> None:
+    with SQLStore(sql_url) as first:
+        make(first)
+        with first.engine.begin() as conn:
+            assert conn.execute(sa.text("SELECT id, version FROM ironic_fsm_schema")).all() == [
+                (1, 1)
+            ]
+            tables = set(sa.inspect(conn).get_table_names())
+            assert {"nodes", "holders", "ironic_fsm_schema"} <= tables
+            conn.execute(sa.text("UPDATE ironic_fsm_schema SET version = 999"))
+    with pytest.raises(InvalidParameterValue, match="schema version 999") as info:
+        SQLStore(sql_url)
+    assert isinstance(info.value, IronicFSMError)
+
+
+def test_reopening_keeps_the_data(sql_url: str) -> None:
+    with SQLStore(sql_url) as first:
+        node = rich_node()
+        first.create(node)
+        first.reserve(node.uuid, "h1")
+        first.heartbeat("h1", datetime(2025, 5, 5, tzinfo=UTC))
+        expected = first.get(node.uuid)
+    with SQLStore(sql_url) as again:
+        assert again.get(node.uuid) == expected
+        assert again.list() == [expected]
+        assert again.holders() == {"h1": datetime(2025, 5, 5, tzinfo=UTC)}
+
+
+def test_sqlite_file_is_in_wal_mode(tmp_path: Path) -> None:
+    path = tmp_path / "nodes.db"
+    with SQLStore(f"sqlite:///{path}", sqlite_synchronous="FULL") as full:
+        make(full)
+        with full.engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL
+            assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() >= 10_000
+    with SQLStore(f"sqlite:///{path}") as normal, normal.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
+    with sqlite3.connect(path) as raw:  # WAL is a property of the file, seen by anyone
+        assert raw.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_bad_synchronous_mode_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(InvalidParameterValue, match="sqlite_synchronous"):
+        SQLStore(f"sqlite:///{tmp_path / 'x.db'}", sqlite_synchronous="sometimes")
+
+
+def test_values_that_are_not_json_are_refused(sql_url: str) -> None:
+    with SQLStore(sql_url) as sql:
+        with pytest.raises(InvalidParameterValue, match="JSON"):
+            sql.create(Node(extra={"when": datetime.now(UTC)}))
+        assert sql.list() == []
+
+
+def test_import_does_not_load_sqlalchemy() -> None:
+    code = "import sys, ironic_fsm; assert 'sqlalchemy' not in sys.modules, 'loaded'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# -- the whole lifecycle on a SQL store --------------------------------------------------
+
+
+def test_lifecycle_through_the_conductor(sql_url: str) -> None:
+    with SQLStore(sql_url) as sql:
+        conductor = ironic_fsm.Conductor(store=sql)
+        node = conductor.create_node(name="lifecycle-1", driver="fake-hardware")
+        for verb, state in [
+            ("manage", "manageable"),
+            ("provide", "available"),
+            ("deploy", "active"),
+            ("undeploy", "available"),
+        ]:
+            node = conductor.do_provisioning_action(node.uuid, verb)
+            assert node.provision_state == state, node.last_error
+            assert node.reservation is None
+    with SQLStore(sql_url) as fresh:
+        assert fresh.get(node.uuid) == node
+        assert fresh.get("lifecycle-1").provision_state == "available"
+        assert fresh.get(node.uuid).reservation is None
+
+
+def test_memory_store_is_the_default_and_matches_protocol() -> None:
+    assert isinstance(MemoryStore(), Store)
+    with SQLStore("sqlite://") as sql:
+        assert isinstance(sql, Store)
