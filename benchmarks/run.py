@@ -27,6 +27,7 @@ from types import ModuleType
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_import
+import bench_lifecycle
 import bench_machine
 import bench_memory
 import bench_planner
@@ -37,6 +38,7 @@ BENCHMARKS: dict[str, ModuleType] = {
     "memory": bench_memory,
     "planner": bench_planner,
     "import": bench_import,
+    "lifecycle": bench_lifecycle,
 }
 
 

@@ -9,6 +9,7 @@ masked in ``repr`` and in :meth:`Node.to_dict` when asked.
 
 from __future__ import annotations
 
+import json
 import uuid as _uuid
 from datetime import datetime
 from typing import Any, Final
@@ -16,6 +17,7 @@ from typing import Any, Final
 import attrs
 
 from ironic_fsm import states
+from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.masking import mask_secrets
 
 __all__ = ["INTERFACE_KINDS", "NODE_FIELDS", "Node"]
@@ -99,29 +101,37 @@ class Node:
     vendor_interface: str | None = None
     firmware_interface: str | None = None
 
-    def to_dict(self, *, mask: bool = False) -> dict[str, Any]:
+    def to_dict(self, *, mask: bool = False, copy: bool = True) -> dict[str, Any]:
         """A JSON-safe dict of every field (datetimes as ISO 8601 strings).
 
         Containers are copied, so changing the result never changes the
-        node. With ``mask=True`` secrets are replaced, for display.
+        node; ``copy=False`` shares them, for callers that only serialise
+        the result at once (the stores). With ``mask=True`` secrets are
+        replaced, for display.
         """
         out: dict[str, Any] = {}
         for name in NODE_FIELDS:
             value = getattr(self, name)
             if name in _DATETIME_FIELDS:
                 value = None if value is None else value.isoformat()
-            elif isinstance(value, (dict, list)):
+            elif copy and isinstance(value, (dict, list)):
                 value = _copy_json(value)
             out[name] = value
         return mask_secrets(out) if mask else out
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Node:
-        """The node that :meth:`to_dict` described; unknown keys are an error."""
-        unknown = set(data) - _FIELD_SET
-        if unknown:
-            from ironic_fsm.exceptions import InvalidParameterValue
+    def to_json(self) -> str:
+        """The node as JSON text: what stores persist."""
+        return json.dumps(self.to_dict(copy=False), separators=(",", ":"), ensure_ascii=False)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, copy: bool = True) -> Node:
+        """The node that :meth:`to_dict` described; unknown keys are an error.
+
+        ``copy=False`` adopts the containers of ``data`` (for freshly decoded
+        JSON that nobody else holds).
+        """
+        unknown = data.keys() - _FIELD_SET
+        if unknown:
             raise InvalidParameterValue(
                 f"Unknown node field(s): {', '.join(sorted(unknown))}", fields=sorted(unknown)
             )
@@ -129,10 +139,15 @@ class Node:
         for name, value in data.items():
             if name in _DATETIME_FIELDS and isinstance(value, str):
                 value = datetime.fromisoformat(value)
-            elif isinstance(value, (dict, list)):
+            elif copy and isinstance(value, (dict, list)):
                 value = _copy_json(value)
             kwargs[name] = value
         return cls(**kwargs)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Node:
+        """The node that :meth:`to_json` wrote."""
+        return cls.from_dict(json.loads(text), copy=False)
 
     def interface_name(self, kind: str) -> str | None:
         """The interface implementation this node chose for ``kind``, if any."""

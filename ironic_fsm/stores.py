@@ -90,15 +90,33 @@ def locked_error(uuid: str, holder: str | None) -> NodeLocked:
     )
 
 
+class _Record:
+    """One stored node: its JSON text, and the fields the store itself checks."""
+
+    __slots__ = ("json", "name", "reservation", "version")
+
+    def __init__(self, node: Node) -> None:
+        self.json = node.to_json()
+        self.name = node.name
+        self.reservation = node.reservation
+        self.version = node.version
+
+    def node(self) -> Node:
+        node = Node.from_json(self.json)
+        node.reservation = self.reservation  # authoritative over the JSON
+        node.version = self.version
+        return node
+
+
 class MemoryStore:
     """Nodes in this process's memory; the default, for tests and short-lived use.
 
-    Records are kept as JSON-safe dicts, so callers never share objects with
-    the store (as with a database). Thread-safe.
+    Records are kept as JSON text, so callers never share objects with the
+    store, as with a database. Thread-safe.
     """
 
     def __init__(self) -> None:
-        self._nodes: dict[str, dict[str, Any]] = {}
+        self._nodes: dict[str, _Record] = {}
         self._names: dict[str, str] = {}
         self._holders: dict[str, datetime] = {}
         self._lock = threading.Lock()
@@ -122,19 +140,18 @@ class MemoryStore:
                     f"A node named {node.name!r} already exists", node=node.name
                 )
             node.version = 1
-            self._nodes[node.uuid] = node.to_dict()
+            self._nodes[node.uuid] = _Record(node)
             if node.name is not None:
                 self._names[node.name] = node.uuid
 
     def get(self, ident: str) -> Node:
         with self._lock:
-            return Node.from_dict(self._nodes[self._uuid(ident)])
+            return self._nodes[self._uuid(ident)].node()
 
     def list(self, **filters: Any) -> list[Node]:
         check_filters(filters)
         with self._lock:
-            records = list(self._nodes.values())
-        nodes = (Node.from_dict(r) for r in records)
+            nodes = [r.node() for r in self._nodes.values()]
         return [n for n in nodes if matches(n, filters)]
 
     def save(self, node: Node) -> None:
@@ -142,44 +159,47 @@ class MemoryStore:
             current = self._nodes.get(node.uuid)
             if current is None:
                 raise NodeNotFound(f"Node {node.uuid} could not be found", node=node.uuid)
-            if current["version"] != node.version:
+            if current.version != node.version:
                 raise ConcurrentUpdate(
                     f"Node {node.uuid} was changed by someone else (version "
-                    f"{current['version']}, ours {node.version}); re-read it and retry",
+                    f"{current.version}, ours {node.version}); re-read it and retry",
                     node=node.uuid,
                 )
-            if node.name != current["name"]:
+            if node.name != current.name:
                 if node.name is not None and node.name in self._names:
                     raise InvalidParameterValue(
                         f"A node named {node.name!r} already exists", node=node.name
                     )
-                self._names.pop(current["name"], None)
+                if current.name is not None:
+                    self._names.pop(current.name, None)
                 if node.name is not None:
                     self._names[node.name] = node.uuid
             node.version += 1
-            self._nodes[node.uuid] = node.to_dict()
+            self._nodes[node.uuid] = _Record(node)
 
     def delete(self, ident: str) -> None:
         with self._lock:
             uuid = self._uuid(ident)
             record = self._nodes.pop(uuid)
-            self._names.pop(record["name"], None)
+            if record.name is not None:
+                self._names.pop(record.name, None)
 
     def reserve(self, ident: str, holder: str) -> Node:
         with self._lock:
-            record = self._nodes[self._uuid(ident)]
-            if record["reservation"] not in (None, holder):
-                raise locked_error(record["uuid"], record["reservation"])
-            record["reservation"] = holder
-            record["version"] += 1
-            return Node.from_dict(record)
+            uuid = self._uuid(ident)
+            record = self._nodes[uuid]
+            if record.reservation not in (None, holder):
+                raise locked_error(uuid, record.reservation)
+            record.reservation = holder
+            record.version += 1
+            return record.node()
 
     def release(self, ident: str, holder: str) -> None:
         with self._lock:
             record = self._nodes.get(self._uuid(ident))
-            if record is not None and record["reservation"] == holder:
-                record["reservation"] = None
-                record["version"] += 1
+            if record is not None and record.reservation == holder:
+                record.reservation = None
+                record.version += 1
 
     def heartbeat(self, holder: str, now: datetime) -> None:
         with self._lock:

@@ -151,6 +151,7 @@ def _count(task: Task, key: str) -> int:
 
 
 def _fails(task: Task, what: str) -> bool:
+    """Whether the node asks the test interfaces to misbehave (``driver_info['fail_on']``)."""
     return what in (task.node.driver_info.get("fail_on") or ())
 
 
@@ -275,6 +276,12 @@ class StepVendor(VendorInterface):
         _record(task, "garbage")
         return "banana"
 
+    @clean_step(priority=0, requires_ramdisk=False)
+    def leaky(self, task: Task) -> None:
+        """Fails with an error that quotes the BMC password (a careless driver)."""
+        password = task.node.driver_info.get("ipmi_password")
+        raise RuntimeError(f"login as admin/{password} refused")
+
     @clean_step(
         priority=0,
         requires_ramdisk=False,
@@ -333,14 +340,25 @@ class FlakyInspect(FakeInspect):
     def inspect_hardware(self, task: Task) -> str:
         if _fails(task, "inspect"):
             raise RuntimeError("no inventory")
+        if _fails(task, "inspect_async"):
+            return states.INSPECTWAIT
         return super().inspect_hardware(task)
+
+    def continue_inspection(self, task: Task, inventory: Any) -> str | None:
+        task.node.properties.update(inventory)
+        return None
 
 
 class FlakyRescue(FakeRescue):
     def rescue(self, task: Task) -> str:
         if _fails(task, "rescue"):
             raise RuntimeError("rescue ramdisk did not boot")
+        if _fails(task, "rescue_async"):
+            return states.RESCUEWAIT
         return super().rescue(task)
+
+    def clean_up(self, task: Task) -> None:
+        _count(task, "rescue_clean_ups")
 
     def unrescue(self, task: Task) -> str:
         if _fails(task, "unrescue"):
@@ -386,11 +404,11 @@ def build_hardware(**overrides: Any) -> HardwareType:
     return HardwareType(**kinds, description="ironic_fsm test hardware")
 
 
-
-
 def register_test_hardware(conductor: Conductor) -> None:
     conductor.register_hardware_type(TEST_HW, build_hardware())
-    conductor.register_hardware_type(BAD_TEARDOWN_HW, build_hardware(deploy=FailingTearDownDeploy()))
+    conductor.register_hardware_type(
+        BAD_TEARDOWN_HW, build_hardware(deploy=FailingTearDownDeploy())
+    )
     conductor.register_hardware_type(BAD_POWER_HW, build_hardware(power=FailingValidatePower()))
     conductor.register_hardware_type(TEMPLATES_HW, build_hardware(bios=DeployStepsBIOS()))
 
@@ -417,6 +435,8 @@ def make_conductor(
     return conductor
 
 
-def new_node(conductor: Conductor, state: str = states.ENROLL, driver: str = TEST_HW, **fields: Any) -> Node:
+def new_node(
+    conductor: Conductor, state: str = states.ENROLL, driver: str = TEST_HW, **fields: Any
+) -> Node:
     """Import a node directly in ``state``."""
     return conductor.create_node(provision_state=state, driver=driver, **fields)

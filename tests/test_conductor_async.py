@@ -198,7 +198,9 @@ def test_service_step_may_ask_to_be_rerun() -> None:
     conductor = make_conductor()
     node = new_node(conductor, states.ACTIVE)
     conductor.do_provisioning_action(
-        node.uuid, "service", service_steps=[step("vendor", "again_service"), step("vendor", "step_a")]
+        node.uuid,
+        "service",
+        service_steps=[step("vendor", "again_service"), step("vendor", "step_a")],
     )
     assert conductor.get_node(node.uuid).provision_state == states.SERVICEWAIT
     conductor.continue_node_service(node.uuid)
@@ -213,7 +215,11 @@ def test_service_step_failure() -> None:
     conductor.do_provisioning_action(
         node.uuid,
         "service",
-        service_steps=[step("vendor", "step_a"), step("vendor", "boom_service"), step("vendor", "step_b")],
+        service_steps=[
+            step("vendor", "step_a"),
+            step("vendor", "boom_service"),
+            step("vendor", "step_b"),
+        ],
     )
     node = conductor.get_node(node.uuid)
     assert node.provision_state == states.SERVICEFAIL
@@ -293,7 +299,9 @@ def test_abort_async_service_step_returns_to_active() -> None:
     conductor = make_conductor()
     node = new_node(conductor, states.ACTIVE)
     conductor.do_provisioning_action(
-        node.uuid, "service", service_steps=[step("vendor", "async_service"), step("vendor", "step_a")]
+        node.uuid,
+        "service",
+        service_steps=[step("vendor", "async_service"), step("vendor", "step_a")],
     )
     conductor.do_provisioning_action(node.uuid, "abort")
     node = conductor.get_node(node.uuid)
@@ -397,14 +405,18 @@ def test_hold_as_last_manual_clean_step() -> None:
 def test_hold_interface_is_ignored() -> None:
     conductor = make_conductor()
     node = new_node(conductor, states.MANAGEABLE)
-    _manual_clean(conductor, node.uuid, {"interface": "vendor", "step": "hold"}, step("vendor", "step_a"))
+    _manual_clean(
+        conductor, node.uuid, {"interface": "vendor", "step": "hold"}, step("vendor", "step_a")
+    )
     assert conductor.get_node(node.uuid).provision_state == states.CLEANHOLD
 
 
 def test_deploy_hold_and_unhold() -> None:
     conductor = make_conductor()
     node = new_node(conductor, states.AVAILABLE)
-    conductor.do_provisioning_action(node.uuid, "deploy", deploy_steps=[dstep("deploy", "hold", 150)])
+    conductor.do_provisioning_action(
+        node.uuid, "deploy", deploy_steps=[dstep("deploy", "hold", 150)]
+    )
     node = conductor.get_node(node.uuid)
     assert node.provision_state == states.DEPLOYHOLD
     assert node.target_provision_state == states.ACTIVE
@@ -419,7 +431,9 @@ def test_deploy_hold_and_unhold() -> None:
 def test_abort_from_deploy_hold_fails_the_deploy() -> None:
     conductor = make_conductor()
     node = new_node(conductor, states.AVAILABLE)
-    conductor.do_provisioning_action(node.uuid, "deploy", deploy_steps=[dstep("deploy", "hold", 150)])
+    conductor.do_provisioning_action(
+        node.uuid, "deploy", deploy_steps=[dstep("deploy", "hold", 150)]
+    )
     conductor.do_provisioning_action(node.uuid, "abort")
     node = conductor.get_node(node.uuid)
     assert node.provision_state == states.DEPLOYFAIL
@@ -433,7 +447,9 @@ def test_service_hold_and_unhold() -> None:
     conductor = make_conductor()
     node = new_node(conductor, states.ACTIVE)
     conductor.do_provisioning_action(
-        node.uuid, "service", service_steps=[step("vendor", "step_a"), HOLD, step("vendor", "step_b")]
+        node.uuid,
+        "service",
+        service_steps=[step("vendor", "step_a"), HOLD, step("vendor", "step_b")],
     )
     node = conductor.get_node(node.uuid)
     assert node.provision_state == states.SERVICEHOLD
@@ -510,7 +526,9 @@ def test_wait_step_without_seconds_waits_for_continue() -> None:
     clock = Clock()
     conductor = make_conductor(clock=clock)
     node = new_node(conductor, states.MANAGEABLE)
-    _manual_clean(conductor, node.uuid, {"interface": "deploy", "step": "wait"}, step("vendor", "step_a"))
+    _manual_clean(
+        conductor, node.uuid, {"interface": "deploy", "step": "wait"}, step("vendor", "step_a")
+    )
     node = conductor.get_node(node.uuid)
     assert node.provision_state == states.CLEANWAIT
     assert conductor.check_timeouts(now=clock.at(60)) == []
@@ -599,7 +617,9 @@ def test_holds_never_time_out(phase: str) -> None:
         held = states.CLEANHOLD
     elif phase == "deploy":
         node = new_node(conductor, states.AVAILABLE)
-        conductor.do_provisioning_action(node.uuid, "deploy", deploy_steps=[dstep("deploy", "hold", 150)])
+        conductor.do_provisioning_action(
+            node.uuid, "deploy", deploy_steps=[dstep("deploy", "hold", 150)]
+        )
         held = states.DEPLOYHOLD
     else:
         node = new_node(conductor, states.ACTIVE)
@@ -632,7 +652,9 @@ def test_service_wait_times_out() -> None:
     clock = Clock()
     conductor = make_conductor(config=Config(service_callback_timeout=100), clock=clock)
     node = new_node(conductor, states.ACTIVE)
-    conductor.do_provisioning_action(node.uuid, "service", service_steps=[step("vendor", "async_service")])
+    conductor.do_provisioning_action(
+        node.uuid, "service", service_steps=[step("vendor", "async_service")]
+    )
     assert conductor.check_timeouts(now=clock.at(101)) == [node.uuid]
     node = conductor.get_node(node.uuid)
     assert node.provision_state == states.SERVICEFAIL
@@ -662,3 +684,113 @@ def test_check_timeouts_leaves_stable_nodes_alone() -> None:
     before = snapshot(conductor.get_node(node.uuid))
     assert conductor.check_timeouts(now=clock.at(10**6)) == []
     assert snapshot(conductor.get_node(node.uuid)) == before
+
+
+@pytest.mark.parametrize("phase", ["deploy", "service"])
+def test_wait_step_with_seconds_in_deploy_and_service(phase: str) -> None:
+    clock = Clock()
+    conductor = make_conductor(clock=clock)
+    if phase == "deploy":
+        node = new_node(conductor, states.AVAILABLE)
+        conductor.do_provisioning_action(
+            node.uuid, "deploy", deploy_steps=[dstep("deploy", "wait", 150, seconds=60)]
+        )
+        waiting, expected = states.DEPLOYWAIT, ["deploy"]
+    else:
+        node = new_node(conductor, states.ACTIVE)
+        conductor.do_provisioning_action(
+            node.uuid,
+            "service",
+            service_steps=[
+                {"interface": "deploy", "step": "wait", "args": {"seconds": 60}},
+                step("vendor", "step_a"),
+            ],
+        )
+        waiting, expected = states.SERVICEWAIT, ["step_a"]
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == waiting
+    assert node.target_provision_state == states.ACTIVE
+    assert calls(node) == []
+    assert conductor.check_timeouts(now=clock.at(59)) == []
+    assert conductor.get_node(node.uuid).provision_state == waiting
+    assert conductor.check_timeouts(now=clock.at(60)) == [node.uuid]
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.ACTIVE
+    assert calls(node) == expected
+
+
+# -- inspection and rescue waits -------------------------------------------------------------------------
+
+
+def test_async_inspection_waits_and_continues() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.MANAGEABLE, driver_info={"fail_on": ["inspect_async"]})
+    conductor.do_provisioning_action(node.uuid, "inspect")
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.INSPECTWAIT
+    assert node.target_provision_state == states.MANAGEABLE
+    conductor.continue_node_inspect(node.uuid, {"cpus": 64})
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.MANAGEABLE
+    assert node.target_provision_state is None
+    assert node.properties["cpus"] == 64
+
+
+def test_abort_async_inspection() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.MANAGEABLE, driver_info={"fail_on": ["inspect_async"]})
+    conductor.do_provisioning_action(node.uuid, "inspect")
+    conductor.do_provisioning_action(node.uuid, "abort")
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.INSPECTFAIL
+    assert node.last_error == "Inspection was aborted by request."
+
+
+def test_inspect_wait_times_out() -> None:
+    clock = Clock()
+    conductor = make_conductor(config=Config(inspect_wait_timeout=100), clock=clock)
+    node = new_node(conductor, states.MANAGEABLE, driver_info={"fail_on": ["inspect_async"]})
+    conductor.do_provisioning_action(node.uuid, "inspect")
+    assert conductor.check_timeouts(now=clock.at(99)) == []
+    assert conductor.check_timeouts(now=clock.at(101)) == [node.uuid]
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.INSPECTFAIL
+    assert node.last_error.startswith("Timeout reached while inspecting")
+
+
+def test_async_rescue_waits_and_continues() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.ACTIVE, driver_info={"fail_on": ["rescue_async"]})
+    conductor.do_provisioning_action(node.uuid, "rescue", rescue_password="let-me-in")
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.RESCUEWAIT
+    assert node.target_provision_state == states.RESCUE
+    conductor.continue_node_rescue(node.uuid)
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.RESCUE
+    assert node.target_provision_state is None
+
+
+def test_abort_rescue_wait() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.ACTIVE, driver_info={"fail_on": ["rescue_async"]})
+    conductor.do_provisioning_action(node.uuid, "rescue", rescue_password="let-me-in")
+    conductor.do_provisioning_action(node.uuid, "abort")
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.RESCUEFAIL
+    assert node.target_provision_state == states.RESCUE
+    assert "rescue_password" not in node.instance_info
+    assert node.driver_internal_info["rescue_clean_ups"] == 1
+
+
+def test_rescue_wait_times_out() -> None:
+    clock = Clock()
+    conductor = make_conductor(config=Config(rescue_callback_timeout=100), clock=clock)
+    node = new_node(conductor, states.ACTIVE, driver_info={"fail_on": ["rescue_async"]})
+    conductor.do_provisioning_action(node.uuid, "rescue", rescue_password="let-me-in")
+    assert conductor.check_timeouts(now=clock.at(101)) == [node.uuid]
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.RESCUEFAIL
+    assert node.target_provision_state == states.RESCUE
+    assert node.last_error.startswith("Timeout reached while waiting for rescue ramdisk callback")
+    assert "rescue_password" not in node.instance_info

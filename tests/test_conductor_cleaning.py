@@ -247,7 +247,14 @@ def test_get_clean_steps_fake_hardware() -> None:
     priorities = [st["priority"] for st in steps]
     assert priorities == sorted(priorities, reverse=True)
     for st in steps:
-        assert {"interface", "step", "priority", "abortable", "argsinfo", "requires_ramdisk"} <= set(st)
+        assert {
+            "interface",
+            "step",
+            "priority",
+            "abortable",
+            "argsinfo",
+            "requires_ramdisk",
+        } <= set(st)
     ids = {f"{st['interface']}.{st['step']}" for st in steps}
     assert {"vendor.send_raw", "bios.apply_configuration", "bios.factory_reset"} <= ids
     only = conductor.get_clean_steps(node.uuid, min_priority=1)
@@ -287,7 +294,10 @@ def test_get_clean_steps_overrides_do_not_leak_into_other_conductors() -> None:
 
     plain = make_conductor()
     other = new_node(plain, states.MANAGEABLE)
-    steps = {f"{st['interface']}.{st['step']}": st["priority"] for st in plain.get_clean_steps(other.uuid)}
+    steps = {
+        f"{st['interface']}.{st['step']}": st["priority"]
+        for st in plain.get_clean_steps(other.uuid)
+    }
     assert steps["vendor.step_c"] == 0
     assert plain.get_clean_steps(other.uuid, min_priority=1) == []
     plain.do_provisioning_action(other.uuid, "provide")
@@ -306,7 +316,10 @@ def test_changing_returned_steps_changes_nothing() -> None:
         st["priority"] = 77
     assert conductor.get_clean_steps(node.uuid, min_priority=1) == []
     assert all("injected" not in st["argsinfo"] for st in conductor.get_clean_steps(node.uuid))
-    deploy = {f"{st['interface']}.{st['step']}": st["priority"] for st in conductor.get_deploy_steps(node.uuid)}
+    deploy = {
+        f"{st['interface']}.{st['step']}": st["priority"]
+        for st in conductor.get_deploy_steps(node.uuid)
+    }
     assert deploy["deploy.deploy"] == 100
     conductor.do_provisioning_action(node.uuid, "provide")
     node = conductor.get_node(node.uuid)
@@ -599,7 +612,9 @@ def test_validate_clean_steps_changes_nothing() -> None:
     ]
     assert plan[1]["args"] == {"size": 1}
     with pytest.raises(InvalidParameterValue) as info:
-        conductor.validate_clean_steps(node.uuid, [step("vendor", "nope"), step("vendor", "with_args")])
+        conductor.validate_clean_steps(
+            node.uuid, [step("vendor", "nope"), step("vendor", "with_args")]
+        )
     assert "vendor.nope" in str(info.value)
     assert "size" in str(info.value)
     after = conductor.get_node(node.uuid)
@@ -640,7 +655,9 @@ def test_runbook_runs_its_steps_in_order() -> None:
 
 def test_runbook_for_servicing() -> None:
     conductor = make_conductor()
-    conductor.add_runbook("rb-svc", [step("vendor", "step_c"), step("vendor", "step_a")], traits=["CUSTOM_RB"])
+    conductor.add_runbook(
+        "rb-svc", [step("vendor", "step_c"), step("vendor", "step_a")], traits=["CUSTOM_RB"]
+    )
     node = new_node(conductor, states.ACTIVE, traits=["CUSTOM_RB"])
     conductor.do_provisioning_action(node.uuid, "service", runbook="rb-svc")
     node = conductor.get_node(node.uuid)
@@ -682,3 +699,69 @@ def test_runbook_with_disallowed_step_is_refused() -> None:
 def test_step_vendor_steps_are_all_manual_only() -> None:
     # Guard for the helpers: no StepVendor clean step runs in automated cleaning.
     assert all(info.priority == 0 for info in StepVendor.step_definitions["clean"])
+
+
+# -- automated cleaning by runbook (reference §12) ---------------------------------------------------
+
+
+def test_automated_cleaning_by_runbook() -> None:
+    config = Config(automated_cleaning_step_source="runbook", automated_cleaning_runbook="rb-auto")
+    conductor = make_conductor(config=config)
+    conductor.add_runbook(
+        "rb-auto", [step("vendor", "step_c"), step("vendor", "step_a")], traits=["CUSTOM_AUTO"]
+    )
+    node = new_node(conductor, states.MANAGEABLE, traits=["CUSTOM_AUTO"])
+    conductor.do_provisioning_action(node.uuid, "provide")
+    node = conductor.get_node(node.uuid)
+    # Declarative, not manual: the target stays available and the list order is kept.
+    assert node.provision_state == states.AVAILABLE
+    assert node.target_provision_state is None
+    assert calls(node) == ["step_c", "step_a"]
+
+
+def test_automated_cleaning_runbook_by_resource_class() -> None:
+    config = Config(
+        automated_cleaning_step_source="runbook",
+        automated_cleaning_runbook="rb-default",
+        automated_cleaning_runbook_by_resource_class={"gpu": "rb-gpu"},
+    )
+    conductor = make_conductor(config=config)
+    conductor.add_runbook("rb-default", [step("vendor", "step_a")], traits=["CUSTOM_AUTO"])
+    conductor.add_runbook("rb-gpu", [step("vendor", "step_b")], traits=["CUSTOM_AUTO"])
+    gpu = new_node(conductor, states.MANAGEABLE, traits=["CUSTOM_AUTO"], resource_class="gpu")
+    plain = new_node(conductor, states.MANAGEABLE, traits=["CUSTOM_AUTO"], resource_class="cpu")
+    for node in (gpu, plain):
+        conductor.do_provisioning_action(node.uuid, "provide")
+    assert calls(conductor.get_node(gpu.uuid)) == ["step_b"]
+    assert calls(conductor.get_node(plain.uuid)) == ["step_a"]
+
+
+def test_runbook_mode_without_runbook_refuses_provide() -> None:
+    conductor = make_conductor(config=Config(automated_cleaning_step_source="runbook"))
+    node = new_node(conductor, states.MANAGEABLE)
+    before = snapshot(conductor.get_node(node.uuid))
+    with pytest.raises(InvalidParameterValue) as info:
+        conductor.do_provisioning_action(node.uuid, "provide")
+    assert "runbook" in str(info.value)
+    assert snapshot(conductor.get_node(node.uuid)) == before
+
+
+def test_runbook_mode_without_runbook_does_not_strand_a_torn_down_node() -> None:
+    # Ironic 39 leaves the node in 'deleting' with no worker (bug 13).
+    conductor = make_conductor(config=Config(automated_cleaning_step_source="runbook"))
+    node = new_node(conductor, states.ACTIVE)
+    conductor.do_provisioning_action(node.uuid, "undeploy")
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state not in (states.DELETING, states.CLEANING)
+    assert node.provision_state in states.FAILURE_STATES | {states.ERROR}
+    assert "runbook" in node.last_error
+    assert node.reservation is None
+
+
+def test_hybrid_mode_without_runbook_uses_driver_priorities() -> None:
+    conductor = make_conductor(config=Config(automated_cleaning_step_source="hybrid"))
+    node = new_node(conductor, states.MANAGEABLE, driver=FAKE_HW)
+    conductor.do_provisioning_action(node.uuid, "provide")
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.AVAILABLE
+    assert node.driver_internal_info["fake_log_passthrough"] == 1

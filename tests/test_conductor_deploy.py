@@ -164,7 +164,9 @@ def test_core_step_may_be_disabled_but_not_moved() -> None:
         )
     assert "deploy.deploy" in str(info.value)
     assert snapshot(conductor.get_node(node.uuid)) == before
-    conductor.do_provisioning_action(node.uuid, "deploy", deploy_steps=[dstep("deploy", "deploy", 0)])
+    conductor.do_provisioning_action(
+        node.uuid, "deploy", deploy_steps=[dstep("deploy", "deploy", 0)]
+    )
     node = conductor.get_node(node.uuid)
     assert node.provision_state == states.ACTIVE
     assert calls(node) == ["b4", "b3"]
@@ -209,7 +211,9 @@ def test_disallowed_user_deploy_step_is_refused() -> None:
     node = new_node(conductor, states.AVAILABLE, driver=TEMPLATES_HW)
     before = snapshot(conductor.get_node(node.uuid))
     with pytest.raises(InvalidParameterValue) as info:  # StepNotAllowed is one
-        conductor.do_provisioning_action(node.uuid, "deploy", deploy_steps=[dstep("bios", "b1", 50)])
+        conductor.do_provisioning_action(
+            node.uuid, "deploy", deploy_steps=[dstep("bios", "b1", 50)]
+        )
     assert "bios.b1" in str(info.value)
     assert snapshot(conductor.get_node(node.uuid)) == before
     assert issubclass(StepNotAllowed, InvalidParameterValue)
@@ -304,7 +308,9 @@ def test_protected_only_in_active() -> None:
     assert conductor.get_node(node.uuid).protected is False
 
 
-@pytest.mark.parametrize("state", [states.MANAGEABLE, states.ACTIVE, states.ENROLL, states.CLEANFAIL])
+@pytest.mark.parametrize(
+    "state", [states.MANAGEABLE, states.ACTIVE, states.ENROLL, states.CLEANFAIL]
+)
 def test_deploy_refused_outside_available_and_deploy_failed(state: str) -> None:
     conductor = make_conductor()
     node = new_node(conductor, state)
@@ -339,3 +345,16 @@ def test_deploy_with_invalid_power_is_refused_and_node_stays() -> None:
     with pytest.raises(InvalidParameterValue):
         conductor.do_provisioning_action(node.uuid, "deploy")
     assert snapshot(conductor.get_node(node.uuid)) == before
+
+
+def test_deploy_with_every_step_disabled_fails() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.AVAILABLE)
+    conductor.do_provisioning_action(
+        node.uuid, "deploy", deploy_steps=[dstep("deploy", "deploy", 0)]
+    )
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.DEPLOYFAIL
+    assert node.target_provision_state == states.ACTIVE
+    assert "No deploy steps returned by the driver" in node.last_error
+    assert calls(node) == []

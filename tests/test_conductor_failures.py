@@ -38,7 +38,9 @@ def _clean_failed(c: Conductor) -> str:
 
 def _deploy_failed(c: Conductor) -> str:
     node = new_node(c, states.AVAILABLE)
-    c.do_provisioning_action(node.uuid, "deploy", deploy_steps=[dstep("deploy", "fail_deploy", 150)])
+    c.do_provisioning_action(
+        node.uuid, "deploy", deploy_steps=[dstep("deploy", "fail_deploy", 150)]
+    )
     return node.uuid
 
 

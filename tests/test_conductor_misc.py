@@ -168,7 +168,14 @@ def test_power_refused_while_busy(state: str) -> None:
 
 @pytest.mark.parametrize(
     "state",
-    [states.CLEANFAIL, states.ENROLL, states.MANAGEABLE, states.AVAILABLE, states.ACTIVE, states.ERROR],
+    [
+        states.CLEANFAIL,
+        states.ENROLL,
+        states.MANAGEABLE,
+        states.AVAILABLE,
+        states.ACTIVE,
+        states.ERROR,
+    ],
 )
 def test_power_allowed_in_stable_and_clean_failed(state: str) -> None:
     conductor = make_conductor()
@@ -361,6 +368,74 @@ def test_one_provision_event_per_transition_emitted_after_save() -> None:
     assert mismatches == [], "events emitted before their state was saved"
 
 
+def test_step_events_emitted_after_the_step_is_saved() -> None:
+    seen: list[tuple[str, str, Any]] = []
+    conductor: Conductor
+
+    def listener(event: Event) -> None:
+        if event.step is not None:
+            stored = conductor.get_node(event.node)
+            current = stored.clean_step or {}
+            seen.append((event.name, event.step["step"], current.get("step")))
+
+    conductor = make_conductor(listeners=[listener])
+    node = new_node(conductor, states.MANAGEABLE)
+    conductor.do_provisioning_action(
+        node.uuid, "clean", clean_steps=[step("vendor", "step_a"), step("vendor", "step_b")]
+    )
+    # At step.start the store already records the step as the current one.
+    starts = [(name, ev, stored) for name, ev, stored in seen if name == STEP_START]
+    assert starts == [(STEP_START, "step_a", "step_a"), (STEP_START, "step_b", "step_b")]
+
+
+def test_async_step_events_on_continuation() -> None:
+    recorder = Recorder()
+    conductor = make_conductor(listeners=[recorder])
+    node = new_node(conductor, states.MANAGEABLE)
+    conductor.do_provisioning_action(
+        node.uuid, "clean", clean_steps=[step("vendor", "async_clean"), step("vendor", "step_a")]
+    )
+    assert recorder.names() == [PROVISION_START, STEP_START, PROVISION_START]
+    assert recorder.events[-1].state == states.CLEANWAIT
+    recorder.clear()
+    conductor.continue_node_clean(node.uuid)
+    view = [(e.name, e.step["step"] if e.step else e.state) for e in recorder.events]
+    # Each step starts once and ends once, the async one when it is continued.
+    assert [v for v in view if v[0].startswith("step.")] == [
+        (STEP_END, "async_clean"),
+        (STEP_START, "step_a"),
+        (STEP_END, "step_a"),
+    ]
+    assert view[-1] == (PROVISION_END, states.MANAGEABLE)
+
+
+def test_failed_verification_is_an_error_event() -> None:
+    # Ironic emits provision_set.error for every 'fail' event; the node's
+    # last_error travels with it so a listener knows why.
+    recorder = Recorder()
+    conductor = make_conductor(listeners=[recorder])
+    node = new_node(conductor, states.ENROLL, driver="test-bad-power")
+    conductor.do_provisioning_action(node.uuid, "manage")
+    last = recorder.provision()[-1]
+    assert (last.previous_state, last.event, last.state) == (
+        states.VERIFYING,
+        "fail",
+        states.ENROLL,
+    )
+    assert last.name == PROVISION_ERROR
+    assert last.error == conductor.get_node(node.uuid).last_error
+
+
+def test_failed_tear_down_is_an_error_event() -> None:
+    recorder = Recorder()
+    conductor = make_conductor(listeners=[recorder])
+    node = new_node(conductor, states.ACTIVE, driver="test-bad-teardown")
+    conductor.do_provisioning_action(node.uuid, "undeploy")
+    last = recorder.provision()[-1]
+    assert (last.event, last.state, last.name) == ("fail", states.ERROR, PROVISION_ERROR)
+    assert last.error.startswith("Failed to tear down")
+
+
 def test_events_are_immutable() -> None:
     recorder = Recorder()
     conductor = make_conductor(listeners=[recorder])
@@ -417,6 +492,29 @@ def test_secrets_never_leak(caplog: pytest.LogCaptureFixture) -> None:
     assert SECRET not in repr(node.to_dict(mask=True))
     fail = [e for e in recorder.events if e.name == STEP_FAIL]
     assert fail and fail[0].step["args"]["bmc_password"] != SECRET
+    for event in recorder.events:
+        assert SECRET not in repr(event)
+    assert SECRET not in caplog.text
+
+
+def test_secret_quoted_by_a_failing_step_is_not_repeated(caplog: pytest.LogCaptureFixture) -> None:
+    # DESIGN §3: secrets never appear in logs, events or error messages,
+    # even when a careless driver quotes one in its exception.
+    caplog.set_level(logging.DEBUG)
+    recorder = Recorder()
+    conductor = make_conductor(listeners=[recorder])
+    node = new_node(
+        conductor,
+        states.MANAGEABLE,
+        driver_info={"ipmi_address": "10.0.0.9", "ipmi_password": SECRET},
+    )
+    conductor.do_provisioning_action(node.uuid, "clean", clean_steps=[step("vendor", "leaky")])
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.CLEANFAIL
+    assert "vendor.leaky" in node.last_error
+    assert "refused" in node.last_error
+    assert SECRET not in node.last_error
+    assert SECRET not in (node.maintenance_reason or "")
     for event in recorder.events:
         assert SECRET not in repr(event)
     assert SECRET not in caplog.text
@@ -521,7 +619,9 @@ def test_duplicate_name_refused() -> None:
     assert len(conductor.list_nodes()) == 1
 
 
-@pytest.mark.parametrize("state", [states.MANAGEABLE, states.ENROLL, states.AVAILABLE, states.ADOPTFAIL])
+@pytest.mark.parametrize(
+    "state", [states.MANAGEABLE, states.ENROLL, states.AVAILABLE, states.ADOPTFAIL]
+)
 def test_delete_node_allowed(state: str) -> None:
     conductor = make_conductor()
     node = new_node(conductor, state, name="gone")
@@ -533,7 +633,9 @@ def test_delete_node_allowed(state: str) -> None:
     assert conductor.list_nodes() == []
 
 
-@pytest.mark.parametrize("state", [states.ACTIVE, states.CLEANING, states.DEPLOYFAIL, states.CLEANFAIL])
+@pytest.mark.parametrize(
+    "state", [states.ACTIVE, states.CLEANING, states.DEPLOYFAIL, states.CLEANFAIL]
+)
 def test_delete_node_refused(state: str) -> None:
     conductor = make_conductor()
     node = new_node(conductor, state)
@@ -568,7 +670,9 @@ def _locked(conductor: Conductor, state: str = states.MANAGEABLE) -> Node:
         lambda c, u: c.update_node(u, extra={"rack": 1}),
         lambda c, u: c.set_power_state(u, states.POWER_ON),
         lambda c, u: c.delete_node(u),
-        lambda c, u: c.do_provisioning_action(u, "clean", clean_steps=[step("vendor", "log_passthrough")]),
+        lambda c, u: c.do_provisioning_action(
+            u, "clean", clean_steps=[step("vendor", "log_passthrough")]
+        ),
     ],
     ids=["provide", "update", "power", "delete", "clean"],
 )

@@ -95,11 +95,14 @@ def test_get_unknown_raises_not_found(store: Store) -> None:
 
 
 def test_uuid_wins_over_name(store: Store) -> None:
-    first = make(store)
-    second = make(store)
-    second.name = first.uuid  # allowed on save, as in Ironic's database
-    store.save(second)
-    assert store.get(first.uuid).uuid == first.uuid
+    named = make(store, name="same-ident")
+    other = make(store, uuid="same-ident")  # a UUID equal to another node's name
+    assert store.get("same-ident").uuid == other.uuid
+    assert store.reserve("same-ident", "h1").uuid == other.uuid
+    store.release("same-ident", "h1")
+    assert store.get(named.uuid).reservation is None
+    store.delete("same-ident")
+    assert store.get("same-ident").uuid == named.uuid
 
 
 def test_list_filters(store: Store) -> None:

@@ -1,0 +1,636 @@
+"""The project's extension of the sushy-tools Redfish emulator (runs in the child process).
+
+``python redfish_fake_driver.py --config FILE --port-file FILE`` starts one
+emulator on 127.0.0.1 and writes the port the kernel picked to
+``--port-file`` once the socket is bound. The launcher in
+:mod:`redfish_emulator` does that for tests; nothing here is imported by
+the test process, so Flask and sushy-tools stay out of it.
+
+What the stock ``--fake`` driver lacks and this module adds:
+
+* power changes applied at once, or after ``SUSHY_EMULATOR_FAKE_POWER_DELAY``
+  seconds (stock: a random 1-11 s); ``Nmi`` is accepted and counted;
+* a boot history: every power-on records the boot target, and a ``Once``
+  override is consumed by it (stock ignores ``BootSourceOverrideEnabled``);
+  ``BiosSetup`` is an allowed boot target;
+* BIOS attributes (get / set / reset), with unknown names refused (400) and,
+  with ``SUSHY_EMULATOR_FAKE_BIOS_APPLY = 'reboot'``, changes that stay
+  pending until the next power-on, as on real machines;
+* memory, CPU count and processors; storage with drives and volumes, where
+  volume create keeps ``RAIDType`` and the member drives, IDs are unique,
+  and volumes can be deleted (stock has no route);
+* ``Manager.Reset`` (counted), and manager firmware version;
+* an UpdateService whose SimpleUpdate answers 202 with a task monitor that
+  stays "Running" for ``SUSHY_EMULATOR_FAKE_UPDATE_DELAY`` seconds, then
+  bumps ``BiosVersion`` (or the manager's firmware); an image URI
+  containing ``fail`` ends the task in ``Exception``;
+* fault injection and state inspection for tests, outside authentication:
+  ``/_peer/faults`` (GET, POST, DELETE), ``/_peer/state``,
+  ``/_peer/requests`` (GET, DELETE).
+
+A fault rule is a dict: ``path_prefix`` (default: every path), ``methods``
+(default: all), ``delay`` (seconds to sleep first), ``status`` (HTTP status
+to answer instead of the real handler), ``count`` (how many matching
+requests it applies to; default unlimited), ``skip`` (matching requests to
+let through before it applies). The first rule that matches applies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import sys
+import threading
+import time
+import uuid as uuid_mod
+from collections import deque
+from typing import Any
+
+import flask
+from sushy_tools import error
+from sushy_tools.emulator.resources.systems import fakedriver
+
+DEFAULT_BIOS: dict[str, Any] = {
+    "BootMode": "Uefi",
+    "EmbeddedSata": "Raid",
+    "NicBoot1": "NetworkBoot",
+    "ProcTurboMode": "Enabled",
+    "SecureBootStatus": "Disabled",
+    "SerialNumber": "QPX12345",
+}
+DEFAULT_VERSIONS: dict[str, Any] = {"BiosVersion": "1.0.0"}
+BOOT_HISTORY_LIMIT = 50
+
+
+def _cfg(key: str, default: Any) -> Any:
+    return PeerFakeDriver._config.get(key, default)
+
+
+class PeerFakeDriver(fakedriver.FakeDriver):  # type: ignore[misc]
+    """The stock fake systems driver with the behaviour real BMCs have and tests need."""
+
+    _config: Any
+    _logger: Any
+
+    # -- power ------------------------------------------------------------------
+
+    def _boot(self, system: dict[str, Any]) -> None:
+        """What a power-on does: consume a one-time override, apply pending BIOS."""
+        history = list(system.get("boot_history") or [])
+        image = (system.get("boot_image") or {}).get("Cd")
+        history.append(
+            {
+                "target": system.get("boot_device", "Hdd"),
+                "enabled": system.get("boot_enabled", "Continuous"),
+                "mode": system.get("boot_mode", "UEFI"),
+                "cd_inserted": bool(image and image[2]),
+                "at": time.time(),
+            }
+        )
+        system["boot_history"] = history[-BOOT_HISTORY_LIMIT:]
+        if system.get("boot_enabled") == "Once":
+            system["boot_enabled"] = "Disabled"
+        pending = system.get("bios_pending")
+        if pending:
+            bios = dict(system.get("bios") or self._bios_defaults(system))
+            bios.update(pending)
+            system["bios"] = bios
+            system["bios_pending"] = {}
+
+    def _update_if_needed(self, system: dict[str, Any]) -> dict[str, Any]:
+        pending = system.get("pending_power")
+        if pending and time.time() >= pending["apply_time"]:
+            was = system.get("power_state")
+            system["power_state"] = pending["power_state"]
+            system["pending_power"] = None
+            if pending["power_state"] == "On" and (was != "On" or pending.get("restart")):
+                self._boot(system)
+            self._update(system)
+        return system
+
+    def set_power_state(self, identity: str, state: str) -> None:
+        system = self._get(identity)
+        if state == "Nmi":
+            self._update(system, nmi_count=system.get("nmi_count", 0) + 1)
+            return
+        restart = False
+        if state in ("On", "ForceOn", "PushPowerButton") or (
+            state == "PowerCycle" and system["power_state"] == "Off"
+        ):
+            target = "On"
+        elif state in ("ForceOff", "GracefulShutdown"):
+            target = "Off"
+        elif state in ("ForceRestart", "GracefulRestart", "PowerCycle"):
+            target, restart = "On", True
+        else:
+            raise error.NotSupportedError(f"Power state {state} is not supported")
+        if system["power_state"] == target and not restart:
+            return
+        delay = float(_cfg("SUSHY_EMULATOR_FAKE_POWER_DELAY", 0) or 0)
+        if restart:
+            system["power_state"] = "Off"
+        system["pending_power"] = {
+            "power_state": target,
+            "apply_time": time.time() + delay,
+            "restart": restart,
+        }
+        self._update(system)
+        if delay <= 0:
+            self._update_if_needed(system)
+
+    # -- boot -------------------------------------------------------------------
+
+    def set_boot_enabled(self, identity: str, enabled: str) -> None:
+        self._update(identity, boot_enabled=enabled)
+
+    def get_boot_enabled(self, identity: str) -> str:
+        return str(self._get(identity).get("boot_enabled", "Continuous"))
+
+    # -- inventory --------------------------------------------------------------
+
+    def get_total_memory(self, identity: str) -> int:
+        memory = self._get(identity).get("memory_gb")
+        if memory is None:
+            raise error.NotSupportedError("No memory data")
+        return int(memory)
+
+    def get_total_cpus(self, identity: str) -> int:
+        cpus = self._get(identity).get("cpus")
+        if cpus is None:
+            raise error.NotSupportedError("No CPU data")
+        return int(cpus)
+
+    def get_processors(self, identity: str) -> list[dict[str, Any]]:
+        system = self._get(identity)
+        cpus = system.get("cpus")
+        if cpus is None:
+            raise error.NotSupportedError("No CPU data")
+        sockets = int(system.get("cpu_sockets", 1))
+        per_socket = max(1, int(cpus) // sockets)
+        return [
+            {
+                "id": f"CPU{n}",
+                "Id": f"CPU{n}",
+                "socket": f"CPU {n}",
+                "vendor": system.get("cpu_vendor", "Contoso"),
+                "model": system.get("cpu_model", "Virtual CPU"),
+                "cores": per_socket,
+                "threads": per_socket,
+            }
+            for n in range(sockets)
+        ]
+
+    # -- BIOS and firmware versions -------------------------------------------------
+
+    def _bios_defaults(self, system: dict[str, Any]) -> dict[str, Any]:
+        return dict(system.get("bios_defaults") or DEFAULT_BIOS)
+
+    def get_bios(self, identity: str) -> dict[str, Any]:
+        system = self._get(identity)
+        current = dict(system.get("bios") or self._bios_defaults(system))
+        if flask.has_request_context() and flask.request.path.rstrip("/").endswith("/Settings"):
+            current.update(system.get("bios_pending") or {})
+        return current
+
+    def set_bios(self, identity: str, attributes: dict[str, Any]) -> None:
+        system = self._get(identity)
+        if not isinstance(attributes, dict):
+            raise error.BadRequest("Attributes must be an object")
+        current = dict(system.get("bios") or self._bios_defaults(system))
+        unknown = sorted(set(attributes) - set(current))
+        if unknown:
+            raise error.BadRequest(f"Unknown BIOS attribute(s): {', '.join(unknown)}")
+        if _cfg("SUSHY_EMULATOR_FAKE_BIOS_APPLY", "immediate") == "reboot":
+            pending = dict(system.get("bios_pending") or {})
+            pending.update(attributes)
+            self._update(system, bios_pending=pending)
+        else:
+            current.update(attributes)
+            self._update(system, bios=current)
+
+    def reset_bios(self, identity: str) -> None:
+        system = self._get(identity)
+        self._update(
+            system,
+            bios=self._bios_defaults(system),
+            bios_pending={},
+            bios_resets=system.get("bios_resets", 0) + 1,
+        )
+
+    def get_versions(self, identity: str) -> dict[str, Any]:
+        return dict(self._get(identity).get("versions") or DEFAULT_VERSIONS)
+
+    def set_versions(self, identity: str, firmware_versions: dict[str, Any]) -> None:
+        versions = self.get_versions(identity)
+        versions.update(firmware_versions)
+        self._update(identity, versions=versions)
+
+    def reset_versions(self, identity: str) -> None:
+        self._update(identity, versions=dict(DEFAULT_VERSIONS))
+
+    # -- storage ------------------------------------------------------------------
+
+    def find_or_create_storage_volume(self, data: dict[str, Any]) -> str:
+        """Give new volumes a unique ID and keep what the client asked for.
+
+        The stock route builds the ID from the PID and the time in seconds,
+        so two volumes created within a second collide; and it keeps only
+        Name, VolumeType and CapacityBytes of the request.
+        """
+        if data.get("peer_volume"):
+            return str(data["Id"])
+        data["Id"] = uuid_mod.uuid4().hex[:12]
+        data["libvirtVolName"] = data["Id"]
+        data["peer_volume"] = True
+        body = flask.request.get_json(silent=True) if flask.has_request_context() else None
+        if isinstance(body, dict):
+            for key in ("RAIDType", "Links", "Description"):
+                if key in body:
+                    data[key] = copy.deepcopy(body[key])
+        return str(data["Id"])
+
+    # -- managers -----------------------------------------------------------------
+
+    def reset_manager(self, identity: str, reset_type: str) -> None:
+        system = self._get(identity)
+        self._update(
+            system,
+            manager_resets=system.get("manager_resets", 0) + 1,
+            last_manager_reset=reset_type,
+        )
+
+
+# -- update service ------------------------------------------------------------------
+
+_TASKS: dict[str, dict[str, Any]] = {}
+_TASK_LOCK = threading.Lock()
+_NEXT_TASK = [1000]
+
+
+def _settle_tasks(app: Any) -> None:
+    """Finish the update tasks whose time has come (applies the version bump)."""
+    now = time.time()
+    with _TASK_LOCK:
+        due = [t for t in _TASKS.values() if t["state"] == "Running" and now >= t["ready_at"]]
+        for task in due:
+            task["state"] = "Exception" if "fail" in task["image"] else "Completed"
+            if task["state"] != "Completed":
+                continue
+            for kind, system_uuid in task["targets"]:
+                if kind == "system":
+                    versions = app.systems.get_versions(system_uuid)
+                    major, minor, *rest = (versions.get("BiosVersion") or "1.0.0").split(".")
+                    bumped = ".".join([major, str(int(minor) + 1), *rest])
+                    app.systems.set_versions(system_uuid, {"BiosVersion": bumped})
+                else:
+                    versions = app.systems.get_versions(system_uuid)
+                    current = versions.get("BmcVersion", "1.00")
+                    major, minor = current.split(".")
+                    app.systems.set_versions(
+                        system_uuid, {"BmcVersion": f"{major}.{int(minor) + 1:02d}"}
+                    )
+
+
+def _task_json(task: dict[str, Any]) -> dict[str, Any]:
+    state = task["state"]
+    return {
+        "@odata.type": "#Task.v1_4_3.Task",
+        "@odata.id": f"/redfish/v1/TaskService/Tasks/{task['id']}",
+        "Id": task["id"],
+        "Name": f"Update task {task['id']}",
+        "TaskState": state,
+        "TaskStatus": {"Running": "OK", "Completed": "OK"}.get(state, "Critical"),
+        "PercentComplete": 100 if state != "Running" else 50,
+        "TaskMonitor": f"/redfish/v1/TaskService/TaskMonitors/{task['id']}",
+        "Messages": (
+            [{"MessageId": "Update.1.0.ApplyFailed", "Message": "Image could not be applied"}]
+            if state == "Exception"
+            else []
+        ),
+    }
+
+
+# -- fault injection (WSGI middleware, outside authentication) -------------------------
+
+
+class PeerControl:
+    """Fault injection and state inspection in front of the emulator's WSGI app."""
+
+    def __init__(self, wsgi_app: Any, flask_app: Any) -> None:
+        self.wsgi_app = wsgi_app
+        self.flask_app = flask_app
+        self.lock = threading.Lock()
+        self.rules: list[dict[str, Any]] = []
+        self.log: deque[dict[str, Any]] = deque(maxlen=1000)
+        self.total = 0
+
+    # The rule that applies to this request, with its counters updated.
+    def _match(self, method: str, path: str) -> dict[str, Any] | None:
+        with self.lock:
+            for rule in self.rules:
+                if not path.startswith(rule.get("path_prefix") or ""):
+                    continue
+                methods = rule.get("methods")
+                if methods and method not in methods:
+                    continue
+                rule["seen"] = rule.get("seen", 0) + 1
+                if rule["seen"] <= int(rule.get("skip") or 0):
+                    return None
+                count = rule.get("count")
+                if count is not None and rule.get("hits", 0) >= int(count):
+                    continue
+                rule["hits"] = rule.get("hits", 0) + 1
+                return dict(rule)
+        return None
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        path = environ.get("PATH_INFO", "")
+        method = environ.get("REQUEST_METHOD", "GET")
+        if path.startswith("/_peer/"):
+            return self._control(environ, start_response, method, path)
+        entry = {"method": method, "path": path, "at": time.time(), "status": None}
+        with self.lock:
+            self.total += 1
+            self.log.append(entry)
+        rule = self._match(method, path)
+        if rule is not None:
+            entry["fault"] = True
+            if rule.get("delay"):
+                time.sleep(float(rule["delay"]))
+            status = rule.get("status")
+            if status:
+                entry["status"] = int(status)
+                body = json.dumps(
+                    {
+                        "error": {
+                            "code": "Base.1.0.GeneralError",
+                            "message": f"Injected fault: HTTP {status}",
+                            "@Message.ExtendedInfo": [
+                                {"MessageId": "Base.1.0.GeneralError", "Severity": "Critical",
+                                 "Message": f"Injected fault: HTTP {status}"}
+                            ],
+                        }
+                    }
+                ).encode()  # fmt: skip
+                start_response(
+                    f"{int(status)} Injected",
+                    [("Content-Type", "application/json"), ("Content-Length", str(len(body)))],
+                )
+                return [body]
+
+        def recording_start_response(status: str, headers: Any, *args: Any) -> Any:
+            entry["status"] = int(status.split()[0])
+            return start_response(status, headers, *args)
+
+        return self.wsgi_app(environ, recording_start_response)
+
+    def _reply(self, start_response: Any, status: int, payload: Any) -> list[bytes]:
+        body = json.dumps(payload, default=str, sort_keys=True).encode()
+        start_response(
+            f"{status} OK" if status < 400 else f"{status} Error",
+            [("Content-Type", "application/json"), ("Content-Length", str(len(body)))],
+        )
+        return [body]
+
+    def _body(self, environ: dict[str, Any]) -> Any:
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        raw = environ["wsgi.input"].read(length) if length else b""
+        return json.loads(raw) if raw else None
+
+    def _control(
+        self, environ: dict[str, Any], start_response: Any, method: str, path: str
+    ) -> list[bytes]:
+        if path == "/_peer/faults":
+            if method == "GET":
+                with self.lock:
+                    return self._reply(start_response, 200, {"faults": self.rules})
+            if method == "DELETE":
+                with self.lock:
+                    self.rules = []
+                return self._reply(start_response, 200, {"faults": []})
+            if method == "POST":
+                body = self._body(environ)
+                rules = body.get("faults", body) if isinstance(body, dict) else body
+                if isinstance(rules, dict):
+                    rules = [rules]
+                if not isinstance(rules, list) or not all(isinstance(r, dict) for r in rules):
+                    return self._reply(start_response, 400, {"error": "faults must be a list"})
+                with self.lock:
+                    self.rules = [dict(r, hits=0, seen=0) for r in rules]
+                    return self._reply(start_response, 200, {"faults": self.rules})
+        if path == "/_peer/requests":
+            with self.lock:
+                if method == "DELETE":
+                    self.log.clear()
+                    self.total = 0
+                    return self._reply(start_response, 200, {"requests": []})
+                return self._reply(
+                    start_response, 200, {"total": self.total, "requests": list(self.log)}
+                )
+        if path == "/_peer/state" and method == "GET":
+            return self._reply(start_response, 200, self._state())
+        return self._reply(start_response, 404, {"error": f"no peer route {method} {path}"})
+
+    def _state(self) -> dict[str, Any]:
+        app = self.flask_app
+        with app.app_context():
+            _settle_tasks(app)
+            systems = {}
+            for system_uuid in app.systems.systems:
+                record = dict(app.systems._get(system_uuid))
+                record["vmedia"] = {}
+                for device in ("Cd", "Floppy"):
+                    try:
+                        info = app.vmedia.get_device_image_info(system_uuid, device)
+                    except Exception:  # the device may not exist in this configuration
+                        continue
+                    record["vmedia"][device] = {
+                        "image_url": info.image_url,
+                        "inserted": info.inserted,
+                    }
+                systems[system_uuid] = record
+            volumes: dict[str, Any] = {}
+            for key in list(app.volumes._volumes):
+                volumes[f"{key[0]}/{key[1]}"] = app.volumes._volumes[key]
+            with _TASK_LOCK:
+                tasks = {k: dict(v) for k, v in _TASKS.items()}
+        return {"systems": systems, "volumes": volumes, "tasks": tasks}
+
+
+# -- wiring into the sushy-tools Flask app ---------------------------------------------------
+
+
+def _json_of(response: Any) -> Any:
+    try:
+        return json.loads(response.get_data())
+    except ValueError:
+        return None
+
+
+def _set_json(response: Any, doc: Any) -> None:
+    response.set_data(json.dumps(doc, indent=2))
+
+
+def install(app: Any) -> PeerControl:
+    """Add this module's routes and hooks to the emulator's ``app`` (before it serves)."""
+
+    @app.before_request
+    def _settle() -> None:
+        _settle_tasks(app)
+
+    @app.after_request
+    def _augment(response: Any) -> Any:
+        request = flask.request
+        endpoint = request.endpoint or ""
+        args = request.view_args or {}
+        if request.method == "PATCH" and endpoint == "system_resource" and response.status_code < 300:
+            boot = (request.get_json(silent=True) or {}).get("Boot") or {}
+            enabled = boot.get("BootSourceOverrideEnabled")
+            if enabled:
+                app.systems.set_boot_enabled(args["identity"], enabled)
+            return response
+        if request.method != "GET" or response.status_code != 200:
+            return response
+        if endpoint == "system_resource":
+            doc = _json_of(response)
+            if doc is not None:
+                boot = doc.setdefault("Boot", {})
+                boot["BootSourceOverrideEnabled"] = app.systems.get_boot_enabled(doc["UUID"])
+                allowed = boot.get("BootSourceOverrideTarget@Redfish.AllowableValues")
+                if isinstance(allowed, list) and "BiosSetup" not in allowed:
+                    allowed.append("BiosSetup")
+                _set_json(response, doc)
+        elif endpoint == "manager_resource":
+            doc = _json_of(response)
+            if doc is not None:
+                manager_id = doc["Id"]
+                doc["Actions"] = {
+                    "#Manager.Reset": {
+                        "target": f"/redfish/v1/Managers/{manager_id}/Actions/Manager.Reset",
+                        "ResetType@Redfish.AllowableValues": ["GracefulRestart", "ForceRestart"],
+                    }
+                }
+                versions = app.systems.get_versions(doc["UUID"])
+                doc["FirmwareVersion"] = versions.get("BmcVersion", "1.00")
+                _set_json(response, doc)
+        elif endpoint == "volume":
+            doc = _json_of(response)
+            system_uuid = app.systems.uuid(args["identity"])
+            for vol in app.volumes.get_volumes_col(system_uuid, args["stg_id"]) or []:
+                if doc is not None and vol.get("Id") == doc.get("Id"):
+                    for key in ("RAIDType", "Links", "Description"):
+                        if key in vol:
+                            doc[key] = vol[key]
+                    _set_json(response, doc)
+        return response
+
+    @app.route(
+        "/redfish/v1/Systems/<identity>/Storage/<stg_id>/Volumes/<vol_id>", methods=["DELETE"]
+    )
+    def peer_volume_delete(identity: str, stg_id: str, vol_id: str) -> Any:
+        system_uuid = app.systems.uuid(identity)
+        for vol in app.volumes.get_volumes_col(system_uuid, stg_id) or []:
+            if vol.get("Id") == vol_id:
+                app.volumes.delete_volume(system_uuid, stg_id, vol)
+                return flask.Response(status=204)
+        raise error.NotFound(f"Volume {vol_id} not found")
+
+    @app.route("/redfish/v1/Managers/<identity>/Actions/Manager.Reset", methods=["POST"])
+    def peer_manager_reset(identity: str) -> Any:
+        reset_type = (flask.request.get_json(silent=True) or {}).get("ResetType")
+        if reset_type not in ("GracefulRestart", "ForceRestart"):
+            raise error.BadRequest(f"Unsupported ResetType {reset_type!r}")
+        app.systems.reset_manager(app.systems.uuid(identity), reset_type)
+        return flask.Response(status=204)
+
+    def simple_update() -> Any:
+        body = flask.request.get_json(silent=True) or {}
+        image = body.get("ImageURI")
+        targets = body.get("Targets") or [f"/redfish/v1/Systems/{app.systems.systems[0]}"]
+        if not image:
+            raise error.BadRequest("Missing ImageURI")
+        resolved = []
+        for target in targets:
+            kind = "manager" if "/Managers/" in target else "system"
+            name = target.rstrip("/").rsplit("/", 1)[-1]
+            resolved.append((kind, app.systems.uuid(name)))
+        delay = float(app.config.get("SUSHY_EMULATOR_FAKE_UPDATE_DELAY", 0.3))
+        with _TASK_LOCK:
+            task_id = str(_NEXT_TASK[0])
+            _NEXT_TASK[0] += 1
+            _TASKS[task_id] = {
+                "id": task_id,
+                "image": image,
+                "targets": resolved,
+                "state": "Running",
+                "ready_at": time.time() + delay,
+            }
+        monitor = f"/redfish/v1/TaskService/TaskMonitors/{task_id}"
+        return flask.Response(status=202, headers={"Location": monitor})
+
+    app.view_functions["UpdateService.update_service_simple_update"] = simple_update
+
+    @app.route("/redfish/v1/TaskService/TaskMonitors/<task_id>", methods=["GET"])
+    def peer_task_monitor(task_id: str) -> Any:
+        with _TASK_LOCK:
+            task = _TASKS.get(task_id)
+            doc = _task_json(task) if task else None
+        if doc is None:
+            raise error.NotFound(f"Task {task_id} not found")
+        status = 202 if doc["TaskState"] == "Running" else 200
+        return flask.Response(json.dumps(doc), status=status, content_type="application/json")
+
+    @app.route("/redfish/v1/TaskService/Tasks/<task_id>", methods=["GET"])
+    def peer_task(task_id: str) -> Any:
+        with _TASK_LOCK:
+            task = _TASKS.get(task_id)
+            doc = _task_json(task) if task else None
+        if doc is None:
+            raise error.NotFound(f"Task {task_id} not found")
+        return flask.Response(json.dumps(doc), status=200, content_type="application/json")
+
+    control = PeerControl(app.wsgi_app, app)
+    app.wsgi_app = control
+    return control
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", required=True)
+    parser.add_argument("--port-file", required=True)
+    args = parser.parse_args(argv)
+
+    # The Flask app is a module-level singleton configured on import from
+    # this variable (one emulator per process).
+    os.environ["SUSHY_EMULATOR_CONFIG"] = os.path.abspath(args.config)
+    # Volume create and the systems driver are looked up through this module
+    # attribute at first use, so replacing it here is enough.
+    fakedriver.FakeDriver = PeerFakeDriver
+    from sushy_tools.emulator import main as emulator
+    from werkzeug.serving import make_server
+
+    app = emulator.app
+    install(app)
+    host = app.config.get("SUSHY_EMULATOR_LISTEN_IP", "127.0.0.1")
+    port = int(app.config.get("SUSHY_EMULATOR_LISTEN_PORT", 0) or 0)
+    server = make_server(host, port, app, threaded=True)
+    bound = server.socket.getsockname()[1]
+    tmp = args.port_file + ".tmp"
+    with open(tmp, "w", encoding="ascii") as handle:
+        handle.write(str(bound))
+    os.replace(tmp, args.port_file)
+    print(f"PEER-READY http://{host}:{bound}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
