@@ -220,9 +220,7 @@ def run(quick: bool = False) -> Section:
         server.stop()
     writes = max(r["writes_per_node"] for r in results)
     floor_n = 200 if quick else 1000
-    floors = {
-        sync: sqlite_floor(floor_n, writes, sync) for sync in ("NORMAL", "FULL")
-    }
+    floors = {sync: sqlite_floor(floor_n, writes, sync) for sync in ("NORMAL", "FULL")}
     floor_ironic = {
         sync: sqlite_floor(floor_n, IRONIC_SAVES_PER_NODE, sync) for sync in ("NORMAL", "FULL")
     }

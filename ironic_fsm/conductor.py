@@ -15,6 +15,7 @@ and current step are saved before each step starts and after it ends, so
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -44,6 +45,7 @@ from ironic_fsm.exceptions import (
     IronicFSMError,
     NodeInMaintenance,
     NodeIsRetired,
+    NodeNotFound,
     NodeProtected,
     StepFailed,
     StepNotAllowed,
@@ -334,7 +336,7 @@ class Conductor:
         if last_error is not _UNSET:
             node.last_error = None if last_error is None else _scrub(node, last_error)
         state = node.provision_state
-        if state in s.FAILURE_STATES or state == s.ERROR:
+        if event == s.FAIL_EVENT or state in s.FAILURE_STATES or state == s.ERROR:
             name = PROVISION_ERROR
         elif self.lifecycle.is_stable(state):
             name = PROVISION_END
@@ -392,7 +394,8 @@ class Conductor:
             task = Task(node=node, driver=self._driver_for(node), config=self.config)
             yield task
         except BaseException:
-            self.store.release(node.uuid, self.holder)
+            with contextlib.suppress(NodeNotFound):
+                self.store.release(node.uuid, self.holder)
             raise
         self._release(task)
 

@@ -9,7 +9,7 @@ Order, for one verb that runs steps synchronously::
     baremetal.node.provision_set.start   (stable -> working state)
     step.start, step.end                 (once per step; step.fail on failure)
     baremetal.node.provision_set.end     (working -> stable state)
-    baremetal.node.provision_set.error   (instead of .end, into a failure state)
+    baremetal.node.provision_set.error   (instead: a ``fail`` event, or into a failure state)
 
 Each transition produces exactly one ``provision_set`` event, emitted after
 the new state is saved; step events are emitted after the step's state is

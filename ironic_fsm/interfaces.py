@@ -158,8 +158,7 @@ class BaseInterface:
 
 def _unsupported(iface: BaseInterface, operation: str) -> UnsupportedOperation:
     return UnsupportedOperation(
-        f"{type(iface).__name__} ({iface.interface_type} interface) does not support "
-        f"{operation}",
+        f"{type(iface).__name__} ({iface.interface_type} interface) does not support {operation}",
         interface=iface.interface_type,
         operation=operation,
     )
@@ -301,8 +300,7 @@ class RAIDInterface(BaseInterface):
         disks = raid_config.get("logical_disks")
         if not isinstance(disks, list) or not disks:
             raise InvalidParameterValue(
-                f"Node {task.node.uuid}: target_raid_config needs a non-empty "
-                "'logical_disks' list",
+                f"Node {task.node.uuid}: target_raid_config needs a non-empty 'logical_disks' list",
                 node=task.node.uuid,
             )
 

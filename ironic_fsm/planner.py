@@ -62,7 +62,9 @@ def gather_steps(
         # Decorator-declared steps are read from the class, not copied: the
         # planner never changes the steps it is given.
         declared = None if fresh else iface.declared_steps(phase)
-        steps.extend(declared if declared is not None else getattr(iface, f"get_{phase}_steps")(task))
+        steps.extend(
+            declared if declared is not None else getattr(iface, f"get_{phase}_steps")(task)
+        )
     return steps
 
 
@@ -262,12 +264,15 @@ def _check_shape(phase: Phase, step: Any, require_priority: bool) -> list[str]:
                 f"{_describe(phase, step)} needs a 'priority' that is an integer >= 0, "
                 f"not {step.get('priority')!r}"
             )
-    elif step.get("interface") is not None and step.get("interface") not in INTERFACE_ORDER[phase]:
-        if step.get("step") not in RESERVED_STEPS:
-            problems.append(
-                f"{_describe(phase, step)}: unknown interface {step.get('interface')!r} "
-                f"(expected one of {', '.join(INTERFACE_ORDER[phase])})"
-            )
+    elif (
+        step.get("interface") is not None
+        and step.get("interface") not in INTERFACE_ORDER[phase]
+        and step.get("step") not in RESERVED_STEPS
+    ):
+        problems.append(
+            f"{_describe(phase, step)}: unknown interface {step.get('interface')!r} "
+            f"(expected one of {', '.join(INTERFACE_ORDER[phase])})"
+        )
     return problems
 
 
@@ -284,9 +289,7 @@ def _check_reserved(phase: Phase, step: Mapping[str, Any]) -> list[str]:
     if seconds is not None and (
         isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0
     ):
-        problems.append(
-            f"{phase} step wait: 'seconds' must be a number >= 0, not {seconds!r}"
-        )
+        problems.append(f"{phase} step wait: 'seconds' must be a number >= 0, not {seconds!r}")
     return problems
 
 
@@ -307,7 +310,9 @@ def _check_against_driver(
     args = step.get("args") or {}
     unexpected = sorted(set(args) - set(argsinfo))
     if unexpected:
-        problems.append(f"{phase} step {sid} has these unexpected arguments: {', '.join(unexpected)}")
+        problems.append(
+            f"{phase} step {sid} has these unexpected arguments: {', '.join(unexpected)}"
+        )
     if check_required:
         missing = [
             f"{name} ({info.get('description', '')})"
@@ -374,8 +379,7 @@ def validate_user_steps(
         sid = step_id(step)
         if sid in blocked:
             problems.append(
-                f"{phase} step {sid} is not allowed (operator configuration "
-                f"disallow_{phase}_steps)"
+                f"{phase} step {sid} is not allowed (operator configuration disallow_{phase}_steps)"
             )
             continue
         found, driver_step = _check_against_driver(
@@ -475,9 +479,14 @@ def plan_deploy(
             found, driver_step = _check_against_driver(
                 "deploy", step, known, check_required=prio > 0
             )
-            if driver_step is not None and sid == CORE_DEPLOY_STEP and prio not in (
-                0,
-                driver_step["priority"],
+            if (
+                driver_step is not None
+                and sid == CORE_DEPLOY_STEP
+                and prio
+                not in (
+                    0,
+                    driver_step["priority"],
+                )
             ):
                 found.append(
                     f"deploy step {sid} is the core step: it may be disabled with priority 0 "

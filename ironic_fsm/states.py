@@ -114,7 +114,17 @@ HOLD_STATES: Final = frozenset({DEPLOYHOLD, CLEANHOLD, SERVICEHOLD})
 
 #: Working states that a restarted conductor cannot resume by itself.
 STUCK_STATES_TREATED_AS_FAIL: Final = frozenset(
-    {DEPLOYING, CLEANING, VERIFYING, INSPECTING, ADOPTING, RESCUING, UNRESCUING, DELETING, SERVICING}
+    {
+        DEPLOYING,
+        CLEANING,
+        VERIFYING,
+        INSPECTING,
+        ADOPTING,
+        RESCUING,
+        UNRESCUING,
+        DELETING,
+        SERVICING,
+    }
 )
 
 #: States from which a node record may be deleted (``available`` too when

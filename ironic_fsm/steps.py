@@ -47,12 +47,16 @@ PHASES: Final[tuple[Phase, ...]] = ("clean", "deploy", "service", "verify")
 #: Step names the conductor handles itself, whatever interface they name.
 RESERVED_STEPS: Final = frozenset({"hold", "wait", "power_on", "power_off", "reboot"})
 
+_STEP_PHASE_ORDER: Final[Mapping[str, int]] = {
+    "vendor": 7, "power": 6, "management": 5, "firmware": 4, "deploy": 3, "bios": 2, "raid": 1,
+}  # fmt: skip
+
 #: Tie-break between steps of equal priority: a higher rank runs first.
 #: Also the set of interfaces whose steps each phase collects.
 INTERFACE_ORDER: Final[Mapping[Phase, Mapping[str, int]]] = {
-    "clean": {"vendor": 7, "power": 6, "management": 5, "firmware": 4, "deploy": 3, "bios": 2, "raid": 1},
-    "deploy": {"vendor": 7, "power": 6, "management": 5, "firmware": 4, "deploy": 3, "bios": 2, "raid": 1},
-    "service": {"vendor": 7, "power": 6, "management": 5, "firmware": 4, "deploy": 3, "bios": 2, "raid": 1},
+    "clean": _STEP_PHASE_ORDER,
+    "deploy": _STEP_PHASE_ORDER,
+    "service": _STEP_PHASE_ORDER,
     "verify": {
         "power": 13, "management": 12, "firmware": 11, "inspect": 10, "deploy": 9, "boot": 8,
         "bios": 7, "raid": 6, "vendor": 5, "rescue": 1,
@@ -162,7 +166,9 @@ def _check_argsinfo(argsinfo: object, what: str) -> dict[str, dict[str, Any]]:
 
 def _check_bool(value: object, name: str, what: str) -> bool:
     if not isinstance(value, bool):
-        raise InvalidParameterValue(f'{what}: "{name}" must be a Boolean value instead of "{value!r}"')
+        raise InvalidParameterValue(
+            f'{what}: "{name}" must be a Boolean value instead of "{value!r}"'
+        )
     return value
 
 

@@ -6,8 +6,8 @@ changes it and saves it; the store guarantees two things:
 * **optimistic versions**: :meth:`Store.save` refuses a record whose
   ``version`` is not the stored one (:class:`~ironic_fsm.exceptions.ConcurrentUpdate`)
   and bumps the version of the record it accepts, in place;
-* **reservations**: :meth:`Store.reserve` sets ``reservation`` only when no
-  other holder has it (:class:`~ironic_fsm.exceptions.NodeLocked`).
+* **reservations**: :meth:`Store.reserve` sets ``reservation`` only when the
+  node is free (:class:`~ironic_fsm.exceptions.NodeLocked` otherwise).
 
 Built in: :class:`MemoryStore`, and ``SQLStore`` (SQLite or PostgreSQL,
 through SQLAlchemy, imported only when used). Applications may pass any
@@ -55,7 +55,11 @@ class Store(Protocol):
         """Remove the node; :class:`NodeNotFound` if none."""
 
     def reserve(self, ident: str, holder: str) -> Node:
-        """Atomically set ``reservation = holder`` if free; return the updated copy."""
+        """Atomically set ``reservation = holder`` if nobody (not even ``holder``) has it.
+
+        Returns the updated copy. A reservation is exclusive per task: a
+        conductor whose background work holds a node cannot take it again.
+        """
 
     def release(self, ident: str, holder: str) -> None:
         """Clear the reservation if ``holder`` has it (used for clean-up and recovery)."""
@@ -188,7 +192,7 @@ class MemoryStore:
         with self._lock:
             uuid = self._uuid(ident)
             record = self._nodes[uuid]
-            if record.reservation not in (None, holder):
+            if record.reservation is not None:
                 raise locked_error(uuid, record.reservation)
             record.reservation = holder
             record.version += 1

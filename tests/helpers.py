@@ -98,6 +98,11 @@ def calls(node: Node) -> list[Any]:
     return list(node.driver_internal_info.get("calls", []))
 
 
+def hooks(node: Node) -> dict[str, int]:
+    """How often StepDeploy's prepare/clean-up hooks ran."""
+    return dict(node.driver_internal_info.get("hooks", {}))
+
+
 def snapshot(node: Node) -> dict[str, Any]:
     """The node as a dict, minus what a mere read/reserve may bump."""
     data = node.to_dict()
@@ -293,7 +298,35 @@ class StepVendor(VendorInterface):
 
 
 class StepDeploy(FakeDeploy):
-    """Fake deploy plus recording, asynchronous and failing deploy steps."""
+    """Fake deploy plus recording, asynchronous and failing deploy steps.
+
+    The preparation and clean-up hooks count their calls in
+    ``driver_internal_info['hooks']`` (``{'prepare_cleaning': 1, ...}``).
+    """
+
+    def _hook(self, task: Task, name: str) -> None:
+        hooks = task.node.driver_internal_info.setdefault("hooks", {})
+        hooks[name] = hooks.get(name, 0) + 1
+
+    def prepare(self, task: Task) -> None:
+        self._hook(task, "prepare")
+
+    def clean_up(self, task: Task) -> None:
+        self._hook(task, "clean_up")
+
+    def prepare_cleaning(self, task: Task) -> str | None:
+        self._hook(task, "prepare_cleaning")
+        return None
+
+    def tear_down_cleaning(self, task: Task) -> None:
+        self._hook(task, "tear_down_cleaning")
+
+    def prepare_service(self, task: Task) -> str | None:
+        self._hook(task, "prepare_service")
+        return None
+
+    def tear_down_service(self, task: Task) -> None:
+        self._hook(task, "tear_down_service")
 
     @deploy_step(priority=100)
     def deploy(self, task: Task) -> str | None:

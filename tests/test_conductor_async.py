@@ -7,29 +7,35 @@ reference §8, §9, §10.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from helpers import (
     FAKE_HW,
     Clock,
+    StepDeploy,
+    build_hardware,
     calls,
     dstep,
+    hooks,
     make_conductor,
     new_node,
     snapshot,
     step,
 )
 
-from ironic_fsm import Config, states
-from ironic_fsm.exceptions import InvalidStateRequested
+from ironic_fsm import Conductor, Config, Node, states
+from ironic_fsm.exceptions import InvalidParameterValue, InvalidStateRequested, StepNotAllowed
+from ironic_fsm.task import Task
 
 HOLD = {"interface": "deploy", "step": "hold"}
 
 
-def _manual_clean(conductor, uuid, *steps):  # type: ignore[no-untyped-def]
+def _manual_clean(conductor: Conductor, uuid: str, *steps: dict[str, Any]) -> Node:
     return conductor.do_provisioning_action(uuid, "clean", clean_steps=list(steps))
 
 
-# -- cleaning: wait and continue ------------------------------------------------------------
+# -- cleaning: wait and continue -------------------------------------------------------------------
 
 
 def test_automated_clean_step_waits_with_target_available() -> None:
@@ -54,8 +60,13 @@ def test_automated_clean_step_waits_with_target_available() -> None:
 def test_manual_clean_step_waits_with_target_manageable() -> None:
     conductor = make_conductor()
     node = new_node(conductor, states.MANAGEABLE)
-    _manual_clean(conductor, node.uuid, step("vendor", "step_a"), step("vendor", "async_clean"),
-                  step("vendor", "step_b"))  # fmt: skip
+    _manual_clean(
+        conductor,
+        node.uuid,
+        step("vendor", "step_a"),
+        step("vendor", "async_clean"),
+        step("vendor", "step_b"),
+    )
     node = conductor.get_node(node.uuid)
     assert node.provision_state == states.CLEANWAIT
     assert node.target_provision_state == states.MANAGEABLE
@@ -81,8 +92,13 @@ def test_async_step_as_last_step_finishes_on_continue() -> None:
 def test_two_async_steps_need_two_continues() -> None:
     conductor = make_conductor()
     node = new_node(conductor, states.MANAGEABLE)
-    _manual_clean(conductor, node.uuid, step("vendor", "async_clean"), step("vendor", "async_clean"),
-                  step("vendor", "step_a"))  # fmt: skip
+    _manual_clean(
+        conductor,
+        node.uuid,
+        step("vendor", "async_clean"),
+        step("vendor", "async_clean"),
+        step("vendor", "step_a"),
+    )
     conductor.continue_node_clean(node.uuid)
     node = conductor.get_node(node.uuid)
     assert node.provision_state == states.CLEANWAIT
@@ -121,10 +137,8 @@ def test_continue_node_clean_requires_clean_wait(state: str) -> None:
 
 
 def test_prepare_cleaning_may_wait_for_a_ramdisk() -> None:
-    from helpers import StepDeploy, build_hardware
-
     class RamdiskDeploy(StepDeploy):
-        def prepare_cleaning(self, task):  # type: ignore[no-untyped-def]
+        def prepare_cleaning(self, task: Task) -> str:
             return states.CLEANWAIT
 
     conductor = make_conductor()
@@ -142,7 +156,7 @@ def test_prepare_cleaning_may_wait_for_a_ramdisk() -> None:
     assert node.driver_internal_info["fake_firmware"] == [{"c": "bmc"}]
 
 
-# -- deploy and service: wait and continue --------------------------------------------------------
+# -- deploy and service: wait and continue ---------------------------------------------------------
 
 
 def test_async_deploy_step_waits_then_continues() -> None:
@@ -231,7 +245,7 @@ def test_service_step_failure() -> None:
     assert node.power_state == states.POWER_ON
 
 
-# -- abort ---------------------------------------------------------------------------------------------
+# -- abort -----------------------------------------------------------------------------------------
 
 
 def test_abort_abortable_manual_clean_step() -> None:
@@ -359,9 +373,17 @@ def test_abort_non_abortable_deploy_step_is_deferred() -> None:
 
 
 @pytest.mark.parametrize(
-    "state", [states.CLEANING, states.DEPLOYING, states.SERVICING, states.CLEANFAIL, states.DEPLOYFAIL,
-              states.MANAGEABLE, states.ACTIVE]
-)  # fmt: skip
+    "state",
+    [
+        states.CLEANING,
+        states.DEPLOYING,
+        states.SERVICING,
+        states.CLEANFAIL,
+        states.DEPLOYFAIL,
+        states.MANAGEABLE,
+        states.ACTIVE,
+    ],
+)
 def test_abort_refused_outside_wait_and_hold(state: str) -> None:
     conductor = make_conductor()
     node = new_node(conductor, state)
@@ -371,7 +393,7 @@ def test_abort_refused_outside_wait_and_hold(state: str) -> None:
     assert snapshot(conductor.get_node(node.uuid)) == before
 
 
-# -- hold / unhold -------------------------------------------------------------------------------------
+# -- hold / unhold ---------------------------------------------------------------------------------
 
 
 def test_manual_clean_hold_and_unhold_ends_in_manageable() -> None:
@@ -491,7 +513,7 @@ def test_reserved_power_steps_run_in_manual_clean() -> None:
     assert conductor.get_node(node.uuid).power_state == states.POWER_OFF
 
 
-# -- wait steps and timeouts -----------------------------------------------------------------------------
+# -- wait steps and timeouts -----------------------------------------------------------------------
 
 
 def test_wait_step_with_seconds_resumes_after_the_time() -> None:
@@ -719,7 +741,7 @@ def test_wait_step_with_seconds_in_deploy_and_service(phase: str) -> None:
     assert calls(node) == expected
 
 
-# -- inspection and rescue waits -------------------------------------------------------------------------
+# -- inspection and rescue waits -------------------------------------------------------------------
 
 
 def test_async_inspection_waits_and_continues() -> None:
@@ -794,3 +816,82 @@ def test_rescue_wait_times_out() -> None:
     assert node.target_provision_state == states.RESCUE
     assert node.last_error.startswith("Timeout reached while waiting for rescue ramdisk callback")
     assert "rescue_password" not in node.instance_info
+
+
+# -- servicing specifics ---------------------------------------------------------------------------
+
+
+def test_service_with_ramdisk_step_prepares_and_tears_down() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.ACTIVE)
+    conductor.do_provisioning_action(
+        node.uuid, "service", service_steps=[step("firmware", "update", settings=[{"c": "nic"}])]
+    )
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.ACTIVE
+    assert node.driver_internal_info["fake_firmware"] == [{"c": "nic"}]
+    assert hooks(node) == {"prepare_service": 1, "tear_down_service": 1}
+
+
+def test_unknown_service_step_fails_before_any_step() -> None:
+    # Ironic 39 runs unvalidated service steps (bug 7); the contract validates first.
+    conductor = make_conductor()
+    node = new_node(conductor, states.ACTIVE)
+    conductor.do_provisioning_action(
+        node.uuid, "service", service_steps=[step("vendor", "step_a"), step("vendor", "nope")]
+    )
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.SERVICEFAIL
+    assert node.target_provision_state == states.ACTIVE
+    assert "vendor.nope" in node.last_error
+    assert calls(node) == []
+    assert node.maintenance is False
+
+
+def test_disallowed_service_step_is_refused_before_any_change() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.ACTIVE, driver=FAKE_HW)
+    before = snapshot(conductor.get_node(node.uuid))
+    with pytest.raises(StepNotAllowed):
+        conductor.do_provisioning_action(
+            node.uuid, "service", service_steps=[step("vendor", "send_raw", raw_bytes="00")]
+        )
+    assert snapshot(conductor.get_node(node.uuid)) == before
+
+
+@pytest.mark.parametrize("service_steps", [None, []])
+def test_service_requires_steps(service_steps: list[dict[str, Any]] | None) -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.ACTIVE)
+    before = snapshot(conductor.get_node(node.uuid))
+    with pytest.raises(InvalidParameterValue):
+        conductor.do_provisioning_action(node.uuid, "service", service_steps=service_steps)
+    assert snapshot(conductor.get_node(node.uuid)) == before
+
+
+@pytest.mark.parametrize("password", [None, "", "   "])
+def test_rescue_requires_a_password(password: str | None) -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.ACTIVE)
+    before = snapshot(conductor.get_node(node.uuid))
+    with pytest.raises(InvalidParameterValue):
+        conductor.do_provisioning_action(node.uuid, "rescue", rescue_password=password)
+    assert snapshot(conductor.get_node(node.uuid)) == before
+
+
+def test_abort_while_waiting_for_the_ramdisk() -> None:
+    class RamdiskDeploy(StepDeploy):
+        def prepare_cleaning(self, task: Task) -> str:
+            return states.CLEANWAIT
+
+    conductor = make_conductor()
+    conductor.register_hardware_type("ramdisk-hw", build_hardware(deploy=RamdiskDeploy()))
+    node = new_node(conductor, states.MANAGEABLE, driver="ramdisk-hw")
+    _manual_clean(conductor, node.uuid, step("firmware", "update", settings=[]))
+    assert conductor.get_node(node.uuid).provision_state == states.CLEANWAIT
+    conductor.do_provisioning_action(node.uuid, "abort")
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.CLEANFAIL
+    assert node.target_provision_state == states.MANAGEABLE
+    assert node.last_error == "By request, the clean operation was aborted"
+    assert node.maintenance is False

@@ -1,4 +1,7 @@
-"""Conductor: automated and manual cleaning, runbooks (DESIGN §4, §5, §6; reference §4, §5, §10, §12)."""
+"""Conductor: automated and manual cleaning, runbooks.
+
+DESIGN §4, §5, §6; reference §4, §5, §10, §12.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from helpers import (
     StepVendor,
     build_hardware,
     calls,
+    hooks,
     make_conductor,
     new_node,
     snapshot,
@@ -26,7 +30,7 @@ from ironic_fsm.interfaces import VendorInterface
 from ironic_fsm.steps import clean_step
 from ironic_fsm.task import Task
 
-# -- verification (enroll -> manage) ------------------------------------------------------
+# -- verification (enroll -> manage) ---------------------------------------------------------------
 
 
 def test_manage_from_enroll_verifies_power() -> None:
@@ -73,7 +77,7 @@ def test_manage_after_failed_verification_clears_last_error() -> None:
     assert node.last_error is None
 
 
-# -- automated cleaning ----------------------------------------------------------------------
+# -- automated cleaning ----------------------------------------------------------------------------
 
 
 def test_provide_runs_automated_cleaning_on_fake_hardware() -> None:
@@ -234,7 +238,7 @@ def test_automated_cleaning_failure_goes_to_clean_failed_with_target_available()
     assert "vendor.boom" in node.last_error
 
 
-# -- step queries and registration --------------------------------------------------------------
+# -- step queries and registration -----------------------------------------------------------------
 
 
 def test_get_clean_steps_fake_hardware() -> None:
@@ -376,7 +380,7 @@ def test_register_accepts_equal_priorities_across_interfaces() -> None:
     assert calls(conductor.get_node(node.uuid)) == ["step_a", "mgmt_clean"]
 
 
-# -- manual cleaning ------------------------------------------------------------------------------
+# -- manual cleaning -------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -622,7 +626,7 @@ def test_validate_clean_steps_changes_nothing() -> None:
     assert calls(after) == []
 
 
-# -- runbooks ---------------------------------------------------------------------------------------
+# -- runbooks --------------------------------------------------------------------------------------
 
 
 def test_runbook_needs_one_of_its_traits_on_the_node() -> None:
@@ -701,7 +705,7 @@ def test_step_vendor_steps_are_all_manual_only() -> None:
     assert all(info.priority == 0 for info in StepVendor.step_definitions["clean"])
 
 
-# -- automated cleaning by runbook (reference §12) ---------------------------------------------------
+# -- automated cleaning by runbook (reference §12) -------------------------------------------------
 
 
 def test_automated_cleaning_by_runbook() -> None:
@@ -765,3 +769,77 @@ def test_hybrid_mode_without_runbook_uses_driver_priorities() -> None:
     node = conductor.get_node(node.uuid)
     assert node.provision_state == states.AVAILABLE
     assert node.driver_internal_info["fake_log_passthrough"] == 1
+
+
+# -- the cleaning ramdisk (prepare_cleaning / tear_down_cleaning) ----------------------------------
+
+FIRMWARE = step("firmware", "update", settings=[{"component": "bmc"}])
+
+
+def test_steps_needing_the_ramdisk_prepare_and_tear_it_down() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.MANAGEABLE)
+    conductor.do_provisioning_action(node.uuid, "clean", clean_steps=[FIRMWARE])
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.MANAGEABLE
+    assert node.driver_internal_info["fake_firmware"] == [{"component": "bmc"}]
+    assert hooks(node) == {"prepare_cleaning": 1, "tear_down_cleaning": 1}
+
+
+def test_out_of_band_steps_skip_the_ramdisk() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.MANAGEABLE)
+    conductor.do_provisioning_action(node.uuid, "clean", clean_steps=[step("vendor", "step_a")])
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.MANAGEABLE
+    assert hooks(node) == {}
+
+
+def test_disable_ramdisk_refuses_steps_that_need_it() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.MANAGEABLE)
+    conductor.do_provisioning_action(
+        node.uuid, "clean", clean_steps=[step("vendor", "step_a"), FIRMWARE], disable_ramdisk=True
+    )
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.CLEANFAIL
+    assert node.target_provision_state == states.MANAGEABLE
+    assert "firmware.update" in node.last_error
+    assert "ramdisk" in node.last_error
+    assert calls(node) == []
+    assert "fake_firmware" not in node.driver_internal_info
+    assert hooks(node) == {}
+
+
+def test_step_failure_tears_the_ramdisk_down() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.MANAGEABLE)
+    conductor.do_provisioning_action(
+        node.uuid, "clean", clean_steps=[FIRMWARE, step("vendor", "boom")]
+    )
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.CLEANFAIL
+    assert hooks(node) == {"prepare_cleaning": 1, "tear_down_cleaning": 1}
+
+
+def test_abort_tears_the_ramdisk_down() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.MANAGEABLE)
+    conductor.do_provisioning_action(
+        node.uuid, "clean", clean_steps=[FIRMWARE, step("vendor", "async_clean")]
+    )
+    conductor.do_provisioning_action(node.uuid, "abort")
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.CLEANFAIL
+    assert hooks(node) == {"prepare_cleaning": 1, "tear_down_cleaning": 1}
+
+
+def test_clean_steps_only_with_clean() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.MANAGEABLE)
+    before = snapshot(conductor.get_node(node.uuid))
+    with pytest.raises(InvalidParameterValue):
+        conductor.do_provisioning_action(
+            node.uuid, "provide", clean_steps=[step("vendor", "step_a")]
+        )
+    assert snapshot(conductor.get_node(node.uuid)) == before

@@ -1,4 +1,7 @@
-"""Conductor: deploying, rebuilding, deploy templates and user deploy steps (DESIGN §5, §6; reference §6)."""
+"""Conductor: deploying, rebuilding, deploy templates, user deploy steps.
+
+DESIGN §5, §6; reference §6.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from helpers import (
     TEST_HW,
     calls,
     dstep,
+    hooks,
     make_conductor,
     new_node,
     snapshot,
@@ -358,3 +362,15 @@ def test_deploy_with_every_step_disabled_fails() -> None:
     assert node.target_provision_state == states.ACTIVE
     assert "No deploy steps returned by the driver" in node.last_error
     assert calls(node) == []
+
+
+def test_deploy_prepares_and_a_failure_cleans_up() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.AVAILABLE)
+    conductor.do_provisioning_action(node.uuid, "deploy")
+    assert hooks(conductor.get_node(node.uuid)) == {"prepare": 1}
+    other = new_node(conductor, states.AVAILABLE)
+    conductor.do_provisioning_action(
+        other.uuid, "deploy", deploy_steps=[dstep("deploy", "fail_deploy", 150)]
+    )
+    assert hooks(conductor.get_node(other.uuid)) == {"prepare": 1, "clean_up": 1}

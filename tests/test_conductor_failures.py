@@ -142,7 +142,7 @@ def test_only_matrix_verbs_leave_a_failure_state(state: str, verb: str) -> None:
         assert (first.previous_state, first.state) == (state, target)
 
 
-# -- specific failure behaviour ------------------------------------------------------------------------
+# -- specific failure behaviour --------------------------------------------------------------------
 
 
 def test_tear_down_failure_goes_to_error() -> None:

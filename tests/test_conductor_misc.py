@@ -52,7 +52,7 @@ from ironic_fsm.stores import MemoryStore
 
 OTHER_HOLDER = "other-host:1:x"
 
-# -- retirement -----------------------------------------------------------------------------------
+# -- retirement ------------------------------------------------------------------------------------
 
 
 def test_retired_refused_in_available() -> None:
@@ -151,7 +151,7 @@ def test_list_nodes_filters() -> None:
     assert len(conductor.list_nodes()) == 2
 
 
-# -- power ------------------------------------------------------------------------------------------
+# -- power -----------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("state", [states.CLEANING, states.CLEANWAIT, states.DEPLOYING])
@@ -201,7 +201,7 @@ def test_unknown_power_state_is_rejected(bad: str) -> None:
     assert snapshot(conductor.get_node(node.uuid)) == before
 
 
-# -- maintenance ----------------------------------------------------------------------------------------
+# -- maintenance -----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -257,7 +257,7 @@ def test_unsetting_maintenance_clears_reason_and_fault() -> None:
     assert node.fault is None
 
 
-# -- events -----------------------------------------------------------------------------------------------
+# -- events ----------------------------------------------------------------------------------------
 
 
 def _provision_view(events: list[Event]) -> list[tuple[Any, ...]]:
@@ -491,7 +491,8 @@ def test_secrets_never_leak(caplog: pytest.LogCaptureFixture) -> None:
     assert SECRET not in (node.maintenance_reason or "")
     assert SECRET not in repr(node.to_dict(mask=True))
     fail = [e for e in recorder.events if e.name == STEP_FAIL]
-    assert fail and fail[0].step["args"]["bmc_password"] != SECRET
+    assert fail
+    assert fail[0].step["args"]["bmc_password"] != SECRET
     for event in recorder.events:
         assert SECRET not in repr(event)
     assert SECRET not in caplog.text
@@ -558,7 +559,7 @@ def test_add_guard() -> None:
     assert snapshot(conductor.get_node(node.uuid)) == before
 
 
-# -- node CRUD and locking -------------------------------------------------------------------------------------
+# -- node CRUD and locking -------------------------------------------------------------------------
 
 
 def test_conductor_defaults_to_a_memory_store() -> None:
@@ -567,7 +568,8 @@ def test_conductor_defaults_to_a_memory_store() -> None:
     node = conductor.create_node(name="n0")
     assert node.provision_state == states.ENROLL
     assert node.driver == FAKE_HW
-    assert node.created_at is not None and node.created_at.tzinfo is not None
+    assert node.created_at is not None
+    assert node.created_at.tzinfo is not None
 
 
 def test_create_node_unknown_field() -> None:
@@ -747,13 +749,14 @@ def test_operations_release_the_reservation() -> None:
     assert conductor.get_node(node.uuid).reservation is None
 
 
-# -- examples/quickstart.py --------------------------------------------------------------------------------------
+# -- examples/quickstart.py ------------------------------------------------------------------------
 
 
 def test_quickstart_main_ends_in_available(capsys: pytest.CaptureFixture[str]) -> None:
     path = Path(__file__).parent.parent / "examples" / "quickstart.py"
     spec = importlib.util.spec_from_file_location("quickstart_example", path)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     node = module.main()
@@ -764,3 +767,101 @@ def test_quickstart_main_ends_in_available(capsys: pytest.CaptureFixture[str]) -
     out = capsys.readouterr().out
     assert "vendor.log_passthrough" in out
     assert "deploy.deploy" in out
+
+
+# -- executor and timestamps ---------------------------------------------------------------------
+
+
+class ManualExecutor:
+    """An executor that runs submitted work only when the test says so."""
+
+    def __init__(self) -> None:
+        self.jobs: list[tuple[Any, tuple[Any, ...]]] = []
+
+    def submit(self, fn: Any, /, *args: Any) -> None:
+        self.jobs.append((fn, args))
+
+    def run_all(self) -> None:
+        while self.jobs:
+            fn, args = self.jobs.pop(0)
+            fn(*args)
+
+
+def test_executor_runs_the_flow_in_the_background() -> None:
+    executor = ManualExecutor()
+    conductor = Conductor(store=MemoryStore(), executor=executor)
+    node = conductor.create_node(driver=FAKE_HW, provision_state=states.MANAGEABLE)
+    returned = conductor.do_provisioning_action(node.uuid, "provide")
+    # The first transition happened in the caller and is saved; the rest waits.
+    assert returned.provision_state == states.CLEANING
+    stored = conductor.get_node(node.uuid)
+    assert stored.provision_state == states.CLEANING
+    assert stored.target_provision_state == states.AVAILABLE
+    assert "fake_log_passthrough" not in stored.driver_internal_info
+    assert executor.jobs
+    executor.run_all()
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.AVAILABLE
+    assert node.target_provision_state is None
+    assert node.reservation is None
+    assert node.driver_internal_info["fake_log_passthrough"] == 1
+
+
+def test_node_busy_in_the_background_is_locked_for_the_same_conductor() -> None:
+    # DESIGN §6: a busy node raises NodeLocked. The worker holds the node's
+    # reservation until it finishes; another request, even from the same
+    # conductor, must not slip in (Ironic's reserve_node refuses any
+    # existing reservation, its own host's included).
+    executor = ManualExecutor()
+    conductor = Conductor(store=MemoryStore(), executor=executor)
+    node = conductor.create_node(driver=FAKE_HW, provision_state=states.MANAGEABLE)
+    conductor.do_provisioning_action(node.uuid, "provide")
+    stored = conductor.get_node(node.uuid)
+    assert stored.reservation is not None
+    with pytest.raises(NodeLocked) as info:
+        conductor.do_provisioning_action(node.uuid, "manage")  # cleaning accepts 'manage'
+    assert info.value.retryable is True
+    with pytest.raises(NodeLocked):
+        conductor.update_node(node.uuid, extra={"x": 1})
+    assert conductor.get_node(node.uuid).provision_state == states.CLEANING
+    executor.run_all()
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.AVAILABLE
+    assert node.driver_internal_info["fake_log_passthrough"] == 1
+    assert node.reservation is None
+
+
+def test_transitions_stamp_provision_updated_at_from_the_clock() -> None:
+    from helpers import Clock
+
+    clock = Clock()
+    conductor = make_conductor(clock=clock)
+    node = new_node(conductor, states.MANAGEABLE, driver=FAKE_HW)
+    assert node.created_at == clock.at(0)
+    clock.advance(90)
+    conductor.do_provisioning_action(node.uuid, "provide")
+    node = conductor.get_node(node.uuid)
+    assert node.provision_updated_at == clock.at(90)
+    assert node.provision_updated_at.tzinfo is not None
+    assert node.updated_at == clock.at(90)
+
+
+@pytest.mark.parametrize(
+    ("state", "verb", "kwargs", "end"),
+    [
+        (states.AVAILABLE, "deploy", {}, states.ACTIVE),
+        (states.ACTIVE, "rescue", {"rescue_password": "pw"}, states.RESCUE),
+        (states.MANAGEABLE, "inspect", {}, states.MANAGEABLE),
+        (states.ACTIVE, "service", {"service_steps": [step("vendor", "step_a")]}, states.ACTIVE),
+    ],
+    ids=["deploy", "rescue", "inspect", "service"],
+)
+def test_retirement_blocks_nothing_else(
+    state: str, verb: str, kwargs: dict[str, Any], end: str
+) -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, state, retired=True, retired_reason="eol")
+    conductor.do_provisioning_action(node.uuid, verb, **kwargs)
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == end
+    assert node.last_error is None

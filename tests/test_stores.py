@@ -241,9 +241,11 @@ def test_reserve_sets_holder_and_bumps_version(store: Store) -> None:
     assert reserved.reservation == "h1"
     assert reserved.version == 2
     assert store.get(node.uuid) == reserved
-    again = store.reserve(node.uuid, "h1")  # the same holder may re-reserve
-    assert again.reservation == "h1"
-    assert again.version == 3
+    # Exclusive even for the same holder: a conductor's background work
+    # holding a node keeps that conductor's next request out too.
+    with pytest.raises(NodeLocked, match="locked by h1"):
+        store.reserve(node.uuid, "h1")
+    assert store.get(node.uuid).version == 2
 
 
 def test_reserve_by_another_holder_raises_node_locked(store: Store) -> None:
@@ -465,6 +467,25 @@ def test_lifecycle_through_the_conductor(sql_url: str) -> None:
         assert fresh.get(node.uuid) == node
         assert fresh.get("lifecycle-1").provision_state == "available"
         assert fresh.get(node.uuid).reservation is None
+
+
+def test_conductor_threads_share_one_store(sql_url: str) -> None:
+    with SQLStore(sql_url) as sql:
+
+        def lifecycles(i: int) -> list[str]:
+            conductor = ironic_fsm.Conductor(store=sql)
+            states = []
+            for _ in range(3):
+                node = conductor.create_node()
+                for verb in ("manage", "provide", "deploy", "undeploy"):
+                    node = conductor.do_provisioning_action(node.uuid, verb)
+                states.append(node.provision_state)
+            return states
+
+        results = _race(4, lifecycles)
+        assert results == [["available"] * 3] * 4, results
+        nodes = sql.list(provision_state="available", reservation=None)
+        assert len(nodes) == 12
 
 
 def test_memory_store_is_the_default_and_matches_protocol() -> None:
