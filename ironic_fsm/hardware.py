@@ -9,7 +9,7 @@ use, so ``import ironic_fsm`` does not scan entry points.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any, Final
 
 import attrs
@@ -37,6 +37,7 @@ __all__ = [
     "installed_hardware_types",
     "interface_namespace",
     "load_hardware_type",
+    "load_interface",
     "noop_interface",
 ]
 
@@ -83,9 +84,13 @@ def _interface(kind: str) -> Any:
 class HardwareType:
     """One interface per kind; kinds left out get a no-op interface.
 
-    ``HardwareType(power=MyPower(), deploy=MyDeploy())``. ``alternatives``
-    lists further implementations a node may choose by name through its
-    ``<kind>_interface`` field: ``{'boot': {'pxe': PXEBoot()}}``.
+    ``HardwareType(power=MyPower(), deploy=MyDeploy())``. A node may pick
+    another implementation of a kind by name, through its
+    ``<kind>_interface`` field, among those the type supports: the
+    instances in ``alternatives`` (``{'boot': {'pxe': PXEBoot()}}``) and the
+    names in ``supported`` (``{'boot': ['redfish-virtual-media']}``), which
+    are installed interface plugins loaded on first use from the entry-point
+    group ``ironic_fsm.hardware.interfaces.<kind>``.
     """
 
     power: PowerInterface = _interface("power")
@@ -101,9 +106,15 @@ class HardwareType:
     alternatives: Mapping[str, Mapping[str, BaseInterface]] = attrs.field(
         factory=dict, kw_only=True
     )
+    supported: Mapping[str, Collection[str]] = attrs.field(factory=dict, kw_only=True)
     description: str = attrs.field(default="", kw_only=True)
 
     def __attrs_post_init__(self) -> None:
+        for kind in self.supported:
+            if kind not in INTERFACE_CLASSES:
+                raise InvalidParameterValue(
+                    f"Unknown interface kind {kind!r} in supported", kind=kind
+                )
         for kind, choices in self.alternatives.items():
             base = INTERFACE_CLASSES.get(kind)
             if base is None:
@@ -133,14 +144,18 @@ class HardwareType:
             if name is None:
                 continue
             options = self.alternatives.get(kind, {})
-            if name not in options:
+            if name in options:
+                picked[kind] = options[name]
+            elif name in self.supported.get(kind, ()):
+                picked[kind] = load_interface(kind, name)
+            else:
+                known = sorted({*options, *self.supported.get(kind, ())})
                 raise DriverNotFound(
                     f"{kind} interface {name!r} is not supported by this hardware type; "
-                    f"supported: {', '.join(sorted(options)) or 'only the default'}",
+                    f"supported: {', '.join(known) or 'only the default'}",
                     kind=kind,
                     name=name,
                 )
-            picked[kind] = options[name]
         return attrs.evolve(self, **picked) if picked else self
 
 
@@ -184,6 +199,35 @@ def _load_plugin(namespace: str, name: str, what: str) -> Any:
             installed=installed,
         ) from None
     return manager.driver
+
+
+_INTERFACES: dict[tuple[str, str], BaseInterface] = {}
+
+
+def load_interface(kind: str, name: str) -> BaseInterface:
+    """The installed ``kind`` interface plugin ``name`` (one shared instance).
+
+    Raises:
+        DriverNotFound: nothing of that name is installed for ``kind``.
+        MissingDependency: the plugin needs an extra that is not installed.
+    """
+    key = (kind, name)
+    iface = _INTERFACES.get(key)
+    if iface is None:
+        base = INTERFACE_CLASSES.get(kind)
+        if base is None:
+            raise DriverNotFound(f"There is no interface kind {kind!r}", kind=kind, name=name)
+        factory = _load_plugin(interface_namespace(kind), name, f"{kind} interface")
+        iface = factory()
+        if not isinstance(iface, base):
+            raise DriverNotFound(
+                f"Entry point {name!r} of {interface_namespace(kind)} did not produce a "
+                f"{base.__name__}",
+                kind=kind,
+                name=name,
+            )
+        _INTERFACES[key] = iface
+    return iface
 
 
 def load_hardware_type(name: str) -> HardwareType:

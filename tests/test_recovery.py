@@ -1,4 +1,4 @@
-"""Crash recovery with a real crash: SIGKILL inside a step, then recover() on the same SQLite file."""
+"""Crash recovery with a real crash: SIGKILL inside a step, then recover() on the same file."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from ironic_fsm import states
 from ironic_fsm.stores import SQLStore
 
 sys.path.insert(0, str(Path(__file__).parent))
-import crash_worker  # noqa: E402
+import crash_worker
 
 
 @pytest.fixture

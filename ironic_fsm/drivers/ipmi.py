@@ -608,7 +608,7 @@ class _Connection:
 
     def _translate(self, exc: Exception, what: str, login: bool) -> IronicFSMError:
         pyghmi_exc = _pyghmi().exceptions
-        where = f"the BMC at {self.info.endpoint}"
+        where = f"BMC {self.info.endpoint}"
         details = {"node": self.node, "address": self.info.endpoint}
         text = _scrubbed(
             str(exc.args[0]) if exc.args and exc.args[0] is not None else "", self.info
@@ -641,7 +641,7 @@ class _Connection:
                     **details,
                 )
             if login and "Unable to transmit" in text:
-                return BMCUnreachable(f"Node {self.node}: {where}: {text}", **details)
+                return BMCUnreachable(f"Node {self.node}: cannot reach {where}: {text}", **details)
             return BMCRequestFailed(
                 f"Node {self.node}: {where} refused IPMI {what}: {text}",
                 **details,

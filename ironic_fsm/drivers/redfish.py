@@ -90,8 +90,7 @@ T = TypeVar("T")
 
 #: The ``driver_info`` keys the redfish hardware type reads, with descriptions.
 DRIVER_INFO: Final[Mapping[str, str]] = {
-    "redfish_address": "URL of the BMC, e.g. https://10.0.0.5 (a bare host means https). "
-    "Required.",
+    "redfish_address": "URL of the BMC, e.g. https://10.0.0.5 (a bare host means https). Required.",
     "redfish_system_id": "Path of the system, e.g. /redfish/v1/Systems/1 (a bare id is put "
     "under /redfish/v1/Systems/). Optional when the BMC has exactly one system.",
     "redfish_username": "User name for the BMC. Optional.",
@@ -108,12 +107,10 @@ DRIVER_INFO: Final[Mapping[str, str]] = {
     "Default: properties/capabilities boot_mode, else the BMC's current mode.",
     "redfish_deploy_iso": "http(s) URL of a deploy ISO: deploy boots it through virtual "
     "media when the BMC offers it (otherwise the node boots from the network).",
-    "redfish_power_timeout": "Seconds to wait for the BMC to report a new power state. "
-    "Default 60.",
+    "redfish_power_timeout": "Seconds to wait for the BMC to report a new power state. Default 60.",
     "redfish_bios_apply_timeout": "Seconds to wait for BIOS changes to apply (after a "
     "reboot when the BMC applies them at boot). Default 600.",
-    "redfish_firmware_update_timeout": "Seconds to wait for a firmware update task. "
-    "Default 1800.",
+    "redfish_firmware_update_timeout": "Seconds to wait for a firmware update task. Default 1800.",
 }
 
 _DEFAULTS: Final[Mapping[str, float]] = {
@@ -213,7 +210,7 @@ _RESET_BMC_ARG: Final = {
 }
 
 
-# -- sushy, imported lazily ---------------------------------------------------------------
+# -- sushy, imported lazily ------------------------------------------------------------------------
 
 
 @functools.lru_cache(maxsize=1)
@@ -247,7 +244,7 @@ class _RefusingConnector:
 _REFUSING_CONNECTOR: Final = _RefusingConnector()
 
 
-# -- driver_info ----------------------------------------------------------------------------
+# -- driver_info -----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -427,8 +424,10 @@ def parse_driver_info(node: Any) -> RedfishInfo:
     deploy_iso = info.get("redfish_deploy_iso")
     if deploy_iso is not None:
         parsed_iso = urlparse(deploy_iso) if isinstance(deploy_iso, str) else None
-        if parsed_iso is None or parsed_iso.scheme not in ("http", "https") or not (
-            parsed_iso.hostname
+        if (
+            parsed_iso is None
+            or parsed_iso.scheme not in ("http", "https")
+            or not (parsed_iso.hostname)
         ):
             problems.append(f"redfish_deploy_iso must be an http(s) URL, got {deploy_iso!r}")
             deploy_iso = None
@@ -457,7 +456,7 @@ def parse_driver_info(node: Any) -> RedfishInfo:
     )
 
 
-# -- connections -------------------------------------------------------------------------------
+# -- connections -----------------------------------------------------------------------------------
 
 _CONNECTIONS: dict[tuple[Any, ...], Any] = {}
 _CONNECTIONS_LOCK = threading.Lock()
@@ -497,15 +496,18 @@ def _get_system(info: RedfishInfo) -> Any:
     return _connection(info).get_system(info.system_id)
 
 
-# -- errors --------------------------------------------------------------------------------------
+# -- errors ----------------------------------------------------------------------------------------
 
 
 def _raised_in_sushy(exc: BaseException) -> bool:
+    """Whether sushy's own code is on the traceback (not only ours)."""
     tb = exc.__traceback__
-    last = None
+    marker = f"{os.sep}sushy{os.sep}"
     while tb is not None:
-        last, tb = tb, tb.tb_next
-    return last is not None and f"{os.sep}sushy{os.sep}" in last.tb_frame.f_code.co_filename
+        if marker in tb.tb_frame.f_code.co_filename:
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def _timeout_kind(exc: BaseException) -> str | None:
@@ -537,23 +539,27 @@ def _bmc(task: Task, info: RedfishInfo, what: str) -> Iterator[None]:
     secrets = {info.password} if info.password and len(info.password) >= 3 else set()
 
     def message(detail: str) -> str:
-        return scrub(
-            f"Node {node}: Redfish {what} failed on BMC {info.address}: {detail}", secrets
-        )
+        return scrub(f"Node {node}: Redfish {what} failed on BMC {info.address}: {detail}", secrets)
 
     try:
         yield
     except IronicFSMError:
         raise
-    except AttributeError as exc:
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
         # sushy raises a plain AttributeError where the BMC lacks an action
-        # it did not check for (e.g. Manager.Reset on some BMCs).
+        # it did not check for (e.g. Manager.Reset on some BMCs), and lets
+        # JSON and parsing errors out on malformed answers. Our own bugs
+        # (no sushy frame on the traceback) stay what they are.
         if not _raised_in_sushy(exc):
             raise
+        detail = (
+            f"not supported by this BMC ({exc})"
+            if isinstance(exc, AttributeError)
+            else f"unexpected answer from the BMC ({type(exc).__name__}: {exc})"
+        )
         raise BMCRequestFailed(
-            message(f"not supported by this BMC ({exc})"), node=node, address=info.address,
-            status=None,
-        ) from exc  # fmt: skip
+            message(detail), node=node, address=info.address, status=None
+        ) from exc
     except Exception as exc:
         sushy = _sushy()
         errors = sushy.exceptions
@@ -707,8 +713,10 @@ def _wait_task_monitor(task: Task, info: RedfishInfo, what: str, monitor: Any, t
             body = response.json()
     task_state = body.get("TaskState") if isinstance(body, dict) else None
     task_status = body.get("TaskStatus") if isinstance(body, dict) else None
-    if status >= 400 or task_state in ("Exception", "Killed", "Cancelled") or (
-        task_status == "Critical"
+    if (
+        status >= 400
+        or task_state in ("Exception", "Killed", "Cancelled")
+        or (task_status == "Critical")
     ):
         messages = []
         if isinstance(body, dict):
@@ -768,7 +776,7 @@ class _RedfishValidation:
         parse_driver_info(task.node)
 
 
-# -- power ----------------------------------------------------------------------------------------
+# -- power -----------------------------------------------------------------------------------------
 
 
 class RedfishPower(_RedfishValidation, PowerInterface):
@@ -780,9 +788,7 @@ class RedfishPower(_RedfishValidation, PowerInterface):
             return _power_of(task, info, _get_system(info))
 
     def _reset(self, task: Task, info: RedfishInfo, system: Any, reset_type: str) -> None:
-        LOG.info(
-            "Node %s: Redfish reset %s on BMC %s", task.node.uuid, reset_type, info.address
-        )
+        LOG.info("Node %s: Redfish reset %s on BMC %s", task.node.uuid, reset_type, info.address)
         system.reset_system(_enum("ResetType", reset_type))
 
     def _wait_power(self, task: Task, info: RedfishInfo, target: str, timeout: float) -> None:
@@ -837,7 +843,7 @@ class RedfishPower(_RedfishValidation, PowerInterface):
         self._wait_power(task, info, states.POWER_ON, timeout or info.power_timeout)
 
 
-# -- management -------------------------------------------------------------------------------------
+# -- management ------------------------------------------------------------------------------------
 
 
 class RedfishManagement(_RedfishValidation, ManagementInterface):
@@ -923,7 +929,7 @@ class RedfishManagement(_RedfishValidation, ManagementInterface):
                   lambda: "no answer")  # fmt: skip
 
 
-# -- BIOS ---------------------------------------------------------------------------------------------
+# -- BIOS ------------------------------------------------------------------------------------------
 
 
 def _check_bios_settings(task: Task, settings: Any) -> dict[str, Any]:
@@ -1028,7 +1034,7 @@ class RedfishBIOS(_RedfishValidation, BIOSInterface):
         return None
 
 
-# -- RAID ---------------------------------------------------------------------------------------------
+# -- RAID ------------------------------------------------------------------------------------------
 
 
 def _usable_bytes(level: str, drives: int, smallest: int) -> int:
@@ -1084,7 +1090,9 @@ class RedfishRAID(_RedfishValidation, RAIDInterface):
                 )
             size = disk.get("size_gb")
             if size != "MAX" and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
-                problems.append(f"{where}.size_gb must be a positive integer or 'MAX', got {size!r}")
+                problems.append(
+                    f"{where}.size_gb must be a positive integer or 'MAX', got {size!r}"
+                )
             if disk.get("is_root_volume"):
                 roots += 1
             physical = disk.get("physical_disks")
@@ -1093,8 +1101,10 @@ class RedfishRAID(_RedfishValidation, RAIDInterface):
             ):
                 problems.append(f"{where}.physical_disks must be a list of drive ids")
             count = disk.get("number_of_physical_disks")
-            if count is not None and (isinstance(count, bool) or not isinstance(count, int)
-                                      or count < _RAID_LEVELS.get(level, ("", "", 1))[2]):  # fmt: skip
+            minimum = _RAID_LEVELS.get(level, ("", "", 1))[2]
+            if count is not None and (
+                isinstance(count, bool) or not isinstance(count, int) or count < minimum
+            ):
                 problems.append(
                     f"{where}.number_of_physical_disks must be an integer of at least the "
                     f"RAID level's minimum, got {count!r}"
@@ -1129,15 +1139,15 @@ class RedfishRAID(_RedfishValidation, RAIDInterface):
                 f"{len(free)} left",
                 node=task.node.uuid,
             )
-        size = disk.get("size_gb")
+        size = int(disk["size_gb"]) if disk.get("size_gb") != "MAX" else None
 
         def usable(window: list[Any]) -> int:
             return _usable_bytes(level, count, min(d.capacity_bytes or 0 for d in window))
 
-        if size == "MAX":
+        if size is None:
             return max(windows, key=usable)
         for window in windows:  # the smallest drives that fit
-            if usable(window) >= int(size) * _GIB:
+            if usable(window) >= size * _GIB:
                 return window
         raise InvalidParameterValue(
             f"Node {task.node.uuid}: no {count} free drive(s) can hold a {size} GiB RAID {level} "
@@ -1247,12 +1257,11 @@ class RedfishRAID(_RedfishValidation, RAIDInterface):
                     result = volume.delete()
                     _wait_task_monitor(task, info, "RAID volume deletion", result,
                                        info.bios_apply_timeout)  # fmt: skip
-                storage.volumes.refresh(force=True)
         task.node.raid_config = {}
         return None
 
 
-# -- inspection -----------------------------------------------------------------------------------------
+# -- inspection ------------------------------------------------------------------------------------
 
 
 class RedfishInspect(_RedfishValidation, InspectInterface):
@@ -1297,7 +1306,9 @@ class RedfishInspect(_RedfishValidation, InspectInterface):
             except (errors.MissingAttributeError, errors.ResourceNotFoundError):
                 pass
             if not sizes:
-                with contextlib.suppress(errors.MissingAttributeError, errors.ResourceNotFoundError):
+                with contextlib.suppress(
+                    errors.MissingAttributeError, errors.ResourceNotFoundError
+                ):
                     sizes = [
                         dev.capacity_bytes
                         for ss in system.simple_storage.get_members()
@@ -1332,7 +1343,7 @@ class RedfishInspect(_RedfishValidation, InspectInterface):
         """Nothing to abort: inspection is synchronous."""
 
 
-# -- boot (virtual media) ------------------------------------------------------------------------------
+# -- boot (virtual media) --------------------------------------------------------------------------
 
 
 def _cd_devices(system: Any) -> list[Any]:
@@ -1407,7 +1418,7 @@ class RedfishBoot(_RedfishValidation, BootInterface):
             return bool(_cd_devices(_get_system(info)))
 
 
-# -- deploy ----------------------------------------------------------------------------------------------
+# -- deploy ----------------------------------------------------------------------------------------
 
 
 class RedfishDeploy(_RedfishValidation, DeployInterface):
@@ -1458,7 +1469,7 @@ class RedfishDeploy(_RedfishValidation, DeployInterface):
         return None
 
 
-# -- firmware -------------------------------------------------------------------------------------------
+# -- firmware --------------------------------------------------------------------------------------
 
 
 def _check_firmware_settings(task: Task, settings: Any) -> list[dict[str, Any]]:
@@ -1541,7 +1552,7 @@ class RedfishFirmware(_RedfishValidation, FirmwareInterface):
         return None
 
 
-# -- the hardware type -----------------------------------------------------------------------------------
+# -- the hardware type -----------------------------------------------------------------------------
 
 
 def redfish_hardware() -> HardwareType:
@@ -1564,4 +1575,3 @@ def redfish_hardware() -> HardwareType:
         description="Redfish BMCs through sushy: power, boot device, BIOS, RAID, inspection, "
         "virtual media and firmware updates.",
     )
-

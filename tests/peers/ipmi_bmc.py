@@ -43,6 +43,7 @@ import signal
 import subprocess
 import sys
 import time
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,7 @@ def _server_classes() -> tuple[type[Any], type[Any]]:
                 self.managedsessionid = os.urandom(4)
                 return bytearray([request[0], RMCP_NO_CIPHER_SUITE_MATCH, 0, 0]) + request[4:8]
             self.bmc.sessions_opened += 1
+            self.bmc.dump()
             response: bytearray = super().create_open_session_response(request)
             return response
 
@@ -152,6 +154,11 @@ def _server_classes() -> tuple[type[Any], type[Any]]:
                 self.pktqueue.clear()
                 return
             super().process_pktqueue()
+
+        def sessionless_data(self, data: bytes, sockaddr: Any) -> None:
+            # Packets queued to this session before it was forgotten (logout,
+            # reset) come back here; the stock ServerSession lacks this method.
+            self.bmc.sessionless_data(data, sockaddr)
 
         def close_server_session(self) -> None:
             self.forget()
@@ -425,7 +432,10 @@ def serve(
     next_parent_check = time.monotonic() + 1.0
     while True:
         # A short timeout: delayed power changes are applied between packets.
-        ipmisession.Session.wait_for_rsp(timeout=0.05)
+        try:
+            ipmisession.Session.wait_for_rsp(timeout=0.05)
+        except Exception:  # one bad packet must not take the BMC down
+            traceback.print_exc()
         for bmc in bmcs:
             bmc.tick()
         if time.monotonic() >= next_parent_check:

@@ -358,5 +358,5 @@ class FileServer:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+    def log_message(self, format: str, *args: Any) -> None:
         self.server.requests_seen.append(self.path)  # type: ignore[attr-defined]

@@ -19,7 +19,9 @@ What the stock ``--fake`` driver lacks and this module adds:
 * memory, CPU count and processors; storage with drives and volumes, where
   volume create keeps ``RAIDType`` and the member drives, IDs are unique,
   and volumes can be deleted (stock has no route);
-* ``Manager.Reset`` (counted), and manager firmware version;
+* ``Manager.Reset`` (counted; ``SUSHY_EMULATOR_PEER_MANAGER_RESET = False``
+  leaves the action out, as on BMCs without it), and a manager firmware
+  version that firmware updates bump;
 * an UpdateService whose SimpleUpdate answers 202 with a task monitor that
   stays "Running" for ``SUSHY_EMULATOR_FAKE_UPDATE_DELAY`` seconds, then
   bumps ``BiosVersion`` (or the manager's firmware); an image URI
@@ -38,6 +40,7 @@ let through before it applies). The first rule that matches applies.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import os
@@ -488,7 +491,11 @@ def install(app: Any) -> PeerControl:
         request = flask.request
         endpoint = request.endpoint or ""
         args = request.view_args or {}
-        if request.method == "PATCH" and endpoint == "system_resource" and response.status_code < 300:
+        if (
+            request.method == "PATCH"
+            and endpoint == "system_resource"
+            and response.status_code < 300
+        ):
             boot = (request.get_json(silent=True) or {}).get("Boot") or {}
             enabled = boot.get("BootSourceOverrideEnabled")
             if enabled:
@@ -509,12 +516,16 @@ def install(app: Any) -> PeerControl:
             doc = _json_of(response)
             if doc is not None:
                 manager_id = doc["Id"]
-                doc["Actions"] = {
-                    "#Manager.Reset": {
-                        "target": f"/redfish/v1/Managers/{manager_id}/Actions/Manager.Reset",
-                        "ResetType@Redfish.AllowableValues": ["GracefulRestart", "ForceRestart"],
+                if app.config.get("SUSHY_EMULATOR_PEER_MANAGER_RESET", True):
+                    doc["Actions"] = {
+                        "#Manager.Reset": {
+                            "target": f"/redfish/v1/Managers/{manager_id}/Actions/Manager.Reset",
+                            "ResetType@Redfish.AllowableValues": [
+                                "GracefulRestart",
+                                "ForceRestart",
+                            ],
+                        }
                     }
-                }
                 versions = app.systems.get_versions(doc["UUID"])
                 doc["FirmwareVersion"] = versions.get("BmcVersion", "1.00")
                 _set_json(response, doc)
@@ -625,10 +636,8 @@ def main(argv: list[str] | None = None) -> int:
         handle.write(str(bound))
     os.replace(tmp, args.port_file)
     print(f"PEER-READY http://{host}:{bound}", flush=True)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()
-    except KeyboardInterrupt:
-        pass
     return 0
 
 
