@@ -59,7 +59,7 @@ def test_node_picks_a_supported_interface_by_name() -> None:
     steps = conductor.get_clean_steps(node.uuid)
     assert any(st["step"] == "log_passthrough" for st in steps)  # FakeVendor's step
     assert isinstance(load_interface("vendor", "fake"), FakeVendor)
-    with pytest.raises(DriverNotFound, match="vendor interface 'acme-turbo'.*supported: fake"):
+    with pytest.raises(DriverNotFound, match=r"vendor interface 'acme-turbo'.*supported: fake"):
         conductor.create_node(driver="picky", vendor_interface="acme-turbo")
 
 
@@ -94,7 +94,11 @@ print(node.provision_state, node.driver_internal_info["acme_event_log_cleared"])
     assert done.stdout.split() == ["available", "1"]
     # Without the package, the same driver name is unknown (and says what is installed).
     done = subprocess.run(
-        [sys.executable, "-c", "import ironic_fsm; ironic_fsm.Conductor().create_node(driver='acme')"],
+        [
+            sys.executable,
+            "-c",
+            "import ironic_fsm; ironic_fsm.Conductor().create_node(driver='acme')",
+        ],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode != 0
