@@ -60,7 +60,9 @@ def main() -> None:
         instance_info={"image_source": "http://images/db.qcow2", "traits": ["CUSTOM_RAID1"]},
     )
 
-    print_plan("1. Driver steps + the CUSTOM_RAID1 template:", conductor.validate_deploy_steps("db-01"))
+    print_plan(
+        "1. Driver steps + the CUSTOM_RAID1 template:", conductor.validate_deploy_steps("db-01")
+    )
 
     user_steps = [
         # Overrides the template's step of the same name (and its priority).

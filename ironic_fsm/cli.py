@@ -49,6 +49,7 @@ PROG: Final = "ironic-fsm"
 
 #: Environment variable naming the database when ``--db`` is not given.
 DB_ENV: Final = "IRONIC_FSM_DB"
+CONFIG_ENV: Final = "IRONIC_FSM_CONFIG"
 
 # The provisioning verbs offered as ``node VERB NODE``, in the order of the
 # lifecycle, with the one-line help shown by ``node --help``.
@@ -215,7 +216,6 @@ def _redact_url(url: str) -> str:
 @contextmanager
 def _open_conductor(args: argparse.Namespace) -> Iterator[Conductor]:
     """A conductor over the chosen database; the store is closed afterwards."""
-    from ironic_fsm.conductor import Conductor
     from ironic_fsm.stores import SQLStore  # loads SQLAlchemy: only here
 
     url = resolve_db_url(args.db)
@@ -226,9 +226,51 @@ def _open_conductor(args: argparse.Namespace) -> Iterator[Conductor]:
     except Exception as exc:
         raise CLIError(f"cannot open database {_redact_url(url)}: {exc}") from exc
     try:
-        yield Conductor(store=store)
+        yield configured_conductor(store, getattr(args, "config", None))
     finally:
         store.close()
+
+
+def configured_conductor(store: Any, path: str | None) -> Conductor:
+    """A conductor with the operator's settings file (``--config`` or ``$IRONIC_FSM_CONFIG``).
+
+    The file is JSON: ``{"config": {<Config options>}, "runbooks": {name:
+    {"steps": [...], "traits": [...]}}, "deploy_templates": {name: [...]}}``,
+    every part optional. Runbooks and templates live in this file, not in
+    the database, so every command sees the same ones.
+    """
+    from ironic_fsm.conductor import Conductor
+    from ironic_fsm.config import Config
+
+    path = path or os.environ.get(CONFIG_ENV) or None
+    if path is None:
+        return Conductor(store=store)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            settings = json.load(handle)
+    except OSError as exc:
+        raise CLIError(f"cannot read the settings file {path}: {exc.strerror}") from exc
+    except json.JSONDecodeError as exc:
+        raise CLIError(
+            f"the settings file {path} is not valid JSON (line {exc.lineno}, column "
+            f"{exc.colno}): {exc.msg}"
+        ) from exc
+    unknown = sorted(set(settings) - {"config", "runbooks", "deploy_templates"})
+    if not isinstance(settings, dict) or unknown:
+        raise CLIError(
+            f"the settings file {path} may only have the keys config, runbooks and "
+            f"deploy_templates (found: {', '.join(unknown)})"
+        )
+    conductor = Conductor(store=store, config=Config(**settings.get("config", {})))
+    for name, runbook in settings.get("runbooks", {}).items():
+        if not isinstance(runbook, dict) or not isinstance(runbook.get("steps"), list):
+            raise CLIError(f"{path}: runbook {name!r} needs a 'steps' list")
+        conductor.add_runbook(name, runbook["steps"], traits=runbook.get("traits", ()))
+    for name, steps in settings.get("deploy_templates", {}).items():
+        if not isinstance(steps, list):
+            raise CLIError(f"{path}: deploy template {name!r} must be a list of steps")
+        conductor.add_deploy_template(name, steps)
+    return conductor
 
 
 # -- argument helpers -------------------------------------------------------------------
@@ -894,11 +936,16 @@ def build_parser() -> argparse.ArgumentParser:
         description="OpenStack Ironic's node lifecycle, from the command line.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    config_help = (
+        f"JSON settings file: Config options, runbooks, deploy templates (default: ${CONFIG_ENV})"
+    )
     parser.add_argument("--db", metavar="URL", help=db_help)
+    parser.add_argument("--config", metavar="FILE", help=config_help)
     # Leaf commands accept --db too (after the command, where people type it);
     # SUPPRESS keeps them from overwriting a --db given before the command.
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--db", metavar="URL", default=argparse.SUPPRESS, help=db_help)
+    common.add_argument("--config", metavar="FILE", default=argparse.SUPPRESS, help=config_help)
 
     top = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _build_node(top, common)

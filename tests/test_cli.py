@@ -22,8 +22,6 @@ from typing import Any, NamedTuple
 
 import pytest
 
-pytest.importorskip("sqlalchemy")
-
 from ironic_fsm import cli
 from ironic_fsm.conductor import Conductor
 from ironic_fsm.exceptions import StepsNotAvailable
@@ -905,3 +903,53 @@ def test_module_entry_point_and_light_imports() -> None:
     )
     assert module.returncode == 0
     assert "clean wait" in module.stdout
+
+
+def test_settings_file_brings_config_runbooks_and_templates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "settings.sqlite")
+    settings = tmp_path / "settings.json"
+    settings.write_text(
+        json.dumps(
+            {
+                "config": {"automated_clean": False},
+                "runbooks": {
+                    "CUSTOM_FIRMWARE": {
+                        "steps": [{"interface": "vendor", "step": "log_passthrough"}],
+                        "traits": ["CUSTOM_FIRMWARE"],
+                    }
+                },
+                "deploy_templates": {},
+            }
+        )
+    )
+    assert cli.main(["--db", db, "--config", str(settings), "node", "create", "--name", "rb",
+                 "--trait", "CUSTOM_FIRMWARE"]) == 0  # fmt: skip
+    for verb in ("manage",):
+        assert cli.main(["--db", db, "--config", str(settings), "node", verb, "rb"]) == 0
+    assert cli.main(["--db", db, "--config", str(settings), "node", "clean", "rb",
+                 "--runbook", "CUSTOM_FIRMWARE"]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert cli.main(["--db", db, "node", "show", "rb", "--format", "json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["provision_state"] == "manageable"
+    assert shown["driver_internal_info"]["fake_log_passthrough"] == 1
+    # automated_clean False from the settings file: provide skips the steps.
+    assert cli.main(["--db", db, "--config", str(settings), "node", "provide", "rb"]) == 0
+    capsys.readouterr()
+    assert cli.main(["--db", db, "node", "show", "rb", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["driver_internal_info"]["fake_log_passthrough"] == 1
+
+
+def test_bad_settings_file_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "bad.sqlite")
+    settings = tmp_path / "bad.json"
+    settings.write_text('{"config": {"automated_clean": "yes"}}')
+    assert cli.main(["--db", db, "--config", str(settings), "node", "list"]) == 1
+    assert "automated_clean" in capsys.readouterr().err
+    settings.write_text("{nope")
+    assert cli.main(["--db", db, "--config", str(settings), "node", "list"]) == 1
+    assert "not valid JSON" in capsys.readouterr().err
