@@ -8,6 +8,8 @@
   through ``search_path``, dropped afterwards).
 * ``store``: a fresh store per test, parametrized over ``memory``,
   ``sqlite`` and ``postgres``.
+* ``conductor_store``: runs every test of the ``test_conductor_*`` modules
+  twice, with ``helpers.make_conductor`` on MemoryStore and on a SQLite file.
 """
 
 from __future__ import annotations
@@ -84,3 +86,38 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
             yield sql_store
         finally:
             sql_store.close()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.module.__name__.startswith("test_conductor_"):
+        metafunc.parametrize("conductor_store", ["memory", "sqlite"], indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def conductor_store(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """The store kind behind ``helpers.make_conductor`` for this test."""
+    kind: str = getattr(request, "param", "memory")
+    if kind == "memory":
+        yield kind
+        return
+    import helpers
+
+    from ironic_fsm.stores import SQLStore
+
+    directory = tmp_path_factory.mktemp("conductor-store")
+    opened: list[SQLStore] = []
+
+    def factory() -> SQLStore:
+        store = SQLStore(f"sqlite:///{directory / f'nodes-{len(opened)}.sqlite'}")
+        opened.append(store)
+        return store
+
+    helpers.STORE_FACTORY = factory
+    try:
+        yield kind
+    finally:
+        helpers.STORE_FACTORY = MemoryStore
+        for store in opened:
+            store.close()

@@ -14,6 +14,7 @@ import csv
 from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from ironic_fsm import Conductor, Config, HardwareType, states
@@ -446,6 +447,11 @@ def register_test_hardware(conductor: Conductor) -> None:
     conductor.register_hardware_type(TEMPLATES_HW, build_hardware(bios=DeployStepsBIOS()))
 
 
+#: Makes the store of each make_conductor() call; conftest.py switches it to
+#: SQLite files so that the conductor tests run on both stores.
+STORE_FACTORY: Callable[[], Any] = MemoryStore
+
+
 def make_conductor(
     *,
     config: Config | None = None,
@@ -455,9 +461,9 @@ def make_conductor(
     store: Any = None,
     register: bool = True,
 ) -> Conductor:
-    """A synchronous conductor on a fresh MemoryStore, with the test hardware registered."""
+    """A synchronous conductor on a fresh store, with the test hardware registered."""
     conductor = Conductor(
-        store=store if store is not None else MemoryStore(),
+        store=store if store is not None else STORE_FACTORY(),
         config=config,
         listeners=listeners,
         clock=clock,

@@ -114,16 +114,22 @@ def enroll_manageable(conductor: Conductor, emu: Emulator, **driver_info: Any) -
     return node
 
 
-# -- driver_info ---------------------------------------------------------------------------------
+# -- driver_info -----------------------------------------------------------------------------------
 
 
 def test_get_properties_documents_every_key(hardware: Any) -> None:
     props = hardware.power.get_properties()
     for key in (
-        "redfish_address", "redfish_system_id", "redfish_username", "redfish_password",
-        "redfish_verify_ca", "redfish_connect_timeout", "redfish_read_timeout",
-        "redfish_server_side_retries", "redfish_server_side_retries_delay",
-    ):  # fmt: skip
+        "redfish_address",
+        "redfish_system_id",
+        "redfish_username",
+        "redfish_password",
+        "redfish_verify_ca",
+        "redfish_connect_timeout",
+        "redfish_read_timeout",
+        "redfish_server_side_retries",
+        "redfish_server_side_retries_delay",
+    ):
         assert props[key], key
     assert hardware.bios.get_properties() == props
 
@@ -146,10 +152,14 @@ def test_validate_names_every_bad_key_and_never_the_password(hardware: Any) -> N
         hardware.power.validate(task)
     text = str(info.value)
     for key in (
-        "redfish_address", "redfish_verify_ca", "redfish_read_timeout",
-        "redfish_connect_timeout", "redfish_server_side_retries", "redfish_boot_mode",
+        "redfish_address",
+        "redfish_verify_ca",
+        "redfish_read_timeout",
+        "redfish_connect_timeout",
+        "redfish_server_side_retries",
+        "redfish_boot_mode",
         "redfish_deploy_iso",
-    ):  # fmt: skip
+    ):
         assert key in text
     assert PASSWORD not in text
     assert task.node.uuid in text
@@ -185,10 +195,17 @@ def test_defaults_are_fast_and_zero_is_not_sushys_default(hardware: Any) -> None
     assert 0 < kwargs["server_side_retries_delay"] < 0.01
     assert kwargs["verify"] is False
     assert zero.system_id == "/redfish/v1/Systems/1"
-    assert PASSWORD not in repr(redfish.parse_driver_info(
-        Node(driver_info={"redfish_address": "h", "redfish_username": "u",
-                          "redfish_password": PASSWORD})
-    ))  # fmt: skip
+    assert PASSWORD not in repr(
+        redfish.parse_driver_info(
+            Node(
+                driver_info={
+                    "redfish_address": "h",
+                    "redfish_username": "u",
+                    "redfish_password": PASSWORD,
+                }
+            )
+        )
+    )
 
 
 def test_missing_sushy_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -209,17 +226,22 @@ def test_entry_point_loads_the_redfish_type() -> None:
     node = conductor.create_node(driver="redfish")
     steps = {(s["interface"], s["step"]) for s in conductor.get_clean_steps(node.uuid)}
     assert {
-        ("bios", "apply_configuration"), ("bios", "factory_reset"),
-        ("raid", "create_configuration"), ("raid", "delete_configuration"),
-        ("firmware", "update"), ("management", "reset_bmc"),
-    } <= steps  # fmt: skip
-    deploy = {(s["interface"], s["step"], s["priority"]) for s in conductor.get_deploy_steps(node.uuid)}
+        ("bios", "apply_configuration"),
+        ("bios", "factory_reset"),
+        ("raid", "create_configuration"),
+        ("raid", "delete_configuration"),
+        ("firmware", "update"),
+        ("management", "reset_bmc"),
+    } <= steps
+    deploy = {
+        (s["interface"], s["step"], s["priority"]) for s in conductor.get_deploy_steps(node.uuid)
+    }
     assert ("deploy", "deploy", 100) in deploy
     assert ("bios", "apply_configuration", 0) in deploy
     assert ("raid", "create_configuration", 0) in deploy
 
 
-# -- power and boot device --------------------------------------------------------------------------
+# -- power and boot device -------------------------------------------------------------------------
 
 
 def test_power_on_off_reboot_reach_the_bmc(emu: Emulator, hardware: Any) -> None:
@@ -297,7 +319,7 @@ def test_one_time_boot_is_consumed_by_the_next_power_on(emu: Emulator, hardware:
     hardware.power.set_power_state(task, states.POWER_OFF)
 
 
-# -- BIOS, RAID, inspection, firmware through the conductor -----------------------------------------
+# -- BIOS, RAID, inspection, firmware through the conductor ----------------------------------------
 
 
 def test_bios_apply_and_factory_reset_as_manual_clean_steps(emu: Emulator) -> None:
@@ -310,9 +332,10 @@ def test_bios_apply_and_factory_reset_as_manual_clean_steps(emu: Emulator) -> No
     node = conductor.do_provisioning_action(
         node.uuid,
         "clean",
-        clean_steps=[{"interface": "bios", "step": "apply_configuration",
-                      "args": {"settings": settings}}],
-    )  # fmt: skip
+        clean_steps=[
+            {"interface": "bios", "step": "apply_configuration", "args": {"settings": settings}}
+        ],
+    )
     assert node.provision_state == states.MANAGEABLE, node.last_error
     bios = emu.get(emu.system_id + "/BIOS")["Attributes"]
     assert bios["ProcTurboMode"] == "Disabled"
@@ -335,9 +358,14 @@ def test_bios_unknown_attribute_fails_cleaning_with_the_bmcs_answer(emu: Emulato
     node = conductor.do_provisioning_action(
         node.uuid,
         "clean",
-        clean_steps=[{"interface": "bios", "step": "apply_configuration",
-                      "args": {"settings": [{"name": "NoSuchKnob", "value": "1"}]}}],
-    )  # fmt: skip
+        clean_steps=[
+            {
+                "interface": "bios",
+                "step": "apply_configuration",
+                "args": {"settings": [{"name": "NoSuchKnob", "value": "1"}]},
+            }
+        ],
+    )
     assert node.provision_state == states.CLEANFAIL
     assert "HTTP 400" in node.last_error
     assert "NoSuchKnob" in node.last_error
@@ -405,9 +433,13 @@ def test_raid_target_that_cannot_fit_fails_cleaning(emu: Emulator) -> None:
 
 def test_raid_target_is_validated(hardware: Any) -> None:
     task = make_task(hardware, {"redfish_address": "http://127.0.0.1:1"})
-    bad = {"logical_disks": [{"size_gb": -1, "raid_level": "7"},
-                             {"size_gb": 1, "raid_level": "1", "is_root_volume": True},
-                             {"size_gb": 1, "raid_level": "1", "is_root_volume": True}]}  # fmt: skip
+    bad = {
+        "logical_disks": [
+            {"size_gb": -1, "raid_level": "7"},
+            {"size_gb": 1, "raid_level": "1", "is_root_volume": True},
+            {"size_gb": 1, "raid_level": "1", "is_root_volume": True},
+        ]
+    }
     with pytest.raises(InvalidParameterValue) as info:
         hardware.raid.validate_raid_config(task, bad)
     text = str(info.value)
@@ -438,10 +470,16 @@ def test_firmware_update_bumps_the_bios_version(emu: Emulator) -> None:
     node = conductor.do_provisioning_action(
         node.uuid,
         "clean",
-        clean_steps=[{"interface": "firmware", "step": "update",
-                      "args": {"settings": [{"component": "bios",
-                                             "url": "http://127.0.0.1:9/bios-2.bin"}]}}],
-    )  # fmt: skip
+        clean_steps=[
+            {
+                "interface": "firmware",
+                "step": "update",
+                "args": {
+                    "settings": [{"component": "bios", "url": "http://127.0.0.1:9/bios-2.bin"}]
+                },
+            }
+        ],
+    )
     elapsed = time.monotonic() - started
     assert node.provision_state == states.MANAGEABLE, node.last_error
     after = emu.get(emu.system_id)["BiosVersion"]
@@ -450,8 +488,9 @@ def test_firmware_update_bumps_the_bios_version(emu: Emulator) -> None:
     assert node.driver_internal_info["redfish_firmware"]["bios"] == after
     assert elapsed >= 0.3  # the task stayed "Running" for the emulator's update delay
     tasks = emu.state()["tasks"]
-    assert any(t["image"].endswith("bios-2.bin") and t["state"] == "Completed"
-               for t in tasks.values())  # fmt: skip
+    assert any(
+        t["image"].endswith("bios-2.bin") and t["state"] == "Completed" for t in tasks.values()
+    )
 
 
 def test_firmware_update_task_failure_fails_the_step(emu: Emulator) -> None:
@@ -461,10 +500,14 @@ def test_firmware_update_task_failure_fails_the_step(emu: Emulator) -> None:
     node = conductor.do_provisioning_action(
         node.uuid,
         "clean",
-        clean_steps=[{"interface": "firmware", "step": "update",
-                      "args": {"settings": [{"component": "bios",
-                                             "url": "http://127.0.0.1:9/fail.bin"}]}}],
-    )  # fmt: skip
+        clean_steps=[
+            {
+                "interface": "firmware",
+                "step": "update",
+                "args": {"settings": [{"component": "bios", "url": "http://127.0.0.1:9/fail.bin"}]},
+            }
+        ],
+    )
     assert node.provision_state == states.CLEANFAIL
     assert "Exception" in node.last_error
     assert emu.get(emu.system_id)["BiosVersion"] == before
@@ -500,17 +543,21 @@ def test_full_lifecycle_with_virtual_media(emu: Emulator, tmp_path: Path) -> Non
             [
                 {"interface": "raid", "step": "delete_configuration"},
                 {"interface": "raid", "step": "create_configuration"},
-                {"interface": "bios", "step": "apply_configuration",
-                 "args": {"settings": [{"name": "ProcTurboMode", "value": "Disabled"}]}},
+                {
+                    "interface": "bios",
+                    "step": "apply_configuration",
+                    "args": {"settings": [{"name": "ProcTurboMode", "value": "Disabled"}]},
+                },
             ],
-        )  # fmt: skip
+        )
         node = conductor.create_node(
             driver="redfish",
             name="rf-lifecycle",
             driver_info=emu.driver_info(redfish_deploy_iso=f"{files.url}/deploy.iso"),
-            target_raid_config={"logical_disks": [
-                {"size_gb": 100, "raid_level": "1", "is_root_volume": True}]},
-        )  # fmt: skip
+            target_raid_config={
+                "logical_disks": [{"size_gb": 100, "raid_level": "1", "is_root_volume": True}]
+            },
+        )
         emu.clear_requests_log()
         node = conductor.do_provisioning_action(node.uuid, "manage")
         assert node.provision_state == states.MANAGEABLE, node.last_error
@@ -567,7 +614,7 @@ def test_deploy_without_virtual_media_boots_the_network(emu: Emulator, hardware:
     assert emu.system_state()["power_state"] == "Off"
 
 
-# -- faults ---------------------------------------------------------------------------------------
+# -- faults ----------------------------------------------------------------------------------------
 
 
 def test_wrong_credentials_raise_auth_error(emu: Emulator, hardware: Any) -> None:
@@ -605,9 +652,12 @@ def test_dead_bmc_is_unreachable_fast(hardware: Any) -> None:
     port = free_port()
     task = make_task(
         hardware,
-        {"redfish_address": f"http://127.0.0.1:{port}", "redfish_username": "admin",
-         "redfish_password": PASSWORD},
-    )  # fmt: skip — the library defaults: 2 attempts, 0.5 s apart
+        {
+            "redfish_address": f"http://127.0.0.1:{port}",
+            "redfish_username": "admin",
+            "redfish_password": PASSWORD,
+        },
+    )  # the library's defaults: 2 attempts, 0.5 s apart
     started = time.monotonic()
     with pytest.raises(BMCUnreachable) as info:
         hardware.power.get_power_state(task)
@@ -617,8 +667,8 @@ def test_dead_bmc_is_unreachable_fast(hardware: Any) -> None:
 
 
 def test_5xx_answers_fail_after_the_configured_retries(faults: Emulator, hardware: Any) -> None:
-    task = make_task(hardware, faults.driver_info(redfish_server_side_retries=2,
-                                                   redfish_server_side_retries_delay=0.05))  # fmt: skip
+    info = faults.driver_info(redfish_server_side_retries=2, redfish_server_side_retries_delay=0.05)
+    task = make_task(hardware, info)
     hardware.power.get_power_state(task)  # connect (root GET) before the fault
     faults.clear_requests_log()
     faults.set_faults({"path_prefix": faults.system_id, "methods": ["GET"], "status": 503})
@@ -641,24 +691,26 @@ def test_5xx_on_an_action_is_not_retried(faults: Emulator, hardware: Any) -> Non
     with pytest.raises(BMCRequestFailed) as info:
         hardware.power.set_power_state(task, states.POWER_ON)
     assert info.value.status == 500
-    posts = [r for r in faults.requests_log() if r["method"] == "POST"]
+    posts = [r for r in faults.requests_log() if r["path"].endswith("ComputerSystem.Reset")]
     assert len(posts) == 1
 
 
 def test_transient_5xx_is_absorbed_by_retries(faults: Emulator, hardware: Any) -> None:
     task = make_task(hardware, faults.driver_info(redfish_server_side_retries=2))
-    faults.set_faults({"path_prefix": faults.system_id, "methods": ["GET"], "status": 503,
-                       "count": 1})  # fmt: skip
+    faults.set_faults(
+        {"path_prefix": faults.system_id, "methods": ["GET"], "status": 503, "count": 1}
+    )
     assert hardware.power.get_power_state(task) in (states.POWER_ON, states.POWER_OFF)
     assert faults.faults()[0]["hits"] == 1
 
 
-def test_slow_bmc_times_out_within_timeout_times_attempts(
-    faults: Emulator, hardware: Any
-) -> None:
-    task = make_task(hardware, faults.driver_info(redfish_read_timeout=1,
-                                                   redfish_server_side_retries=2,
-                                                   redfish_server_side_retries_delay=0.05))  # fmt: skip
+def test_slow_bmc_times_out_within_timeout_times_attempts(faults: Emulator, hardware: Any) -> None:
+    settings = faults.driver_info(
+        redfish_read_timeout=1,
+        redfish_server_side_retries=2,
+        redfish_server_side_retries_delay=0.05,
+    )
+    task = make_task(hardware, settings)
     hardware.power.get_power_state(task)
     faults.set_faults({"path_prefix": faults.system_id, "delay": 3})
     started = time.monotonic()
@@ -718,9 +770,10 @@ def test_inspect_records_only_what_the_bmc_reports(limited: Emulator) -> None:
 
 def test_raid_without_storage_fails_clearly(limited: Emulator, hardware: Any) -> None:
     task = make_task(
-        hardware, limited.driver_info(),
+        hardware,
+        limited.driver_info(),
         target_raid_config={"logical_disks": [{"size_gb": 10, "raid_level": "1"}]},
-    )  # fmt: skip
+    )
     with pytest.raises(BMCRequestFailed) as info:
         hardware.raid.create_configuration(task)
     assert limited.url in str(info.value)
@@ -732,9 +785,7 @@ def test_missing_manager_reset_action_is_not_supported(limited: Emulator, hardwa
         hardware.management.reset_bmc(task)
 
 
-def test_power_changes_are_waited_for_within_the_deadline(
-    limited: Emulator, hardware: Any
-) -> None:
+def test_power_changes_are_waited_for_within_the_deadline(limited: Emulator, hardware: Any) -> None:
     task = make_task(hardware, limited.driver_info())
     hardware.power.set_power_state(task, states.POWER_OFF)
     started = time.monotonic()

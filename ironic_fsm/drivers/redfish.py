@@ -1264,69 +1264,109 @@ class RedfishRAID(_RedfishValidation, RAIDInterface):
 # -- inspection ------------------------------------------------------------------------------------
 
 
+def _optional(task: Task, info: RedfishInfo, what: str, fn: Callable[[], T], default: T) -> T:
+    """``fn()``, or ``default`` when the BMC does not offer (or fails to serve) that part.
+
+    Inspection takes what the BMC reports: a missing link, a 404, or an
+    error answer for one optional sub-resource costs that property, not
+    the whole inspection. Authentication and connection errors still fail.
+    """
+    errors = _sushy().exceptions
+    try:
+        return fn()
+    except (errors.MissingAttributeError, errors.ResourceNotFoundError):
+        return default
+    except errors.HTTPError as exc:
+        if isinstance(exc, errors.AccessError):
+            raise
+        LOG.warning(
+            "Node %s: BMC %s did not report the %s: HTTP %s",
+            task.node.uuid, info.address, what, exc.status_code,
+        )  # fmt: skip
+        return default
+
+
 class RedfishInspect(_RedfishValidation, InspectInterface):
-    """Properties from the system's inventory, synchronously (out-of-band)."""
+    """Properties from the system's inventory, synchronously (out-of-band).
+
+    Sets ``memory_mb``, ``cpus``, ``cpu_arch`` and ``local_gb`` where the
+    BMC reports them, ``macs`` (NIC MAC addresses, lower case, sorted) and
+    the ``boot_mode`` capability; leaves other properties alone.
+    """
+
+    def _cpus(self, task: Task, info: RedfishInfo, system: Any) -> tuple[int | None, str | None]:
+        def from_processors() -> tuple[int | None, str | None]:
+            processors = system.processors
+            summary = processors.summary
+            arch = None
+            for proc in processors.get_members():
+                arch = _ARCH_BY_INSTRUCTION_SET.get(_value(proc.instruction_set) or "")
+                if arch:
+                    break
+            arch = arch or _ARCH_BY_ARCHITECTURE.get(_value(summary.architecture) or "")
+            return (int(summary.count) if summary.count else None), arch
+
+        unknown: tuple[int | None, str | None] = (None, None)
+        count, arch = _optional(task, info, "processors", from_processors, unknown)
+        if count is None:
+            # Some BMCs give only the summary on the system itself.
+            summary_count = (system.json.get("ProcessorSummary") or {}).get("Count")
+            if isinstance(summary_count, int) and summary_count > 0:
+                count = summary_count
+        return count, arch
+
+    def _disk_bytes(self, task: Task, info: RedfishInfo, system: Any) -> list[int]:
+        def from_storage() -> list[int]:
+            sizes: list[int] = []
+            for storage in system.storage.get_members():
+                volumes = [v.capacity_bytes for v in storage.volumes.get_members()]
+                sizes += [v for v in volumes if v] or [
+                    d.capacity_bytes for d in storage.drives if d.capacity_bytes
+                ]
+            return sizes
+
+        def from_simple_storage() -> list[int]:
+            return [
+                dev.capacity_bytes
+                for ss in system.simple_storage.get_members()
+                for dev in ss.devices or []
+                if dev.capacity_bytes
+            ]
+
+        return _optional(task, info, "storage", from_storage, []) or _optional(
+            task, info, "simple storage", from_simple_storage, []
+        )
 
     def inspect_hardware(self, task: Task) -> str:
         info = _info(task)
         node = task.node
-        errors = _sushy().exceptions
         found: dict[str, Any] = {}
         with _bmc(task, info, "inspect hardware"):
             system = _get_system(info)
             memory = system.memory_summary
             if memory is not None and memory.size_gib:
                 found["memory_mb"] = int(memory.size_gib) * 1024
-            arch = None
-            try:
-                processors = system.processors
-                summary = processors.summary
-                if summary.count:
-                    found["cpus"] = int(summary.count)
-                for proc in processors.get_members():
-                    arch = _ARCH_BY_INSTRUCTION_SET.get(_value(proc.instruction_set) or "")
-                    if arch:
-                        break
-                arch = arch or _ARCH_BY_ARCHITECTURE.get(_value(summary.architecture) or "")
-            except (errors.MissingAttributeError, errors.ResourceNotFoundError):
-                pass
-            if "cpus" not in found:
-                count = (system.json.get("ProcessorSummary") or {}).get("Count")
-                if isinstance(count, int) and count > 0:
-                    found["cpus"] = count
+            cpus, arch = self._cpus(task, info, system)
+            if cpus:
+                found["cpus"] = cpus
             if arch:
                 found["cpu_arch"] = arch
-            sizes: list[int] = []
-            try:
-                for storage in system.storage.get_members():
-                    volumes = [v.capacity_bytes for v in storage.volumes.get_members()]
-                    sizes += [v for v in volumes if v] or [
-                        d.capacity_bytes for d in storage.drives if d.capacity_bytes
-                    ]
-            except (errors.MissingAttributeError, errors.ResourceNotFoundError):
-                pass
-            if not sizes:
-                with contextlib.suppress(
-                    errors.MissingAttributeError, errors.ResourceNotFoundError
-                ):
-                    sizes = [
-                        dev.capacity_bytes
-                        for ss in system.simple_storage.get_members()
-                        for dev in ss.devices or []
-                        if dev.capacity_bytes
-                    ]
+            sizes = self._disk_bytes(task, info, system)
             if sizes:
                 # Ironic's convention: the largest disk, minus 1 GiB for partitioning.
                 found["local_gb"] = max(0, max(sizes) // _GIB - 1)
-            macs: list[str] = []
-            with contextlib.suppress(errors.MissingAttributeError, errors.ResourceNotFoundError):
-                macs = sorted(
+            no_macs: list[str] = []
+            macs = _optional(
+                task, info, "network interfaces",
+                lambda: sorted(
                     {
                         str(eth.mac_address).lower()
                         for eth in system.ethernet_interfaces.get_members()
                         if eth.mac_address
                     }
-                )
+                ),
+                no_macs,
+            )  # fmt: skip
             mode = _BOOT_MODES_REV.get(_value(system.boot.mode) or "")
         node.properties.update(found)
         if macs:

@@ -16,7 +16,8 @@ What the stock ``--fake`` driver lacks and this module adds:
 * BIOS attributes (get / set / reset), with unknown names refused (400) and,
   with ``SUSHY_EMULATOR_FAKE_BIOS_APPLY = 'reboot'``, changes that stay
   pending until the next power-on, as on real machines;
-* memory, CPU count and processors; storage with drives and volumes, where
+* memory, CPU count and processors; storage with drives and volumes (an
+  empty storage collection, not a 500, when none is configured), where
   volume create keeps ``RAIDType`` and the member drives, IDs are unique,
   and volumes can be deleted (stock has no route);
 * ``Manager.Reset`` (counted; ``SUSHY_EMULATOR_PEER_MANAGER_RESET = False``
@@ -604,6 +605,25 @@ def install(app: Any) -> PeerControl:
         if doc is None:
             raise error.NotFound(f"Task {task_id} not found")
         return flask.Response(json.dumps(doc), status=200, content_type="application/json")
+
+    stock_storage_collection = app.view_functions["storage_collection"]
+
+    def storage_collection(identity: str) -> Any:
+        # Stock answers 500 for a system without configured storage; a BMC
+        # without storage answers an empty collection.
+        system_uuid = app.systems.uuid(identity)
+        if system_uuid not in (app.config.get("SUSHY_EMULATOR_STORAGE") or {}):
+            doc = {
+                "@odata.type": "#StorageCollection.StorageCollection",
+                "@odata.id": f"/redfish/v1/Systems/{identity}/Storage",
+                "Name": "Storage Collection",
+                "Members@odata.count": 0,
+                "Members": [],
+            }
+            return flask.Response(json.dumps(doc), status=200, content_type="application/json")
+        return stock_storage_collection(identity=identity)
+
+    app.view_functions["storage_collection"] = storage_collection
 
     control = PeerControl(app.wsgi_app, app)
     app.wsgi_app = control
