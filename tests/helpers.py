@@ -11,10 +11,9 @@ and ``Conductor.register_hardware_type``.
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 from ironic_fsm import Conductor, Config, HardwareType, states
