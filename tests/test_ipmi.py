@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from peers.ipmi_bmc import BMC, start_bmc
+from peers.ipmi_bmc import BMC, start_bmc, start_bmcs
 
 from ironic_fsm import Conductor, Config, Node, states
 from ironic_fsm.drivers.ipmi import (
@@ -408,19 +408,27 @@ def test_silent_bmc_at_login_is_unreachable(bmc: BMC) -> None:
 
 def test_bmc_going_silent_mid_session_times_out_then_recovers(bmc: BMC) -> None:
     # The BMC accepts "power on" but applies it late, so the driver keeps
-    # polling on its session; then the BMC stops answering altogether.
+    # polling on its session; once the BMC has the command, it stops
+    # answering altogether.
     bmc.set_faults({"power_delay": 30})
     task = make_task(driver_info(bmc, ipmi_timeout=FAULT_TIMEOUT))
-    silenced = threading.Timer(0.3, bmc.set_faults, args=({"silent": True, "power_delay": 30},))
-    silenced.start()
-    started = time.monotonic()
+    silenced_at: list[float] = []
+
+    def silence() -> None:
+        bmc.wait_state(lambda st: st["pending_power"] == "on", timeout=10)
+        bmc.set_faults({"silent": True, "power_delay": 30})
+        silenced_at.append(time.monotonic())
+
+    silencer = threading.Thread(target=silence)
+    silencer.start()
     try:
         with pytest.raises(BMCTimeout, match="stopped answering") as caught:
             task.driver.power.set_power_state(task, states.POWER_ON)
     finally:
-        silenced.join()
-    elapsed = time.monotonic() - started
-    assert 0.3 + FAULT_TIMEOUT - 0.1 <= elapsed < 0.3 + FAULT_TIMEOUT + SLACK
+        silencer.join()
+    elapsed = time.monotonic() - silenced_at[0]
+    # The call in flight when the BMC fell silent started at most a poll earlier.
+    assert FAULT_TIMEOUT - 0.6 <= elapsed < FAULT_TIMEOUT + SLACK
     assert bmc.state()["power_actions"] == {"on": 1}
     assert task.node.uuid in str(caught.value)
     assert f"127.0.0.1:{bmc.port}" in str(caught.value)
@@ -502,3 +510,36 @@ def test_send_raw_runs_when_allowed(bmc: BMC) -> None:
     assert node.provision_state == states.CLEANFAIL
     assert node.last_error is not None
     assert "Invalid command" in node.last_error
+
+
+def test_two_bmcs_in_one_peer_process_are_independent(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    first, second = start_bmcs(tmp_path, 2)
+    request.addfinalizer(first.stop)
+    assert first.port != second.port
+    assert first.process is second.process
+    one, two = make_task(driver_info(first)), make_task(driver_info(second))
+    errors: list[BaseException] = []
+
+    def run(action: Any) -> None:
+        try:
+            action()
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [
+        threading.Thread(
+            target=run, args=(lambda: one.driver.power.set_power_state(one, states.POWER_ON),)
+        ),
+        threading.Thread(
+            target=run, args=(lambda: two.driver.management.set_boot_device(two, "cdrom"),)
+        ),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert (first.state()["power"], first.state()["boot_device"]) == ("on", "default")
+    assert (second.state()["power"], second.state()["boot_device"]) == ("off", "optical")

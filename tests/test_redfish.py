@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from peers.redfish_emulator import Emulator, FileServer, start_emulator
+from ironic_fsm.testing.redfish_emulator import Emulator, FileServer, start_emulator
 
 from ironic_fsm import Conductor, Config, states
 from ironic_fsm.drivers import redfish
@@ -594,9 +594,11 @@ def test_full_lifecycle_with_virtual_media(emu: Emulator, tmp_path: Path) -> Non
         assert [v["RAIDType"] for v in emu.volumes()] == ["RAID1"]  # re-made by cleaning
     finally:
         files.stop()
-        redfish_task = make_task(redfish.redfish_hardware(), emu.driver_info())
-        redfish.redfish_hardware().raid.delete_configuration(redfish_task)
-        redfish.redfish_hardware().bios.factory_reset(redfish_task)
+        # Leave the shared emulator as other tests expect it: no volumes, BIOS defaults.
+        hardware = redfish.redfish_hardware()
+        tidy = make_task(hardware, emu.driver_info())
+        hardware.raid.delete_configuration(tidy)
+        hardware.bios.factory_reset(tidy)
 
 
 def test_deploy_without_virtual_media_boots_the_network(emu: Emulator, hardware: Any) -> None:
@@ -667,8 +669,10 @@ def test_dead_bmc_is_unreachable_fast(hardware: Any) -> None:
 
 
 def test_5xx_answers_fail_after_the_configured_retries(faults: Emulator, hardware: Any) -> None:
-    info = faults.driver_info(redfish_server_side_retries=2, redfish_server_side_retries_delay=0.05)
-    task = make_task(hardware, info)
+    settings = faults.driver_info(
+        redfish_server_side_retries=2, redfish_server_side_retries_delay=0.05
+    )
+    task = make_task(hardware, settings)
     hardware.power.get_power_state(task)  # connect (root GET) before the fault
     faults.clear_requests_log()
     faults.set_faults({"path_prefix": faults.system_id, "methods": ["GET"], "status": 503})

@@ -57,7 +57,7 @@ from ironic_fsm.interfaces import (
     PowerInterface,
     VendorInterface,
 )
-from ironic_fsm.masking import MASK
+from ironic_fsm.masking import MASK, is_secret_key
 from ironic_fsm.steps import clean_step, deploy_step, service_step
 
 if TYPE_CHECKING:
@@ -209,7 +209,7 @@ def parse_driver_info(node: Node) -> IPMIInfo:
     problems: dict[str, str] = {}
 
     def shown(key: str) -> str:
-        return "" if "password" in key else f", got {info[key]!r}"
+        return "" if is_secret_key(key) else f", got {info[key]!r}"
 
     address = info.get("ipmi_address")
     if address is not None and (not isinstance(address, str) or not address.strip()):
@@ -534,7 +534,11 @@ class _Connection:
             if self._cmd is not None and not self._dropped:
                 cmd = self._cmd
                 try:
-                    self._run("log out", lambda: cmd.ipmi_session.logout(), timeout=_LOGOUT_TIMEOUT)
+                    self._run(
+                        "log out",
+                        lambda: cmd.ipmi_session.logout(),
+                        timeout=min(_LOGOUT_TIMEOUT, self.timeout),
+                    )
                 except HardwareError as error:
                     LOG.debug("Node %s: IPMI logout failed: %s", self.node, error)
         finally:

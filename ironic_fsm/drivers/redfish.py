@@ -35,7 +35,9 @@ import contextlib
 import functools
 import hashlib
 import logging
+import math
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -108,8 +110,8 @@ DRIVER_INFO: Final[Mapping[str, str]] = {
     "redfish_deploy_iso": "http(s) URL of a deploy ISO: deploy boots it through virtual "
     "media when the BMC offers it (otherwise the node boots from the network).",
     "redfish_power_timeout": "Seconds to wait for the BMC to report a new power state. Default 60.",
-    "redfish_bios_apply_timeout": "Seconds to wait for BIOS changes to apply (after a "
-    "reboot when the BMC applies them at boot). Default 600.",
+    "redfish_task_timeout": "Seconds to wait for BIOS changes to apply (after a reboot when "
+    "the BMC applies them at boot) and for RAID volume tasks. Default 600.",
     "redfish_firmware_update_timeout": "Seconds to wait for a firmware update task. Default 1800.",
 }
 
@@ -119,7 +121,7 @@ _DEFAULTS: Final[Mapping[str, float]] = {
     "redfish_server_side_retries": 2,
     "redfish_server_side_retries_delay": 0.5,
     "redfish_power_timeout": 60,
-    "redfish_bios_apply_timeout": 600,
+    "redfish_task_timeout": 600,
     "redfish_firmware_update_timeout": 1800,
 }
 
@@ -263,7 +265,7 @@ class RedfishInfo:
     boot_mode: str | None
     deploy_iso: str | None
     power_timeout: float
-    bios_apply_timeout: float
+    task_timeout: float
     firmware_update_timeout: float
 
     def cache_key(self) -> tuple[Any, ...]:
@@ -300,20 +302,16 @@ class RedfishInfo:
 
 
 def _number(value: Any) -> float | None:
+    """A finite number from an int, float or numeric string (JSON and CLI input); else None."""
     if isinstance(value, bool):
         return None
+    number: float | None = None
     if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value.strip())
-        except ValueError:
-            return None
-    return None
-
-
-def _show(key: str, value: Any) -> str:
-    return "******" if "password" in key else repr(value)
+        number = float(value)
+    elif isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            number = float(value.strip())
+    return number if number is not None and math.isfinite(number) else None
 
 
 def parse_driver_info(node: Any) -> RedfishInfo:
@@ -378,8 +376,15 @@ def parse_driver_info(node: Any) -> RedfishInfo:
     if isinstance(raw_verify, bool):
         verify = raw_verify
     elif isinstance(raw_verify, str) and raw_verify.strip().lower() in (
-        "true", "false", "yes", "no", "1", "0", "on", "off",
-    ):  # fmt: skip
+        "true",
+        "false",
+        "yes",
+        "no",
+        "1",
+        "0",
+        "on",
+        "off",
+    ):
         verify = raw_verify.strip().lower() in ("true", "yes", "1", "on")
     elif isinstance(raw_verify, str) and raw_verify.strip():
         if not os.path.exists(raw_verify):
@@ -451,7 +456,7 @@ def parse_driver_info(node: Any) -> RedfishInfo:
         boot_mode=boot_mode,
         deploy_iso=deploy_iso,
         power_timeout=numbers["redfish_power_timeout"],
-        bios_apply_timeout=numbers["redfish_bios_apply_timeout"],
+        task_timeout=numbers["redfish_task_timeout"],
         firmware_update_timeout=numbers["redfish_firmware_update_timeout"],
     )
 
@@ -527,6 +532,44 @@ def _timeout_kind(exc: BaseException) -> str | None:
     return None
 
 
+_REQUEST_PATTERNS: Final = (
+    re.compile(r"HTTP (?P<method>[A-Z]+) (?P<url>\S+) returned code"),
+    re.compile(r"Resource (?P<url>\S+) not found"),
+    re.compile(r"Unable to connect to (?P<url>\S+?)\. Error"),
+)
+
+
+def _request_of(exc: BaseException) -> str:
+    """``'GET /redfish/v1/Systems/1'`` (or just the path) from a sushy error's text."""
+    text = str(exc)
+    for pattern in _REQUEST_PATTERNS:
+        match = pattern.search(text)
+        if match:
+            path = urlparse(match.group("url")).path or match.group("url")
+            method = match.groupdict().get("method")
+            return f"{method} {path}" if method else path
+    return "the request"
+
+
+def _connection_reason(exc: BaseException) -> str:
+    """A short reason for a failed connection (the full text stays on ``__cause__``)."""
+    text = str(exc)
+    for needle, reason in (
+        ("Connection refused", "connection refused"),
+        ("Name or service not known", "unknown host name"),
+        ("nodename nor servname", "unknown host name"),
+        ("No route to host", "no route to host"),
+        ("Network is unreachable", "network unreachable"),
+        ("CERTIFICATE_VERIFY_FAILED", "TLS certificate verification failed"),
+        ("SSLError", "TLS error"),
+        ("Connection reset", "connection reset"),
+        ("RemoteDisconnected", "connection closed by the BMC"),
+    ):
+        if needle in text:
+            return reason
+    return text[-200:]
+
+
 @contextlib.contextmanager
 def _bmc(task: Task, info: RedfishInfo, what: str) -> Iterator[None]:
     """Turn sushy's exceptions raised inside the block into ironic_fsm's.
@@ -569,51 +612,61 @@ def _bmc(task: Task, info: RedfishInfo, what: str) -> Iterator[None]:
             _forget(info)
             raise BMCAuthError(
                 message(f"the BMC refused the credentials (HTTP {exc.status_code})"),
-                node=node, address=info.address, status=exc.status_code,
-            ) from exc  # fmt: skip
+                node=node,
+                address=info.address,
+                status=exc.status_code,
+            ) from exc
         if isinstance(exc, errors.ConnectionError):
             _forget(info)
             kind = _timeout_kind(exc)
+            where = _request_of(exc)
             if kind == "read":
+                attempts = max(info.server_side_retries, _MIN_RETRIES)
                 raise BMCTimeout(
                     message(
-                        f"no answer within the read timeout of {info.read_timeout:g} s "
-                        f"({max(info.server_side_retries, _MIN_RETRIES)} attempt(s)): {exc}"
+                        f"no answer to {where} within the read timeout of "
+                        f"{info.read_timeout:g} s ({attempts} attempt(s))"
                     ),
-                    node=node, address=info.address,
-                ) from exc  # fmt: skip
+                    node=node,
+                    address=info.address,
+                ) from exc
             reason = (
                 f"no connection within {info.connect_timeout:g} s"
                 if kind == "connect"
-                else "cannot connect"
+                else f"cannot connect ({_connection_reason(exc)})"
             )
             raise BMCUnreachable(
-                message(f"{reason}: {exc}"), node=node, address=info.address
+                message(f"{reason} for {where}"), node=node, address=info.address
             ) from exc
         if isinstance(exc, errors.HTTPError):
-            detail = f"HTTP {exc.status_code}"
+            detail = f"HTTP {exc.status_code} on {_request_of(exc)}"
             if exc.detail:
                 detail += f": {exc.detail}"
             if isinstance(exc, errors.ResourceNotFoundError):
                 detail += " (check redfish_system_id and that the BMC offers this resource)"
             raise BMCRequestFailed(
-                message(f"{detail} [{exc}]"), node=node, address=info.address,
-                status=exc.status_code,
-            ) from exc  # fmt: skip
+                message(detail), node=node, address=info.address, status=exc.status_code
+            ) from exc
         if isinstance(exc, errors.UnknownDefaultError):
             raise InvalidParameterValue(
                 message(f"{exc}; set redfish_system_id in driver_info"),
-                node=node, keys=["redfish_system_id"],
-            ) from exc  # fmt: skip
+                node=node,
+                keys=["redfish_system_id"],
+            ) from exc
         if isinstance(
             exc,
-            (errors.MissingAttributeError, errors.MissingActionError,
-             errors.InvalidParameterValueError),
-        ):  # fmt: skip
+            (
+                errors.MissingAttributeError,
+                errors.MissingActionError,
+                errors.InvalidParameterValueError,
+            ),
+        ):
             raise BMCRequestFailed(
-                message(f"not supported by this BMC: {exc}"), node=node,
-                address=info.address, status=None,
-            ) from exc  # fmt: skip
+                message(f"not supported by this BMC: {exc}"),
+                node=node,
+                address=info.address,
+                status=None,
+            ) from exc
         raise BMCRequestFailed(
             message(str(exc)), node=node, address=info.address, status=None
         ) from exc
@@ -677,8 +730,9 @@ def _wait_for(
         pause = min(pause * 2, 1.0)
 
 
-def _wait_task_monitor(task: Task, info: RedfishInfo, what: str, monitor: Any, timeout: float
-                       ) -> None:  # fmt: skip
+def _wait_task_monitor(
+    task: Task, info: RedfishInfo, what: str, monitor: Any, timeout: float
+) -> None:
     """Follow a Redfish task monitor to its end, within ``timeout`` seconds.
 
     sushy's own ``TaskMonitor.wait`` sleeps for whole ``Retry-After``
@@ -782,6 +836,15 @@ class _RedfishValidation:
 class RedfishPower(_RedfishValidation, PowerInterface):
     """Power state through ``ComputerSystem.Reset``, waiting until the BMC reports it."""
 
+    def get_supported_power_states(self, task: Task) -> list[str]:
+        return [
+            states.POWER_ON,
+            states.POWER_OFF,
+            states.REBOOT,
+            states.SOFT_POWER_OFF,
+            states.SOFT_REBOOT,
+        ]
+
     def get_power_state(self, task: Task) -> str:
         info = _info(task)
         with _bmc(task, info, "get power state"):
@@ -801,9 +864,13 @@ class RedfishPower(_RedfishValidation, PowerInterface):
             return current == target
 
         _wait_for(
-            task, info, f"reach {target!r}", timeout, reached,
+            task,
+            info,
+            f"reach {target!r}",
+            timeout,
+            reached,
             lambda: f"still {last[0] if last else 'unknown'!r}",
-        )  # fmt: skip
+        )
 
     def set_power_state(self, task: Task, power_state: str, timeout: float | None = None) -> None:
         info = _info(task)
@@ -875,8 +942,11 @@ class RedfishManagement(_RedfishValidation, ManagementInterface):
             )
         LOG.info(
             "Node %s: boot device %s (%s) set on BMC %s",
-            task.node.uuid, device, "persistent" if persistent else "once", info.address,
-        )  # fmt: skip
+            task.node.uuid,
+            device,
+            "persistent" if persistent else "once",
+            info.address,
+        )
 
     def get_boot_device(self, task: Task) -> dict[str, Any]:
         info = _info(task)
@@ -912,8 +982,10 @@ class RedfishManagement(_RedfishValidation, ManagementInterface):
             if not managers:
                 raise BMCRequestFailed(
                     f"Node {task.node.uuid}: BMC {info.address} lists no manager to reset",
-                    node=task.node.uuid, address=info.address, status=None,
-                )  # fmt: skip
+                    node=task.node.uuid,
+                    address=info.address,
+                    status=None,
+                )
             managers[0].reset_manager(_enum("ResetType", reset_type))
         _forget(info)
 
@@ -925,8 +997,9 @@ class RedfishManagement(_RedfishValidation, ManagementInterface):
                 return False
             return True
 
-        _wait_for(task, info, "answer after a reset", info.power_timeout, answers,
-                  lambda: "no answer")  # fmt: skip
+        _wait_for(
+            task, info, "answer after a reset", info.power_timeout, answers, lambda: "no answer"
+        )
 
 
 # -- BIOS ------------------------------------------------------------------------------------------
@@ -967,8 +1040,14 @@ class RedfishBIOS(_RedfishValidation, BIOSInterface):
             attributes = dict(_get_system(info).bios.attributes or {})
         task.node.driver_internal_info["redfish_bios_settings"] = attributes
 
-    def _apply_with_reboot(self, task: Task, info: RedfishInfo, applied: Callable[[], bool],
-                           what: str, describe: Callable[[], str]) -> None:  # fmt: skip
+    def _apply_with_reboot(
+        self,
+        task: Task,
+        info: RedfishInfo,
+        applied: Callable[[], bool],
+        what: str,
+        describe: Callable[[], str],
+    ) -> None:
         if applied():
             return
         power = task.driver.power
@@ -977,7 +1056,7 @@ class RedfishBIOS(_RedfishValidation, BIOSInterface):
             "Node %s: BMC %s applies BIOS changes at boot; rebooting", task.node.uuid, info.address
         )
         power.reboot(task)
-        _wait_for(task, info, what, info.bios_apply_timeout, applied, describe)
+        _wait_for(task, info, what, info.task_timeout, applied, describe)
         if was == states.POWER_OFF:
             power.set_power_state(task, states.POWER_OFF)
 
@@ -1179,8 +1258,10 @@ class RedfishRAID(_RedfishValidation, RAIDInterface):
             if not storages:
                 raise BMCRequestFailed(
                     f"Node {node.uuid}: BMC {info.address} reports no storage with drives",
-                    node=node.uuid, address=info.address, status=None,
-                )  # fmt: skip
+                    node=node.uuid,
+                    address=info.address,
+                    status=None,
+                )
             used: dict[str, set[str]] = {}
             for storage in storages:
                 used[storage.identity] = set()
@@ -1222,13 +1303,16 @@ class RedfishRAID(_RedfishValidation, RAIDInterface):
                         f"Node {node.uuid}: storage {storage.identity} on BMC {info.address} "
                         f"does not support {raid_type}; it supports "
                         f"{', '.join(sorted(str(s) for s in supported))}",
-                        node=node.uuid, address=info.address, status=None,
-                    )  # fmt: skip
+                        node=node.uuid,
+                        address=info.address,
+                        status=None,
+                    )
                 result = storage.volumes.create(payload)
                 volume_id = getattr(result, "identity", None)
                 if volume_id is None:
-                    _wait_task_monitor(task, info, "RAID volume creation", result,
-                                       info.bios_apply_timeout)  # fmt: skip
+                    _wait_task_monitor(
+                        task, info, "RAID volume creation", result, info.task_timeout
+                    )
                 used[storage.identity] |= {d.identity for d in chosen}
                 record = dict(disk)
                 record.update(
@@ -1240,8 +1324,12 @@ class RedfishRAID(_RedfishValidation, RAIDInterface):
                 created.append(record)
                 LOG.info(
                     "Node %s: created RAID %s volume %s (%d GiB) on BMC %s",
-                    node.uuid, level, volume_id, capacity // _GIB, info.address,
-                )  # fmt: skip
+                    node.uuid,
+                    level,
+                    volume_id,
+                    capacity // _GIB,
+                    info.address,
+                )
         node.raid_config = {"logical_disks": created}
         return None
 
@@ -1255,8 +1343,9 @@ class RedfishRAID(_RedfishValidation, RAIDInterface):
             for storage in system.storage.get_members():
                 for volume in storage.volumes.get_members():
                     result = volume.delete()
-                    _wait_task_monitor(task, info, "RAID volume deletion", result,
-                                       info.bios_apply_timeout)  # fmt: skip
+                    _wait_task_monitor(
+                        task, info, "RAID volume deletion", result, info.task_timeout
+                    )
         task.node.raid_config = {}
         return None
 
@@ -1281,8 +1370,11 @@ def _optional(task: Task, info: RedfishInfo, what: str, fn: Callable[[], T], def
             raise
         LOG.warning(
             "Node %s: BMC %s did not report the %s: HTTP %s",
-            task.node.uuid, info.address, what, exc.status_code,
-        )  # fmt: skip
+            task.node.uuid,
+            info.address,
+            what,
+            exc.status_code,
+        )
         return default
 
 
@@ -1357,7 +1449,9 @@ class RedfishInspect(_RedfishValidation, InspectInterface):
                 found["local_gb"] = max(0, max(sizes) // _GIB - 1)
             no_macs: list[str] = []
             macs = _optional(
-                task, info, "network interfaces",
+                task,
+                info,
+                "network interfaces",
                 lambda: sorted(
                     {
                         str(eth.mac_address).lower()
@@ -1366,7 +1460,7 @@ class RedfishInspect(_RedfishValidation, InspectInterface):
                     }
                 ),
                 no_macs,
-            )  # fmt: skip
+            )
             mode = _BOOT_MODES_REV.get(_value(system.boot.mode) or "")
         node.properties.update(found)
         if macs:
@@ -1375,8 +1469,11 @@ class RedfishInspect(_RedfishValidation, InspectInterface):
             _set_capability(node, "boot_mode", mode)
         LOG.info(
             "Node %s: inspected through BMC %s: %s, %d MAC(s)",
-            node.uuid, info.address, found, len(macs),
-        )  # fmt: skip
+            node.uuid,
+            info.address,
+            found,
+            len(macs),
+        )
         return states.MANAGEABLE
 
     def abort(self, task: Task) -> None:
@@ -1428,8 +1525,10 @@ class RedfishBoot(_RedfishValidation, BootInterface):
                 raise BMCRequestFailed(
                     f"Node {task.node.uuid}: BMC {info.address} offers no virtual CD/DVD for "
                     "redfish_deploy_iso",
-                    node=task.node.uuid, address=info.address, status=None,
-                )  # fmt: skip
+                    node=task.node.uuid,
+                    address=info.address,
+                    status=None,
+                )
             device = devices[0]
             if device.inserted:
                 device.eject_media()
@@ -1484,8 +1583,9 @@ class RedfishDeploy(_RedfishValidation, DeployInterface):
             if info.deploy_iso:
                 LOG.warning(
                     "Node %s: BMC %s offers no virtual media; booting the network instead",
-                    node.uuid, info.address,
-                )  # fmt: skip
+                    node.uuid,
+                    info.address,
+                )
             task.driver.management.set_boot_device(task, "pxe", persistent=False)
         power = task.driver.power
         if power.get_power_state(task) == states.POWER_ON:
@@ -1512,6 +1612,15 @@ class RedfishDeploy(_RedfishValidation, DeployInterface):
 # -- firmware --------------------------------------------------------------------------------------
 
 
+def _loggable_url(url: str) -> str:
+    """``url`` without user info or query: image URLs sometimes carry credentials or tokens."""
+    parsed = urlparse(url)
+    host = parsed.hostname or ""
+    if parsed.port:
+        host = f"{host}:{parsed.port}"
+    return f"{parsed.scheme}://{host}{parsed.path}"
+
+
 def _check_firmware_settings(task: Task, settings: Any) -> list[dict[str, Any]]:
     problems = []
     if not isinstance(settings, list) or not settings:
@@ -1526,8 +1635,9 @@ def _check_firmware_settings(task: Task, settings: Any) -> list[dict[str, Any]]:
         if unknown:
             problems.append(f"{where} has unknown key(s) {', '.join(sorted(unknown))}")
         if item.get("component") not in ("bios", "bmc"):
-            problems.append(f"{where}.component must be 'bios' or 'bmc', got "
-                            f"{item.get('component')!r}")  # fmt: skip
+            problems.append(
+                f"{where}.component must be 'bios' or 'bmc', got {item.get('component')!r}"
+            )
         url = item.get("url")
         if not isinstance(url, str) or urlparse(url).scheme not in ("http", "https"):
             problems.append(f"{where}.url must be an http(s) URL, got {url!r}")
@@ -1566,15 +1676,18 @@ class RedfishFirmware(_RedfishValidation, FirmwareInterface):
                 protocol = "HTTPS" if item["url"].startswith("https:") else "HTTP"
                 LOG.info(
                     "Node %s: %s from %s through BMC %s",
-                    node.uuid, what, item["url"], info.address,
-                )  # fmt: skip
+                    node.uuid,
+                    what,
+                    _loggable_url(item["url"]),
+                    info.address,
+                )
                 monitor = service.simple_update(
                     item["url"],
                     targets=targets,
                     transfer_protocol=_enum("UpdateTransferProtocolType", protocol),
                 )
             _wait_task_monitor(task, info, what, monitor, info.firmware_update_timeout)
-            done.append({"component": item["component"], "url": item["url"]})
+            done.append({"component": item["component"], "url": _loggable_url(item["url"])})
             if item.get("wait"):
                 time.sleep(float(item["wait"]))
         with _bmc(task, info, "read firmware versions"):

@@ -131,9 +131,9 @@ class Emulator:
 
     def set_faults(self, *rules: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Replace the fault rules (see :mod:`redfish_fake_driver`); returns them."""
-        return list(self._peer("POST", "/_peer/faults", {"faults": [dict(r) for r in rules]})[
-            "faults"
-        ])  # fmt: skip
+        return list(
+            self._peer("POST", "/_peer/faults", {"faults": [dict(r) for r in rules]})["faults"]
+        )
 
     def faults(self) -> list[dict[str, Any]]:
         """The fault rules with their ``hits`` counters."""
@@ -241,9 +241,14 @@ def start_emulator(
     for n in range(extra_systems):
         other = str(uuid_mod.uuid4())
         systems.append(
-            {"uuid": other, "name": f"{name}-{n}", "power_state": "Off",
-             "external_notifier": False, "nics": [{"mac": _mac(seed + 100 + n)}]}
-        )  # fmt: skip
+            {
+                "uuid": other,
+                "name": f"{name}-{n}",
+                "power_state": "Off",
+                "external_notifier": False,
+                "nics": [{"mac": _mac(seed + 100 + n)}],
+            }
+        )
 
     config: dict[str, Any] = {
         "SUSHY_EMULATOR_LISTEN_IP": "127.0.0.1",
@@ -290,11 +295,20 @@ def start_emulator(
     env.pop("SUSHY_EMULATOR_CONFIG", None)
     try:
         process = subprocess.Popen(
-            [sys.executable, str(_CHILD), "--config", str(config_path),
-             "--port-file", str(port_file)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            env=env, cwd=directory,
-        )  # fmt: skip
+            [
+                sys.executable,
+                str(_CHILD),
+                "--config",
+                str(config_path),
+                "--port-file",
+                str(port_file),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=directory,
+        )
     finally:
         log.close()  # the child has its own descriptor
 

@@ -372,12 +372,15 @@ class PeerControl:
                             "code": "Base.1.0.GeneralError",
                             "message": f"Injected fault: HTTP {status}",
                             "@Message.ExtendedInfo": [
-                                {"MessageId": "Base.1.0.GeneralError", "Severity": "Critical",
-                                 "Message": f"Injected fault: HTTP {status}"}
+                                {
+                                    "MessageId": "Base.1.0.GeneralError",
+                                    "Severity": "Critical",
+                                    "Message": f"Injected fault: HTTP {status}",
+                                }
                             ],
                         }
                     }
-                ).encode()  # fmt: skip
+                ).encode()
                 start_response(
                     f"{int(status)} Injected",
                     [("Content-Type", "application/json"), ("Content-Length", str(len(body)))],

@@ -1,0 +1,420 @@
+"""``ironic-fsm demo``: a small fleet of emulated BMCs through the whole lifecycle.
+
+The demo starts IPMI BMCs (the project's pyghmi peer) and Redfish BMCs (the
+project's sushy-tools emulator) as child processes on 127.0.0.1, enrolls a
+node for each in a SQLite store, and drives every node, in parallel:
+
+    manage -> inspect (Redfish) -> provide (automated cleaning; Redfish nodes
+    clean by runbook: BIOS settings and a RAID 1 root volume) -> deploy ->
+    [two nodes are retired] -> undeploy -> available (retired: manageable)
+
+It shows each node's progress live, ends with a summary table, writes the
+state diagram next to the database, and stops every process it started,
+also when interrupted. The demo is an application of the library, so unlike
+the library's core it uses threads and sleeps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TextIO
+
+import attrs
+
+import ironic_fsm
+from ironic_fsm import states as s
+from ironic_fsm.events import Event
+
+__all__ = ["main", "run_demo"]
+
+RUNBOOK = "CUSTOM_DEMO_CLEAN"
+REDFISH_CLASS = "demo.redfish"
+IPMI_CLASS = "demo.ipmi"
+
+#: The BIOS settings and RAID layout the Redfish nodes get while cleaning.
+BIOS_SETTINGS = [
+    {"name": "BootMode", "value": "Uefi"},
+    {"name": "ProcTurboMode", "value": "Disabled"},
+]
+TARGET_RAID = {"logical_disks": [{"size_gb": 100, "raid_level": "1", "is_root_volume": True}]}
+
+STAGES = ("manage", "inspect", "provide", "deploy", "retire", "undeploy")
+
+
+@attrs.define
+class _Row:
+    """What the display knows about one node."""
+
+    name: str
+    driver: str
+    bmc: str
+    retire: bool
+    state: str = s.ENROLL
+    target: str | None = None
+    step: str = ""
+    stage: str = ""
+    done: list[str] = attrs.field(factory=list)
+    transitions: int = 0
+    steps: int = 0
+    started: float = 0.0
+    finished: float = 0.0
+    error: str | None = None
+
+
+class _Board:
+    """The live view: a table redrawn in place on a terminal, a log otherwise."""
+
+    def __init__(self, rows: Sequence[_Row], out: TextIO, live: bool) -> None:
+        self.rows = {row.name: row for row in rows}
+        self.by_uuid: dict[str, _Row] = {}
+        self.out = out
+        self.live = live
+        self.lock = threading.Lock()
+        self._drawn = 0
+        self.color = live
+
+    # -- updates (from conductor threads) --------------------------------------------------
+
+    def listen(self, event: Event) -> None:
+        with self.lock:
+            row = self.by_uuid.get(event.node)
+            if row is None:
+                return
+            if event.step is not None:
+                if event.name == "step.start":
+                    row.step = f"{event.step['interface']}.{event.step['step']}"
+                    row.steps += 1
+                elif event.name == "step.fail":
+                    row.error = event.error
+                else:
+                    row.step = ""
+            else:
+                row.state, row.target = event.state, event.target
+                row.transitions += 1
+                if event.error:
+                    row.error = event.error
+            if not self.live:
+                self._log(row, event)
+
+    def stage(self, row: _Row, stage: str, done: bool = False) -> None:
+        with self.lock:
+            if done:
+                row.done.append(stage)
+                row.stage = ""
+            else:
+                row.stage = stage
+                if not self.live:
+                    print(f"  {row.name:<10} {stage} ...", file=self.out, flush=True)
+
+    def _log(self, row: _Row, event: Event) -> None:
+        if event.step is not None:
+            what = f"{event.name:<10} {event.step['interface']}.{event.step['step']}"
+        else:
+            what = f"{event.previous_state} --{event.event}--> {event.state}"
+        print(f"  {row.name:<10} {what}", file=self.out, flush=True)
+
+    # -- drawing (main thread) ---------------------------------------------------------------
+
+    def _paint(self, text: str, state: str) -> str:
+        if not self.color:
+            return text
+        if state in s.FAILURE_STATES or state == s.ERROR:
+            code = "31"
+        elif state in s.STABLE_STATES:
+            code = "32"
+        elif state in s.WAIT_STATES or state in s.HOLD_STATES:
+            code = "36"
+        else:
+            code = "33"
+        return f"\x1b[{code}m{text}\x1b[0m"
+
+    def draw(self, elapsed: float) -> None:
+        if not self.live:
+            return
+        with self.lock:
+            lines = [
+                f"ironic_fsm demo: {len(self.rows)} nodes, {elapsed:5.1f} s",
+                f"  {'node':<10} {'driver':<8} {'progress':<8} {'state':<16} {'step':<36}",
+            ]
+            for row in self.rows.values():
+                marks = "".join(
+                    "#" if st in row.done else (">" if st == row.stage else ".")
+                    for st in STAGES
+                    if st != "retire" or row.retire
+                )
+                lines.append(
+                    f"  {row.name:<10} {row.driver:<8} {marks:<8} "
+                    f"{self._paint(f'{row.state:<16}', row.state)} {row.step[:36]:<36}"
+                )
+        if self._drawn:
+            self.out.write(f"\x1b[{self._drawn}F")
+        self.out.write("\n".join(f"{line}\x1b[K" for line in lines) + "\n")
+        self.out.flush()
+        self._drawn = len(lines)
+
+
+def _format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
+    rule = "  ".join("-" * w for w in widths)
+    body = ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
+    return "\n".join([line, rule, *body])
+
+
+@contextlib.contextmanager
+def _fleet(workdir: Path, ipmi: int, redfish: int) -> Iterator[list[tuple[str, Any]]]:
+    """Start the emulated BMCs; stop every one of them on the way out."""
+    try:
+        from ironic_fsm.testing.ipmi_bmc import start_bmcs
+        from ironic_fsm.testing.redfish_emulator import start_emulator
+    except ImportError as exc:
+        raise ironic_fsm.exceptions.MissingDependency(
+            f"The demo needs the BMC emulators ({exc.name} is missing): "
+            "pip install 'ironic_fsm[demo]'",
+            extra="demo",
+        ) from exc
+    stoppers: list[Callable[[], None]] = []
+    try:
+        fleet: list[tuple[str, Any]] = []
+        if ipmi:
+            bmcs = start_bmcs(workdir, ipmi)
+            stoppers.append(bmcs[0].stop)
+            fleet += [("ipmi", bmc) for bmc in bmcs]
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            futures = [
+                pool.submit(start_emulator, workdir / f"redfish-{i}") for i in range(redfish)
+            ]
+            for future in futures:
+                emulator = future.result()
+                stoppers.append(emulator.stop)
+                fleet.append(("redfish", emulator))
+        yield fleet
+    finally:
+        for stop in stoppers:
+            with contextlib.suppress(Exception):
+                stop()
+
+
+def _enroll(conductor: ironic_fsm.Conductor, fleet: list[tuple[str, Any]]) -> list[_Row]:
+    rows = []
+    counts = {"ipmi": 0, "redfish": 0}
+    for kind, bmc in fleet:
+        counts[kind] += 1
+        name = f"{kind}-{counts[kind]}"
+        if kind == "ipmi":
+            info: dict[str, Any] = {
+                "ipmi_address": bmc.address, "ipmi_port": bmc.port,
+                "ipmi_username": bmc.user, "ipmi_password": bmc.password,
+                "ipmi_timeout": 5,
+            }  # fmt: skip
+            extra: dict[str, Any] = {"resource_class": IPMI_CLASS}
+            where = f"ipmi://{bmc.address}:{bmc.port}"
+        else:
+            info = bmc.driver_info()
+            extra = {
+                "resource_class": REDFISH_CLASS,
+                "traits": [RUNBOOK],
+                "target_raid_config": TARGET_RAID,
+            }
+            where = bmc.url
+        node = conductor.create_node(name=name, driver=kind, driver_info=info, **extra)
+        row = _Row(name=name, driver=kind, bmc=where, retire=False)
+        rows.append(row)
+        row.state = node.provision_state
+    # Retire the first node of each kind (two in all, when both kinds are there).
+    seen: set[str] = set()
+    for row in rows:
+        if row.driver not in seen:
+            seen.add(row.driver)
+            row.retire = True
+    return rows
+
+
+def _drive(conductor: ironic_fsm.Conductor, board: _Board, row: _Row, uuid: str) -> None:
+    """One node's whole story; failures end it and are shown, not raised."""
+    row.started = time.monotonic()
+    try:
+        for stage in STAGES:
+            if stage == "inspect" and row.driver != "redfish":
+                continue
+            if stage == "retire":
+                if not row.retire:
+                    continue
+                board.stage(row, stage)
+                conductor.update_node(uuid, retired=True, retired_reason="demo: end of life")
+                board.stage(row, stage, done=True)
+                continue
+            board.stage(row, stage)
+            node = conductor.do_provisioning_action(uuid, stage)
+            if node.provision_state in s.FAILURE_STATES or node.provision_state in (
+                s.ERROR,
+                s.ENROLL,
+            ):
+                row.error = node.last_error
+                return
+            board.stage(row, stage, done=True)
+    except ironic_fsm.exceptions.IronicFSMError as exc:
+        row.error = str(exc)
+    finally:
+        row.finished = time.monotonic()
+
+
+def _diagram(workdir: Path) -> Path:
+    lifecycle = ironic_fsm.LIFECYCLE
+    dot = shutil.which("dot")
+    if dot is not None:
+        target = workdir / "lifecycle.svg"
+        done = subprocess.run(
+            [dot, "-Tsvg", "-o", str(target)],
+            input=lifecycle.to_dot(),
+            text=True,
+            capture_output=True,
+            timeout=60,
+        )
+        if done.returncode == 0:
+            return target
+    target = workdir / "lifecycle.mmd"
+    target.write_text(lifecycle.to_mermaid(), encoding="utf-8")
+    return target
+
+
+def run_demo(
+    *,
+    ipmi: int = 2,
+    redfish: int = 3,
+    output: Path | None = None,
+    live: bool | None = None,
+    out: TextIO = sys.stdout,
+) -> list[ironic_fsm.Node]:
+    """Run the demo; returns the nodes as they ended. Used by ``ironic-fsm demo``."""
+    from ironic_fsm.stores import SQLStore
+
+    started = time.monotonic()
+    live = out.isatty() if live is None else live
+    workdir = Path(output) if output is not None else Path(tempfile.mkdtemp(prefix="ironic-fsm-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    database = workdir / "demo.sqlite"
+    for stale in workdir.glob("demo.sqlite*"):
+        stale.unlink()
+    print(f"Starting {ipmi} IPMI and {redfish} Redfish BMCs on 127.0.0.1 ...", file=out)
+    with _fleet(workdir / "bmcs", ipmi, redfish) as fleet:
+        store = SQLStore(f"sqlite:///{database}")
+        config = ironic_fsm.Config(
+            automated_cleaning_step_source="hybrid",
+            automated_cleaning_runbook_by_resource_class={REDFISH_CLASS: RUNBOOK},
+        )
+        conductor = ironic_fsm.Conductor(store=store, config=config)
+        conductor.add_runbook(
+            RUNBOOK,
+            [
+                {"interface": "bios", "step": "apply_configuration",
+                 "args": {"settings": BIOS_SETTINGS}},
+                {"interface": "raid", "step": "delete_configuration", "args": {}},
+                {"interface": "raid", "step": "create_configuration", "args": {}},
+            ],  # fmt: skip
+            traits=[RUNBOOK],
+        )
+        rows = _enroll(conductor, fleet)
+        print(
+            f"Enrolled {len(rows)} nodes in {database} "
+            f"(BMCs up in {time.monotonic() - started:.1f} s)",
+            file=out,
+        )
+        board = _Board(rows, out, live)
+        nodes = conductor.list_nodes()
+        for node, row in zip(nodes, rows):
+            board.by_uuid[node.uuid] = row
+        conductor.add_listener(board.listen)
+        flow_started = time.monotonic()
+        with ThreadPoolExecutor(max_workers=min(8, len(rows))) as pool:
+            futures = [
+                pool.submit(_drive, conductor, board, row, node.uuid)
+                for node, row in zip(nodes, rows)
+            ]
+            while not all(f.done() for f in futures):
+                board.draw(time.monotonic() - flow_started)
+                time.sleep(0.1)
+            for f in futures:
+                f.result()
+        board.draw(time.monotonic() - flow_started)
+        flow_seconds = time.monotonic() - flow_started
+        final = conductor.list_nodes()
+        store.close()
+    print(file=out)
+    table = []
+    for node, row in zip(final, rows):
+        table.append(
+            [
+                node.name or node.uuid,
+                row.driver,
+                row.bmc,
+                node.provision_state,
+                "yes" if node.retired else "",
+                node.power_state or "",
+                str(row.transitions),
+                str(row.steps),
+                f"{row.finished - row.started:.1f}",
+                (node.last_error or row.error or "")[:60],
+            ]
+        )
+    header = ["node", "driver", "BMC", "state", "retired", "power", "transitions", "steps",
+              "seconds", "last error"]  # fmt: skip
+    print(_format_table(header, table), file=out)
+    diagram = _diagram(workdir)
+    print(
+        f"\n{len(final)} nodes in {flow_seconds:.1f} s "
+        f"(whole demo {time.monotonic() - started:.1f} s); "
+        f"database {database}; state diagram {diagram}",
+        file=out,
+    )
+    return final
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``ironic-fsm demo``: see the module docstring."""
+    parser = argparse.ArgumentParser(prog="ironic-fsm demo", description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The demo's options (shared with the ``ironic-fsm`` command line)."""
+    parser.add_argument("--ipmi", type=int, default=2, help="IPMI BMCs to start (default 2)")
+    parser.add_argument("--redfish", type=int, default=3, help="Redfish BMCs (default 3)")
+    parser.add_argument(
+        "--output", type=Path, default=Path("ironic-fsm-demo"),
+        help="directory for the database, the diagram and the BMCs' files "
+        "(default ./ironic-fsm-demo)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--plain", action="store_true", help="log lines instead of the live table"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run with parsed arguments; 0 when every node ended where the demo expects."""
+    if args.ipmi < 0 or args.redfish < 0 or args.ipmi + args.redfish == 0:
+        print("error: give at least one BMC (--ipmi / --redfish)", file=sys.stderr)
+        return 2
+    nodes = run_demo(
+        ipmi=args.ipmi,
+        redfish=args.redfish,
+        output=args.output,
+        live=False if args.plain else None,
+    )
+    expected = [s.MANAGEABLE if n.retired else s.AVAILABLE for n in nodes]
+    return 0 if [n.provision_state for n in nodes] == expected else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
