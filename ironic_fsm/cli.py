@@ -971,6 +971,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     p.set_defaults(func=_cmd_diagram, parser=p)
+
+    p = top.add_parser(
+        "demo",
+        help="run a fleet of emulated BMCs through the lifecycle",
+        description="Start emulated IPMI and Redfish BMCs on 127.0.0.1, enroll them in a "
+        "SQLite store and take every node through manage, inspect, provide (with BIOS and "
+        "RAID steps), deploy and undeploy, retiring two; shows progress live. Needs the "
+        "'demo' extra: pip install 'ironic_fsm[demo]'.",
+    )
+    from ironic_fsm import demo
+
+    demo.add_arguments(p)
+    p.set_defaults(func=demo.run, parser=p)
     return parser
 
 

@@ -151,8 +151,21 @@ def _scrub(node: Node, text: str) -> str:
     return scrub(text, secret_values(node.driver_info, node.instance_info))
 
 
-def _process_alive(pid: int) -> bool:
-    """Whether a process of this host still runs (a zombie counts as gone)."""
+def _process_start(pid: int) -> str | None:
+    """The start time of a process of this host (clock ticks since boot), if known."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rpartition(")")[2].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _process_alive(pid: int, started: str | None = None) -> bool:
+    """Whether a process of this host still runs.
+
+    A zombie counts as gone, and so does a process whose start time differs
+    from the recorded one: its PID was reused (after a reboot, say).
+    """
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -161,9 +174,12 @@ def _process_alive(pid: int) -> bool:
         return True
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            return stat.read().rpartition(")")[2].split()[0] != "Z"
-    except (OSError, IndexError):
+            fields = stat.read().rpartition(")")[2].split()
+    except OSError:
         return True
+    if fields and fields[0] == "Z":
+        return False
+    return started is None or len(fields) < 20 or fields[19] == started
 
 
 def _describe_exc(exc: BaseException) -> str:
@@ -210,7 +226,10 @@ class Conductor:
         self._templates: dict[str, list[dict[str, Any]]] = {}
         self._runbooks: dict[str, tuple[list[dict[str, Any]], frozenset[str]]] = {}
         #: This conductor's identity in reservations: host, process and instance.
-        self.holder = f"{self.config.host}:{os.getpid()}:{_uuid.uuid4().hex[:8]}"
+        # The token carries the process start time, so that a reused PID is
+        # not mistaken for this process after it is gone.
+        started = _process_start(os.getpid()) or "0"
+        self.holder = f"{self.config.host}:{os.getpid()}:{started}-{_uuid.uuid4().hex[:8]}"
 
     # -- registration ---------------------------------------------------------------
 
@@ -1202,21 +1221,19 @@ class Conductor:
         self, task: Task, user_steps: Sequence[Any] | None, disable_ramdisk: bool
     ) -> list[dict[str, Any]]:
         """The steps of this cleaning: the user's, a runbook's, or the driver's."""
-        node = task.node
         blocked = self.config.disallow_clean_steps
         if user_steps is not None:
+            # No node prefix: the caller's message names the node already.
             return validate_user_steps(
                 "clean", self._driver_steps(task, "clean"), user_steps, disallowed=blocked,
-                disable_ramdisk=disable_ramdisk, node=node.uuid,
+                disable_ramdisk=disable_ramdisk,
             )  # fmt: skip
         runbook = self._automated_runbook(task)
         if runbook is not None:
             # Declarative automated cleaning: in list order; disallowed steps
             # are dropped silently, as for driver steps.
             wanted = [st for st in runbook if step_id(st) not in blocked]
-            return validate_user_steps(
-                "clean", self._driver_steps(task, "clean"), wanted, node=node.uuid
-            )
+            return validate_user_steps("clean", self._driver_steps(task, "clean"), wanted)
         return plan_automated_clean_for(
             task.driver, task, overrides=self.config.clean_step_priority_override,
             disallowed=blocked,
@@ -1310,7 +1327,7 @@ class Conductor:
             plan = validate_user_steps(
                 "service", self._driver_steps(task, "service"), user_steps,
                 disallowed=self.config.disallow_service_steps,
-                disable_ramdisk=disable_ramdisk, node=node.uuid,
+                disable_ramdisk=disable_ramdisk,
             )  # fmt: skip
         except Exception as exc:
             self._phase_failed(
@@ -1626,9 +1643,10 @@ class Conductor:
         self, holder: str, heartbeats: Mapping[str, datetime], node: Node, now: datetime
     ) -> bool:
         host, _, rest = holder.partition(":")
-        pid_text = rest.partition(":")[0]
+        pid_text, _, token = rest.partition(":")
         if host == self.config.host and pid_text.isdigit():
-            return _process_alive(int(pid_text))
+            started = token.partition("-")[0] if "-" in token else None
+            return _process_alive(int(pid_text), started if started != "0" else None)
         last_seen = heartbeats.get(holder) or node.updated_at
         if last_seen is None:
             return False
@@ -1770,6 +1788,7 @@ class Conductor:
             )  # fmt: skip
         elif state == s.RESCUEWAIT:
             node.instance_info.pop("rescue_password", None)
+            self._call_quietly(task, lambda t: self._power(t, s.POWER_OFF), "power off")
             self._call_quietly(task, task.driver.rescue.clean_up, "rescue clean-up")
             self._process(
                 task, s.FAIL_EVENT,

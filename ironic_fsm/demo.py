@@ -165,9 +165,9 @@ class _Board:
 
 def _format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
+    line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
     rule = "  ".join("-" * w for w in widths)
-    body = ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
+    body = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
     return "\n".join([line, rule, *body])
 
 
@@ -188,7 +188,7 @@ def _fleet(workdir: Path, ipmi: int, redfish: int) -> Iterator[list[tuple[str, A
         fleet: list[tuple[str, Any]] = []
         if ipmi:
             bmcs = start_bmcs(workdir, ipmi)
-            stoppers.append(bmcs[0].stop)
+            stoppers += [bmc.stop for bmc in bmcs]
             fleet += [("ipmi", bmc) for bmc in bmcs]
         with ThreadPoolExecutor(max_workers=4) as pool:
             futures = [
@@ -317,11 +317,14 @@ def run_demo(
         conductor.add_runbook(
             RUNBOOK,
             [
-                {"interface": "bios", "step": "apply_configuration",
-                 "args": {"settings": BIOS_SETTINGS}},
+                {
+                    "interface": "bios",
+                    "step": "apply_configuration",
+                    "args": {"settings": BIOS_SETTINGS},
+                },
                 {"interface": "raid", "step": "delete_configuration", "args": {}},
                 {"interface": "raid", "step": "create_configuration", "args": {}},
-            ],  # fmt: skip
+            ],
             traits=[RUNBOOK],
         )
         rows = _enroll(conductor, fleet)
@@ -332,14 +335,14 @@ def run_demo(
         )
         board = _Board(rows, out, live)
         nodes = conductor.list_nodes()
-        for node, row in zip(nodes, rows):
+        for node, row in zip(nodes, rows, strict=True):
             board.by_uuid[node.uuid] = row
         conductor.add_listener(board.listen)
         flow_started = time.monotonic()
         with ThreadPoolExecutor(max_workers=min(8, len(rows))) as pool:
             futures = [
                 pool.submit(_drive, conductor, board, row, node.uuid)
-                for node, row in zip(nodes, rows)
+                for node, row in zip(nodes, rows, strict=True)
             ]
             while not all(f.done() for f in futures):
                 board.draw(time.monotonic() - flow_started)
@@ -352,7 +355,7 @@ def run_demo(
         store.close()
     print(file=out)
     table = []
-    for node, row in zip(final, rows):
+    for node, row in zip(final, rows, strict=True):
         table.append(
             [
                 node.name or node.uuid,
@@ -396,9 +399,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="directory for the database, the diagram and the BMCs' files "
         "(default ./ironic-fsm-demo)",
     )  # fmt: skip
-    parser.add_argument(
-        "--plain", action="store_true", help="log lines instead of the live table"
-    )
+    parser.add_argument("--plain", action="store_true", help="log lines instead of the live table")
 
 
 def run(args: argparse.Namespace) -> int:

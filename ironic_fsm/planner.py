@@ -435,6 +435,14 @@ def plan_deploy(
     known = {step_id(st): st for st in driver_steps}
     blocked = frozenset(disallowed)
     problems: list[str] = []
+    if isinstance(instance_traits, (str, bytes)) or not all(
+        isinstance(trait, str) for trait in instance_traits
+    ):
+        _raise(
+            [f"instance_info['traits'] must be a list of trait names, not {instance_traits!r}"],
+            "invalid deploy steps: ",
+            node,
+        )
     instance = list(instance_traits)
     missing_traits = sorted(set(instance) - set(node_traits))
     if missing_traits:

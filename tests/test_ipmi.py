@@ -1,6 +1,6 @@
 """The ``ipmi`` hardware type against a real IPMI peer on 127.0.0.1 (DESIGN §4b).
 
-Every test that talks to a BMC talks to :mod:`peers.ipmi_bmc`, a pyghmi
+Every test that talks to a BMC talks to :mod:`ironic_fsm.testing.ipmi_bmc`, a pyghmi
 server in a child process, over real UDP; nothing in pyghmi is mocked. The
 peer's state file shows what the BMC really did, and its faults file makes
 it misbehave. Fault tests use ``ipmi_timeout=2`` to stay quick. pyghmi
@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from peers.ipmi_bmc import BMC, start_bmc, start_bmcs
 
 from ironic_fsm import Conductor, Config, Node, states
 from ironic_fsm.drivers.ipmi import (
@@ -42,6 +41,7 @@ from ironic_fsm.exceptions import (
 )
 from ironic_fsm.hardware import HardwareType
 from ironic_fsm.task import Task
+from ironic_fsm.testing.ipmi_bmc import BMC, start_bmc, start_bmcs
 
 FAULT_TIMEOUT = 2.0
 SLACK = 2.0  # allowed beyond a deadline: thread hand-off, pyghmi's occasional stalls
@@ -512,13 +512,14 @@ def test_send_raw_runs_when_allowed(bmc: BMC) -> None:
     assert "Invalid command" in node.last_error
 
 
-def test_two_bmcs_in_one_peer_process_are_independent(
+def test_two_bmcs_used_in_parallel_are_independent(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     first, second = start_bmcs(tmp_path, 2)
     request.addfinalizer(first.stop)
+    request.addfinalizer(second.stop)
     assert first.port != second.port
-    assert first.process is second.process
+    assert first.process is not second.process  # one process per BMC, like real hardware
     one, two = make_task(driver_info(first)), make_task(driver_info(second))
     errors: list[BaseException] = []
 

@@ -1,12 +1,13 @@
 """The ``redfish`` hardware type against a real Redfish emulator on 127.0.0.1.
 
 Every test talks HTTP to the project's extension of the sushy-tools
-emulator (``tests/peers``); nothing in sushy is mocked. What the driver did
-is checked in the emulator's own state (``/_peer/state``), not only in what
-the driver reports. Emulators run as child processes: one shared by the
-tests that leave it as they found it, one for fault injection, and one
-"limited" BMC (two systems, no storage, no inventory, no Manager.Reset,
-BIOS changes applied at reboot, slow power changes).
+emulator (:mod:`ironic_fsm.testing.redfish_emulator`); nothing in sushy is
+mocked. What the driver did is checked in the emulator's own state
+(``/_peer/state``), not only in what the driver reports. Emulators run as
+child processes: one shared by the tests that leave it as they found it,
+one for fault injection, and one "limited" BMC (two systems, no storage, no
+inventory, no Manager.Reset, BIOS changes applied at reboot, slow power
+changes).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ironic_fsm.testing.redfish_emulator import Emulator, FileServer, start_emulator
 
 from ironic_fsm import Conductor, Config, states
 from ironic_fsm.drivers import redfish
@@ -33,6 +33,7 @@ from ironic_fsm.exceptions import (
 )
 from ironic_fsm.node import Node
 from ironic_fsm.task import Task
+from ironic_fsm.testing.redfish_emulator import Emulator, FileServer, start_emulator
 
 PASSWORD = "Redfish-Secret-42"
 BIOS_DEFAULTS = {"ProcTurboMode": "Enabled", "NicBoot1": "NetworkBoot"}

@@ -283,7 +283,7 @@ def start_emulator(
 
     config_path = directory / "emulator.conf"
     config_path.write_text(
-        "# Written by tests/peers/redfish_emulator.py\n"
+        "# Written by ironic_fsm.testing.redfish_emulator\n"
         + "".join(f"{key} = {value!r}\n" for key, value in config.items()),
         encoding="utf-8",
     )

@@ -26,7 +26,7 @@ a driver test needs:
 Run it as a child process; it binds 127.0.0.1 on kernel-chosen ports and
 prints ``READY <port>`` once per BMC, then serves until SIGTERM::
 
-    python tests/peers/ipmi_bmc.py --user admin --password PW --state-dir DIR [--count N]
+    python -m ironic_fsm.testing.ipmi_bmc --user admin --password PW --state-dir DIR [--count N]
 
 Tests use :func:`start_bmc` (or :func:`start_bmcs`), which starts the
 process, waits for READY with a bound, and stops it by PID.
@@ -554,18 +554,7 @@ def _read_ready(proc: subprocess.Popen[bytes], count: int, timeout: float) -> It
                 yield int(line.split()[1])
 
 
-def start_bmcs(
-    tmp_path: Path, count: int, *, user: str = "admin", password: str | None = None
-) -> list[BMC]:
-    """Start one process serving ``count`` BMCs; stop it with ``.stop()`` on any of them.
-
-    Each call gets a unique password unless one is given: pyghmi caches
-    sessions per (host, user, password, port) for the whole process, and the
-    kernel may hand a dead peer's port to a new one.
-    """
-    password = password if password is not None else f"pw-{secrets.token_hex(6)}"
-    state_dir = Path(tmp_path) / f"ipmi-peer-{secrets.token_hex(3)}"
-    state_dir.mkdir(parents=True)
+def _spawn_peer(state_dir: Path, user: str, password: str, count: int) -> PeerProcess:
     log = state_dir / "peer.log"
     with log.open("wb") as errors:
         proc = subprocess.Popen(
@@ -575,13 +564,38 @@ def start_bmcs(
             stdout=subprocess.PIPE,
             stderr=errors,
         )  # fmt: skip
-    process = PeerProcess(proc, log)
+    return PeerProcess(proc, log)
+
+
+def start_bmcs(
+    tmp_path: Path, count: int, *, user: str = "admin", password: str | None = None
+) -> list[BMC]:
+    """Start ``count`` BMCs, one child process each; stop each with its ``.stop()``.
+
+    One process per BMC, like real hardware: pyghmi's server routes sessions
+    by the client's address only, so one process serving several BMCs mixes
+    up a client that talks to two of them at once.
+
+    Each call gets a unique password unless one is given: pyghmi caches
+    sessions per (host, user, password, port) for the whole process, and the
+    kernel may hand a dead peer's port to a new one.
+    """
+    password = password if password is not None else f"pw-{secrets.token_hex(6)}"
+    started: list[tuple[PeerProcess, Path]] = []
     try:
-        ports = list(_read_ready(proc, count, READY_TIMEOUT))
+        for _ in range(count):
+            state_dir = Path(tmp_path) / f"ipmi-peer-{secrets.token_hex(3)}"
+            state_dir.mkdir(parents=True)
+            started.append((_spawn_peer(state_dir, user, password, 1), state_dir))
+        bmcs = []
+        for process, state_dir in started:
+            (port,) = _read_ready(process.proc, 1, READY_TIMEOUT)
+            bmcs.append(BMC(process, port, 0, user, password, state_dir))
+        return bmcs
     except BaseException:
-        process.stop()
+        for process, _ in started:
+            process.stop()
         raise
-    return [BMC(process, port, i, user, password, state_dir) for i, port in enumerate(ports)]
 
 
 def start_bmc(tmp_path: Path, *, user: str = "admin", password: str | None = None) -> BMC:
