@@ -24,6 +24,7 @@ is loaded when a store is opened, never for ``--help``, ``states`` or
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -1014,6 +1015,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # Output piped into `head` and the like: stop quietly, as Unix tools do.
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 1
     except Exception as exc:
         # Database failures surface as SQLAlchemy errors; say so without a traceback.
         if type(exc).__module__.split(".")[0] == "sqlalchemy":
