@@ -63,9 +63,11 @@ def main() -> None:
             print("while active, the BMCs say:")
             print(f"  ipmi-0:    power {bmc.state()['power']}, boot {bmc.state()['boot_device']}")
             system = emulator.system_state()
-            print(f"  redfish-0: power {system.get('power_state')}, properties "
-                  f"{conductor.get_node('redfish-0').properties.get('memory_mb')} MB, "
-                  f"{len(conductor.get_node('redfish-0').properties.get('macs', []))} NICs")  # fmt: skip
+            inspected = conductor.get_node("redfish-0").properties
+            print(
+                f"  redfish-0: power {system.get('power_state')}, "
+                f"{inspected.get('memory_mb')} MB, {len(inspected.get('macs', []))} NICs"
+            )
             for name in ("ipmi-0", "redfish-0"):
                 node = conductor.do_provisioning_action(name, "undeploy")
                 print(f"{name} is {node.provision_state!r}, power {node.power_state!r}")
