@@ -38,6 +38,8 @@ extensions = [
     "lifecycle_diagram",
     # Local: autodoc rendering fixes, constants and the Config options table.
     "apidoc_helpers",
+    # Local: driver_info and step tables generated from each hardware type.
+    "driver_reference",
 ]
 
 # No network access at build time: intersphinx stays off.

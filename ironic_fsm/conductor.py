@@ -1725,9 +1725,10 @@ class Conductor:
         """
         now = now or self._now()
         acted: list[str] = []
-        for node in self.store.list():
+        waiting = [n for st in sorted(s.WAIT_STATES) for n in self.store.list(provision_state=st)]
+        for node in waiting:
             state = node.provision_state
-            if state not in s.WAIT_STATES or node.reservation is not None:
+            if node.reservation is not None:
                 continue
             phase = _PHASE_BY_STATE.get(state)
             if phase is not None:
