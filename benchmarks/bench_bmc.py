@@ -339,7 +339,6 @@ class Fault:
     deadline: float
     deadline_text: str
     expected_error: str
-    library_default: str
     seconds: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -462,7 +461,7 @@ def _faults(tmp: Path, samples: int, full: bool) -> tuple[list[Fault], dict[str,
         # IPMI, nothing listening on the UDP port.
         dead = Fault(
             "IPMI dead BMC (closed UDP port)", f"ipmi_timeout={IPMI_TIMEOUT:g}", IPMI_TIMEOUT,
-            f"{IPMI_TIMEOUT:g} s", "BMCUnreachable", "",
+            "ipmi_timeout", "BMCUnreachable",
         )  # fmt: skip
         dead_task = _ipmi_task(_free_port(socket.SOCK_DGRAM), "pw-dead", IPMI_TIMEOUT)
         _sample_fault(dead, lambda: dead_task.driver.power.get_power_state(dead_task), samples)
@@ -471,7 +470,7 @@ def _faults(tmp: Path, samples: int, full: bool) -> tuple[list[Fault], dict[str,
         # IPMI, the peer drops every packet.
         quiet = Fault(
             "IPMI silent BMC (peer silent: true)", f"ipmi_timeout={IPMI_TIMEOUT:g}",
-            IPMI_TIMEOUT, f"{IPMI_TIMEOUT:g} s", "BMCUnreachable", "",
+            IPMI_TIMEOUT, "ipmi_timeout", "BMCUnreachable",
         )  # fmt: skip
         quiet_task = _ipmi_task(silent.port, silent.password, IPMI_TIMEOUT)
         _sample_fault(quiet, lambda: quiet_task.driver.power.get_power_state(quiet_task), samples)
@@ -487,7 +486,6 @@ def _faults(tmp: Path, samples: int, full: bool) -> tuple[list[Fault], dict[str,
                 refused_deadline,
                 f"{REDFISH_DEFAULT_RETRY_DELAY:g} s pause x {REDFISH_DEFAULT_ATTEMPTS - 1}",
                 "BMCUnreachable",
-                "",
             )
             refused_task = _redfish_task(
                 f"http://127.0.0.1:{_free_port(socket.SOCK_STREAM)}", "/redfish/v1/Systems/1",
@@ -501,7 +499,7 @@ def _faults(tmp: Path, samples: int, full: bool) -> tuple[list[Fault], dict[str,
             # Redfish, a listener that accepts and never answers.
             hole = Fault(
                 "Redfish silent BMC (accepts, never answers)", setting_text, silent_deadline,
-                attempts_text, "BMCTimeout", "",
+                attempts_text, "BMCTimeout",
             )  # fmt: skip
             hole_task = _redfish_task(
                 f"http://127.0.0.1:{blackhole.port}", "/redfish/v1/Systems/1", "pw-hole",
@@ -513,7 +511,7 @@ def _faults(tmp: Path, samples: int, full: bool) -> tuple[list[Fault], dict[str,
             # Redfish, the emulator answers the system later than the read timeout.
             slow = Fault(
                 f"Redfish slow BMC (emulator delay {REDFISH_FAULT_DELAY:g} s)", setting_text,
-                silent_deadline, attempts_text, "BMCTimeout", "",
+                silent_deadline, attempts_text, "BMCTimeout",
             )  # fmt: skip
             slow_task = _redfish_task(
                 emulator.url, emulator.system_id, emulator.password, **short_redfish
@@ -669,8 +667,8 @@ def _ops_table(results: list[Samples], samples: int) -> Table:
         "settings, then a forced re-read of the Bios resource",
         f"peer figures ({PEERS_MD}): pyghmi login 4-5 ms, get_power 1.9-2.7 ms, set_bootdev "
         "1.6-2.5 ms; sushy reset_system 3-4 ms, set_system_boot_options 7-8.5 ms",
-        "pyghmi stalls 0.5-1 s now and then (a missed wake-up, bmc-peers.md pitfall 5): "
-        "that is what an IPMI max far above its p90 shows",
+        "pyghmi stalls 0.5-1 s now and then (a missed wake-up, bmc-peers.md pitfall 5); "
+        "an IPMI max far above its p90 is one of those",
     ]
     return table
 
@@ -681,7 +679,7 @@ def _library_cells(defaults: dict[str, Any], key: str) -> str:
     if not runs:
         return ""
     if not times:
-        return runs[0][1]
+        return str(runs[0][1])
     shown = _fmt_s(statistics.median(times))
     return f"{shown} measured" + (f" (median of {len(times)})" if len(times) > 1 else "")
 
@@ -728,8 +726,8 @@ def _faults_table(faults: list[Fault], defaults: dict[str, Any], samples: int, f
         "to 1 try and 1 ms",
         f"pyghmi alone, BMC silent in the middle of a session: {PYGHMI_SILENT_SESSION_DOC}; "
         f"BMC answering Open Session but never RAKP2: never returns ({PEERS_MD})",
-        "the driver's own default ipmi_timeout is 10 s: against a dead BMC, pyghmi's ~5 s "
-        "login timeout then comes first",
+        "with the driver's default ipmi_timeout (10 s), a dead BMC fails at pyghmi's own "
+        "~5 s login timeout, which then comes first (BMCUnreachable either way)",
     ]
     if not full:
         table.notes.append(

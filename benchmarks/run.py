@@ -26,6 +26,7 @@ from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import bench_bmc
 import bench_import
 import bench_lifecycle
 import bench_machine
@@ -39,6 +40,7 @@ BENCHMARKS: dict[str, ModuleType] = {
     "planner": bench_planner,
     "import": bench_import,
     "lifecycle": bench_lifecycle,
+    "bmc": bench_bmc,
 }
 
 
