@@ -55,7 +55,8 @@ _PHASES_WITH_RAMDISK = ("clean", "service")
 
 
 def _paragraph(*children: nodes.Node | str) -> nodes.paragraph:
-    para = nodes.paragraph()
+    # The text comes from the code ({'name': ...}): no curly quotes or ellipses.
+    para = nodes.paragraph(support_smartquotes=False)
     for child in children:
         para += nodes.Text(child) if isinstance(child, str) else child
     return para
@@ -146,11 +147,13 @@ class DriverInterfaces(_HardwareTypeDirective):
         for kind, iface in hardware_type.interfaces():
             cls = type(iface)
             if iface is noop_interface(kind):
-                rows.append([_entry(kind), _entry("no-op"), _entry("Not implemented.")])
+                rows.append([_entry(kind), _entry("(no-op)"), _entry("Not offered: does nothing.")])
                 continue
             name = f"{cls.__module__}.{cls.__qualname__}"
             xref = self.parse_text_to_nodes(f":class:`~{name}`")
-            rows.append([_entry(kind), nodes.entry("", *xref), _entry(_summary(cls))])
+            # Docstrings are reStructuredText: ``literals`` and roles render.
+            summary = self.parse_text_to_nodes(_summary(cls)) or [_paragraph("")]
+            rows.append([_entry(kind), nodes.entry("", *xref), nodes.entry("", *summary)])
         return [_table(["Kind", "Class", "What it does"], rows, [12, 22, 66], "driver-interfaces")]
 
 
@@ -187,9 +190,7 @@ class DriverInfo(_HardwareTypeDirective):
         kinds: list[str] = []
         for kind_list in readers.values():
             kinds.extend(k for k in kind_list if k not in kinds)
-        note = _paragraph(
-            f"Read by the {_join(kinds)} interface{'s' if len(kinds) > 1 else ''}."
-        )
+        note = _paragraph(f"Read by the {_join(kinds)} interface{'s' if len(kinds) > 1 else ''}.")
         return [table, note]
 
 
@@ -243,7 +244,7 @@ class DriverSteps(_HardwareTypeDirective):
                 rows.append(self._row(phase, kind, info, disallowed))
         if not rows:
             return [_paragraph("This hardware type declares no steps.")]
-        headers = ["Phase", "Step", "Priority", "Abortable", "Ramdisk", "Arguments"]
+        headers = ["Phase", "Step", "Priority", "Abortable", "Needs ramdisk", "Arguments"]
         return [_table(headers, rows, [8, 26, 8, 9, 8, 41], "driver-steps")]
 
     @staticmethod
@@ -254,7 +255,7 @@ class DriverSteps(_HardwareTypeDirective):
             step.append(" (disallowed by default)")
         abortable = "-" if phase == "verify" else ("yes" if info.abortable else "no")
         if phase in _PHASES_WITH_RAMDISK:
-            ramdisk = "needed" if info.requires_ramdisk else "no"
+            ramdisk = "yes" if info.requires_ramdisk else "no"
         else:
             ramdisk = "-"
         if info.argsinfo:
@@ -263,9 +264,7 @@ class DriverSteps(_HardwareTypeDirective):
                 required = "required" if spec.get("required") else "optional"
                 items += nodes.list_item(
                     "",
-                    _paragraph(
-                        _literal(arg), f" ({required}): {spec.get('description', '')}"
-                    ),
+                    _paragraph(_literal(arg), f" ({required}): {spec.get('description', '')}"),
                 )
             arguments = nodes.entry("", items)
         else:
