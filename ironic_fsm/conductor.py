@@ -1557,7 +1557,8 @@ class Conductor:
             if step.get("abort_after"):
                 self._abort_after(task, phase, step)
                 return
-            self._step_event(STEP_END, task, step)
+            if skip:  # otherwise the step runs again and ends later
+                self._step_event(STEP_END, task, step)
         index = 0 if current is None else (current + 1 if skip else current)
         self._process(task, s.RESUME_EVENT)
         self._run_steps(task, phase, index)

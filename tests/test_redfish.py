@@ -602,6 +602,48 @@ def test_full_lifecycle_with_virtual_media(emu: Emulator, tmp_path: Path) -> Non
         hardware.bios.factory_reset(tidy)
 
 
+def test_rescue_boots_the_rescue_iso_and_unrescue_the_disk(emu: Emulator, tmp_path: Path) -> None:
+    images = tmp_path / "rescue-images"
+    images.mkdir()
+    (images / "rescue.iso").write_bytes(b"\0" * 4096)
+    files = FileServer(images)
+    try:
+        conductor = new_conductor()
+        node = conductor.create_node(
+            driver="redfish",
+            name="rf-rescue",
+            provision_state=states.ACTIVE,
+            driver_info=emu.driver_info(redfish_rescue_iso=f"{files.url}/rescue.iso"),
+        )
+        node = conductor.do_provisioning_action(node.uuid, "rescue", rescue_password="s3cr3t-pw")
+        assert node.provision_state == states.RESCUE, node.last_error
+        state = emu.system_state()
+        assert state["power_state"] == "On"
+        assert state["vmedia"]["Cd"] == {"image_url": f"{files.url}/rescue.iso", "inserted": True}
+        assert (state["boot_history"][-1]["target"], state["boot_history"][-1]["enabled"]) == (
+            "Cd",
+            "Once",
+        )
+        assert "s3cr3t-pw" not in repr(node)
+        node = conductor.do_provisioning_action(node.uuid, "unrescue")
+        assert node.provision_state == states.ACTIVE, node.last_error
+        state = emu.system_state()
+        assert state["vmedia"]["Cd"]["inserted"] is False
+        assert (state["boot_device"], state["boot_enabled"]) == ("Hdd", "Continuous")
+        assert "rescue_password" not in node.instance_info
+    finally:
+        files.stop()
+        hardware = redfish.redfish_hardware()
+        hardware.power.set_power_state(make_task(hardware, emu.driver_info()), states.POWER_OFF)
+
+
+def test_rescue_iso_must_be_a_url(emu: Emulator) -> None:
+    hardware = redfish.redfish_hardware()
+    task = make_task(hardware, emu.driver_info(redfish_rescue_iso="ftp://nope/rescue.iso"))
+    with pytest.raises(InvalidParameterValue, match="redfish_rescue_iso must be an http"):
+        hardware.rescue.validate(task)
+
+
 def test_deploy_without_virtual_media_boots_the_network(emu: Emulator, hardware: Any) -> None:
     task = make_task(hardware, emu.driver_info())
     hardware.power.set_power_state(task, states.POWER_OFF)

@@ -65,6 +65,7 @@ from ironic_fsm.interfaces import (
     ManagementInterface,
     PowerInterface,
     RAIDInterface,
+    RescueInterface,
 )
 from ironic_fsm.masking import scrub
 from ironic_fsm.steps import clean_step, deploy_step, service_step
@@ -73,6 +74,7 @@ from ironic_fsm.task import Task
 __all__ = [
     "DRIVER_INFO",
     "RedfishBIOS",
+    "RedfishRescue",
     "RedfishBoot",
     "RedfishDeploy",
     "RedfishFirmware",
@@ -108,6 +110,8 @@ DRIVER_INFO: Final[Mapping[str, str]] = {
     "redfish_boot_mode": "'uefi' or 'bios': boot mode to request with boot device changes. "
     "Default: properties/capabilities boot_mode, else the BMC's current mode.",
     "redfish_deploy_iso": "http(s) URL of a deploy ISO: deploy boots it through virtual "
+    "media when the BMC offers it (otherwise the node boots from the network).",
+    "redfish_rescue_iso": "http(s) URL of a rescue ISO: rescue boots it through virtual "
     "media when the BMC offers it (otherwise the node boots from the network).",
     "redfish_power_timeout": "Seconds to wait for the BMC to report a new power state. Default 60.",
     "redfish_task_timeout": "Seconds to wait for BIOS changes to apply (after a reboot when "
@@ -264,6 +268,7 @@ class RedfishInfo:
     server_side_retries_delay: float
     boot_mode: str | None
     deploy_iso: str | None
+    rescue_iso: str | None
     power_timeout: float
     task_timeout: float
     firmware_update_timeout: float
@@ -426,16 +431,20 @@ def parse_driver_info(node: Any) -> RedfishInfo:
         else:
             boot_mode = boot_mode.strip().lower()
 
-    deploy_iso = info.get("redfish_deploy_iso")
-    if deploy_iso is not None:
-        parsed_iso = urlparse(deploy_iso) if isinstance(deploy_iso, str) else None
-        if (
-            parsed_iso is None
-            or parsed_iso.scheme not in ("http", "https")
-            or not (parsed_iso.hostname)
-        ):
-            problems.append(f"redfish_deploy_iso must be an http(s) URL, got {deploy_iso!r}")
-            deploy_iso = None
+    isos: dict[str, str | None] = {}
+    for key in ("redfish_deploy_iso", "redfish_rescue_iso"):
+        iso = info.get(key)
+        if iso is not None:
+            parsed_iso = urlparse(iso) if isinstance(iso, str) else None
+            if (
+                parsed_iso is None
+                or parsed_iso.scheme not in ("http", "https")
+                or not (parsed_iso.hostname)
+            ):
+                problems.append(f"{key} must be an http(s) URL, got {iso!r}")
+                iso = None
+        isos[key] = iso
+    deploy_iso = isos["redfish_deploy_iso"]
 
     if problems:
         raise InvalidParameterValue(
@@ -455,6 +464,7 @@ def parse_driver_info(node: Any) -> RedfishInfo:
         server_side_retries_delay=numbers["redfish_server_side_retries_delay"],
         boot_mode=boot_mode,
         deploy_iso=deploy_iso,
+        rescue_iso=isos["redfish_rescue_iso"],
         power_timeout=numbers["redfish_power_timeout"],
         task_timeout=numbers["redfish_task_timeout"],
         firmware_update_timeout=numbers["redfish_firmware_update_timeout"],
@@ -1517,14 +1527,17 @@ class RedfishBoot(_RedfishValidation, BootInterface):
 
     def prepare_ramdisk(self, task: Task, ramdisk_params: Mapping[str, Any]) -> None:
         info = _info(task)
-        if not info.deploy_iso:
-            return
+        if info.deploy_iso:
+            self.boot_iso(task, info.deploy_iso, "redfish_deploy_iso")
+
+    def boot_iso(self, task: Task, url: str, key: str) -> None:
+        """Insert the ISO at ``url`` as virtual media and boot from it once."""
+        info = _info(task)
         with _bmc(task, info, "insert virtual media"):
             devices = _cd_devices(_get_system(info))
             if not devices:
                 raise BMCRequestFailed(
-                    f"Node {task.node.uuid}: BMC {info.address} offers no virtual CD/DVD for "
-                    "redfish_deploy_iso",
+                    f"Node {task.node.uuid}: BMC {info.address} offers no virtual CD/DVD for {key}",
                     node=task.node.uuid,
                     address=info.address,
                     status=None,
@@ -1532,9 +1545,9 @@ class RedfishBoot(_RedfishValidation, BootInterface):
             device = devices[0]
             if device.inserted:
                 device.eject_media()
-            device.insert_media(info.deploy_iso, inserted=True, write_protected=True)
+            device.insert_media(url, inserted=True, write_protected=True)
         LOG.info(
-            "Node %s: deploy ISO inserted as virtual media on BMC %s", task.node.uuid, info.address
+            "Node %s: %s inserted as virtual media on BMC %s", task.node.uuid, key, info.address
         )
         task.driver.management.set_boot_device(task, "cdrom", persistent=False)
 
@@ -1607,6 +1620,53 @@ class RedfishDeploy(_RedfishValidation, DeployInterface):
         task.driver.boot.clean_up_instance(task)
         task.node.driver_internal_info.pop("redfish_deploy", None)
         return None
+
+
+# -- rescue ----------------------------------------------------------------------------------------
+
+
+class RedfishRescue(_RedfishValidation, RescueInterface):
+    """Boots a rescue environment through the BMC, and the instance again afterwards.
+
+    With ``redfish_rescue_iso`` and a BMC that offers virtual media, the ISO
+    is inserted and booted once; otherwise the node boots from the network,
+    where the operator's rescue service answers. The rescue ramdisk has no
+    call-back here, so rescuing completes when the node has been booted.
+    """
+
+    def rescue(self, task: Task) -> str:
+        info = _info(task)
+        boot = task.driver.boot
+        if info.rescue_iso and isinstance(boot, RedfishBoot) and boot.supports_virtual_media(task):
+            boot.boot_iso(task, info.rescue_iso, "redfish_rescue_iso")
+            how = "cdrom"
+        else:
+            task.driver.management.set_boot_device(task, "pxe", persistent=False)
+            how = "pxe"
+        _power_cycle(task)
+        task.node.driver_internal_info["redfish_rescue"] = {"boot": how}
+        return states.RESCUE
+
+    def unrescue(self, task: Task) -> str:
+        self.clean_up(task)
+        task.driver.management.set_boot_device(task, "disk", persistent=True)
+        _power_cycle(task)
+        return states.ACTIVE
+
+    def clean_up(self, task: Task) -> None:
+        """Eject the rescue ISO, if any."""
+        task.driver.boot.clean_up_ramdisk(task)
+        task.node.driver_internal_info.pop("redfish_rescue", None)
+
+
+def _power_cycle(task: Task) -> None:
+    """Reboot the node if it is on, power it on if not."""
+    power = task.driver.power
+    if power.get_power_state(task) == states.POWER_ON:
+        power.reboot(task)
+    else:
+        power.set_power_state(task, states.POWER_ON)
+    task.node.power_state = states.POWER_ON
 
 
 # -- firmware --------------------------------------------------------------------------------------
@@ -1725,6 +1785,7 @@ def redfish_hardware() -> HardwareType:
         raid=RedfishRAID(),
         inspect=RedfishInspect(),
         firmware=RedfishFirmware(),
+        rescue=RedfishRescue(),
         description="Redfish BMCs through sushy: power, boot device, BIOS, RAID, inspection, "
-        "virtual media and firmware updates.",
+        "virtual media (deploy and rescue) and firmware updates.",
     )
