@@ -141,3 +141,30 @@ except MissingDependency as exc:
     assert done.returncode == 0, done.stderr
     assert f"ironic_fsm[{extra}]" in done.stdout, done.stdout
     assert MissingDependency.__name__  # the type the library raises
+
+
+def test_builtin_interfaces_are_entry_points_by_kind_and_name() -> None:
+    from ironic_fsm.drivers.ipmi import IPMIPower
+    from ironic_fsm.drivers.redfish import RedfishBoot, RedfishRescue
+
+    assert isinstance(load_interface("power", "ipmi"), IPMIPower)
+    assert isinstance(load_interface("boot", "redfish-virtual-media"), RedfishBoot)
+    assert isinstance(load_interface("rescue", "redfish"), RedfishRescue)
+
+
+def test_a_bmc_node_may_rehearse_on_fake_interfaces() -> None:
+    """ipmi supports 'fake' for every kind: no BMC is contacted at all."""
+    conductor = ironic_fsm.Conductor()
+    node = conductor.create_node(
+        driver="ipmi",
+        driver_info={"ipmi_address": "192.0.2.1", "ipmi_username": "u", "ipmi_password": "p"},
+        power_interface="fake",
+        management_interface="fake",
+        deploy_interface="fake",
+    )
+    for verb in ("manage", "provide", "deploy", "undeploy"):
+        node = conductor.do_provisioning_action(node.uuid, verb)
+        assert node.last_error is None
+    assert node.provision_state == states.AVAILABLE
+    with pytest.raises(DriverNotFound, match="power interface 'redfish' is not supported"):
+        conductor.update_node(node.uuid, power_interface="redfish")

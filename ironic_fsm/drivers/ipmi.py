@@ -58,11 +58,12 @@ from ironic_fsm.interfaces import (
     VendorInterface,
 )
 from ironic_fsm.masking import MASK, is_secret_key
+from ironic_fsm.node import INTERFACE_KINDS
 from ironic_fsm.steps import clean_step, deploy_step, service_step
+from ironic_fsm.task import Task
 
 if TYPE_CHECKING:
     from ironic_fsm.node import Node
-    from ironic_fsm.task import Task
 
 __all__ = [
     "BOOT_DEVICE_TO_PYGHMI",
@@ -1003,5 +1004,8 @@ def ipmi_hardware() -> HardwareType:
         management=IPMIManagement(),
         deploy=DiskBootDeploy(),
         vendor=IPMIVendor(),
+        # A node may swap in the fake implementations (say, to rehearse a
+        # flow without touching a BMC): node.<kind>_interface = "fake".
+        supported={kind: ["fake"] for kind in INTERFACE_KINDS},
         description="Power and boot device over IPMI (pyghmi); deploys by booting the disk.",
     )

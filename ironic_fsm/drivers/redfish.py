@@ -68,6 +68,7 @@ from ironic_fsm.interfaces import (
     RescueInterface,
 )
 from ironic_fsm.masking import scrub
+from ironic_fsm.node import INTERFACE_KINDS
 from ironic_fsm.steps import clean_step, deploy_step, service_step
 from ironic_fsm.task import Task
 
@@ -1786,6 +1787,7 @@ def redfish_hardware() -> HardwareType:
         inspect=RedfishInspect(),
         firmware=RedfishFirmware(),
         rescue=RedfishRescue(),
+        supported={kind: ["fake"] for kind in INTERFACE_KINDS},
         description="Redfish BMCs through sushy: power, boot device, BIOS, RAID, inspection, "
         "virtual media (deploy and rescue) and firmware updates.",
     )
