@@ -124,8 +124,23 @@ def worker(kind: str, n: int, threads: int, path: str, url: str | None) -> dict[
         "create_s": created,
         "writes_per_node": writes,
         "bad_nodes": len(bad),
-        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mib": _peak_rss_mib(),
     }
+
+
+def _peak_rss_mib() -> float:
+    """This process's peak resident memory.
+
+    ``VmHWM`` from /proc, not ``ru_maxrss``: Linux carries ``ru_maxrss`` over
+    ``exec``, so a worker would report the peak of the parent that forked it.
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 # -- the floor: bare sqlite3 commits ---------------------------------------------------------
