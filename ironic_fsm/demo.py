@@ -82,6 +82,8 @@ class _Board:
         self.lock = threading.Lock()
         self._drawn = 0
         self.color = live
+        encoding = (getattr(out, "encoding", None) or "").lower()
+        self.unicode = live and encoding.replace("-", "") == "utf8"
 
     # -- updates (from conductor threads) --------------------------------------------------
 
@@ -138,23 +140,42 @@ class _Board:
             code = "33"
         return f"\x1b[{code}m{text}\x1b[0m"
 
+    def _stages(self, row: _Row) -> list[str]:
+        return [
+            st
+            for st in STAGES
+            if (st != "retire" or row.retire) and (st != "inspect" or row.driver == "redfish")
+        ]
+
     def draw(self, elapsed: float) -> None:
         if not self.live:
             return
+        full, empty = ("\u2588", "\u2591") if self.unicode else ("#", ".")
         with self.lock:
+            finished = sum(1 for row in self.rows.values() if row.finished)
+            transitions = sum(row.transitions for row in self.rows.values())
+            steps = sum(row.steps for row in self.rows.values())
             lines = [
-                f"ironic_fsm demo: {len(self.rows)} nodes, {elapsed:5.1f} s",
-                f"  {'node':<10} {'driver':<8} {'progress':<8} {'state':<16} {'step':<36}",
+                f"ironic_fsm demo - {len(self.rows)} nodes - {elapsed:5.1f} s - "
+                f"{finished} finished, {transitions} transitions, {steps} steps",
+                "",
+                f"  {'node':<10} {'driver':<8} {'progress':<21} {'state':<16} doing",
             ]
             for row in self.rows.values():
-                marks = "".join(
-                    "#" if st in row.done else (">" if st == row.stage else ".")
-                    for st in STAGES
-                    if st != "retire" or row.retire
-                )
+                stages = self._stages(row)
+                width = 12
+                filled = round(width * len(row.done) / len(stages))
+                bar = full * filled + empty * (width - filled)
+                if row.finished:
+                    label = "failed" if row.error else ("retired" if row.retire else "done")
+                else:
+                    label = row.stage
+                doing = row.step or (f"{row.stage} ..." if row.stage else "")
+                if row.error and row.finished:
+                    doing = row.error
                 lines.append(
-                    f"  {row.name:<10} {row.driver:<8} {marks:<8} "
-                    f"{self._paint(f'{row.state:<16}', row.state)} {row.step[:36]:<36}"
+                    f"  {row.name:<10} {row.driver:<8} {bar} {label:<8} "
+                    f"{self._paint(f'{row.state:<16}', row.state)} {doing[:44]}"
                 )
         if self._drawn:
             self.out.write(f"\x1b[{self._drawn}F")
@@ -172,7 +193,7 @@ def _format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 @contextlib.contextmanager
-def _fleet(workdir: Path, ipmi: int, redfish: int) -> Iterator[list[tuple[str, Any]]]:
+def _fleet(workdir: Path, ipmi: int, redfish: int, pace: float) -> Iterator[list[tuple[str, Any]]]:
     """Start the emulated BMCs; stop every one of them on the way out."""
     try:
         from ironic_fsm.testing.ipmi_bmc import start_bmcs
@@ -189,10 +210,14 @@ def _fleet(workdir: Path, ipmi: int, redfish: int) -> Iterator[list[tuple[str, A
         if ipmi:
             bmcs = start_bmcs(workdir, ipmi)
             stoppers += [bmc.stop for bmc in bmcs]
+            for bmc in bmcs:
+                if pace:  # power changes take a moment, as on real machines
+                    bmc.set_faults({"power_delay": pace})
             fleet += [("ipmi", bmc) for bmc in bmcs]
         with ThreadPoolExecutor(max_workers=4) as pool:
             futures = [
-                pool.submit(start_emulator, workdir / f"redfish-{i}") for i in range(redfish)
+                pool.submit(start_emulator, workdir / f"redfish-{i}", power_delay=pace)
+                for i in range(redfish)
             ]
             for future in futures:
                 emulator = future.result()
@@ -240,11 +265,14 @@ def _enroll(conductor: ironic_fsm.Conductor, fleet: list[tuple[str, Any]]) -> li
     return rows
 
 
-def _drive(conductor: ironic_fsm.Conductor, board: _Board, row: _Row, uuid: str) -> None:
+def _drive(
+    conductor: ironic_fsm.Conductor, board: _Board, row: _Row, uuid: str, pace: float
+) -> None:
     """One node's whole story; failures end it and are shown, not raised."""
     row.started = time.monotonic()
     try:
         for stage in STAGES:
+            time.sleep(pace)  # presentation only: let a person follow along
             if stage == "inspect" and row.driver != "redfish":
                 continue
             if stage == "retire":
@@ -295,6 +323,7 @@ def run_demo(
     output: Path | None = None,
     live: bool | None = None,
     out: TextIO = sys.stdout,
+    pace: float = 0.0,
 ) -> list[ironic_fsm.Node]:
     """Run the demo; returns the nodes as they ended. Used by ``ironic-fsm demo``."""
     from ironic_fsm.stores import SQLStore
@@ -307,7 +336,7 @@ def run_demo(
     for stale in workdir.glob("demo.sqlite*"):
         stale.unlink()
     print(f"Starting {ipmi} IPMI and {redfish} Redfish BMCs on 127.0.0.1 ...", file=out)
-    with _fleet(workdir / "bmcs", ipmi, redfish) as fleet:
+    with _fleet(workdir / "bmcs", ipmi, redfish, pace) as fleet:
         store = SQLStore(f"sqlite:///{database}")
         config = ironic_fsm.Config(
             automated_cleaning_step_source="hybrid",
@@ -341,7 +370,7 @@ def run_demo(
         flow_started = time.monotonic()
         with ThreadPoolExecutor(max_workers=min(8, len(rows))) as pool:
             futures = [
-                pool.submit(_drive, conductor, board, row, node.uuid)
+                pool.submit(_drive, conductor, board, row, node.uuid, pace)
                 for node, row in zip(nodes, rows, strict=True)
             ]
             while not all(f.done() for f in futures):
@@ -400,6 +429,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default ./ironic-fsm-demo)",
     )  # fmt: skip
     parser.add_argument("--plain", action="store_true", help="log lines instead of the live table")
+    parser.add_argument(
+        "--pace",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="pause between stages, and time the BMCs take to change power, so that a "
+        "person can follow (default 0.4 with the live table, 0 with --plain)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -407,12 +444,12 @@ def run(args: argparse.Namespace) -> int:
     if args.ipmi < 0 or args.redfish < 0 or args.ipmi + args.redfish == 0:
         print("error: give at least one BMC (--ipmi / --redfish)", file=sys.stderr)
         return 2
-    nodes = run_demo(
-        ipmi=args.ipmi,
-        redfish=args.redfish,
-        output=args.output,
-        live=False if args.plain else None,
-    )
+    live = False if args.plain else sys.stdout.isatty()
+    pace = args.pace if args.pace is not None else (0.4 if live else 0.0)
+    if pace < 0:
+        print("error: --pace must be >= 0", file=sys.stderr)
+        return 2
+    nodes = run_demo(ipmi=args.ipmi, redfish=args.redfish, output=args.output, live=live, pace=pace)
     expected = [s.MANAGEABLE if n.retired else s.AVAILABLE for n in nodes]
     return 0 if [n.provision_state for n in nodes] == expected else 1
 
