@@ -45,7 +45,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime, timezone
 from types import TracebackType
@@ -175,76 +175,119 @@ def _duplicate_name(name: str | None) -> InvalidParameterValue:
     return InvalidParameterValue(f"A node named {name!r} already exists", node=name)
 
 
-class _SQLiteFastPath:
-    """The three calls a lifecycle makes most (get, reserve, save) on raw ``sqlite3``.
+class _FastPath:
+    """The three calls a lifecycle makes most (get, reserve, save) on raw DBAPI connections.
 
-    SQLAlchemy's fixed cost per statement is several times what SQLite itself
-    spends on a WAL commit; these statements are simple and SQLite-only, so
-    they go straight to one ``sqlite3`` connection per thread (autocommit:
-    each statement is its own transaction). Everything else, and every other
-    database, goes through SQLAlchemy Core.
+    SQLAlchemy's fixed cost per statement is several times what the database
+    itself spends on a small commit; these statements are simple, so they go
+    straight to one driver connection per thread, in autocommit (each
+    statement is its own transaction). Everything else goes through
+    SQLAlchemy Core. ``connect`` returns ``(connection, release)``.
     """
 
-    _GET = "SELECT uuid, data, reservation, version FROM nodes WHERE uuid = ? OR name = ?"
-    _RESERVE = (
-        "UPDATE nodes SET reservation = ?, version = version + 1 "
-        "WHERE uuid = ? AND reservation IS NULL RETURNING data, reservation, version"
-    )
-    _SAVE = (
-        "UPDATE nodes SET name = ?, driver = ?, provision_state = ?, maintenance = ?, "
-        "retired = ?, reservation = ?, version = ?, data = ? WHERE uuid = ? AND version = ?"
-    )
-
-    def __init__(self, path: str, synchronous: str) -> None:
-        self._path = path
-        self._synchronous = synchronous
-        self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
+    def __init__(
+        self,
+        connect: Callable[[], tuple[Any, Callable[[], None]]],
+        placeholder: str,
+        integrity_error: type[Exception],
+    ) -> None:
+        q = placeholder
+        self._get = (
+            f"SELECT uuid, data, reservation, version FROM nodes WHERE uuid = {q} OR name = {q}"
+        )
+        self._reserve = (
+            f"UPDATE nodes SET reservation = {q}, version = version + 1 "
+            f"WHERE uuid = {q} AND reservation IS NULL RETURNING data, reservation, version"
+        )
+        self._save = (
+            f"UPDATE nodes SET name = {q}, driver = {q}, provision_state = {q}, "
+            f"maintenance = {q}, retired = {q}, reservation = {q}, version = {q}, data = {q} "
+            f"WHERE uuid = {q} AND version = {q}"
+        )
+        self.integrity_error = integrity_error
+        self._connect = connect
+        # Idle connections, reused by whichever thread comes next: as many as
+        # there were concurrent callers, however many threads come and go.
+        self._idle: list[tuple[Any, Callable[[], None]]] = []
         self._guard = threading.Lock()
 
-    def _conn(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(
-                self._path, timeout=SQLITE_BUSY_TIMEOUT, isolation_level=None,
-                check_same_thread=False,
-            )  # fmt: skip
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(f"PRAGMA synchronous={self._synchronous}")
-            self._local.conn = conn
-            with self._guard:
-                self._all.append(conn)
-        return conn
+    def _run(self, sql: str, params: Sequence[Any], fetch: Callable[[Any], Any]) -> Any:
+        with self._guard:
+            entry = self._idle.pop() if self._idle else None
+        if entry is None:
+            entry = self._connect()
+        try:
+            cursor = entry[0].cursor()
+            cursor.execute(sql, params)
+            result = fetch(cursor)
+        except self.integrity_error:
+            self._idle_again(entry)
+            raise
+        except BaseException:
+            with contextlib.suppress(Exception):
+                entry[1]()  # the connection may be broken: do not reuse it
+            raise
+        self._idle_again(entry)
+        return result
+
+    def _idle_again(self, entry: tuple[Any, Callable[[], None]]) -> None:
+        with self._guard:
+            self._idle.append(entry)
 
     def get_row(self, ident: str) -> tuple[str, str, str | None, int] | None:
-        rows = self._conn().execute(self._GET, (ident, ident)).fetchall()
+        rows = self._run(self._get, (ident, ident), lambda cursor: cursor.fetchall())
         for row in rows:
             if row[0] == ident:
-                return tuple(row)
-        return tuple(rows[0]) if rows else None
+                return (row[0], row[1], row[2], row[3])
+        return (rows[0][0], rows[0][1], rows[0][2], rows[0][3]) if rows else None
 
     def reserve_row(self, uuid: str, holder: str) -> tuple[str, str | None, int] | None:
-        row = self._conn().execute(self._RESERVE, (holder, uuid)).fetchone()
+        row = self._run(self._reserve, (holder, uuid), lambda cursor: cursor.fetchone())
         return None if row is None else (row[0], row[1], row[2])
 
     def save_row(self, params: Mapping[str, Any]) -> int:
-        cursor = self._conn().execute(
-            self._SAVE,
+        written: int = self._run(
+            self._save,
             (
                 params["b_name"], params["b_driver"], params["b_provision_state"],
                 params["b_maintenance"], params["b_retired"], params["b_reservation"],
                 params["b_new_version"], params["b_data"], params["b_uuid"], params["b_version"],
             ),
+            lambda cursor: int(cursor.rowcount),
         )  # fmt: skip
-        return cursor.rowcount
+        return written
 
     def close(self) -> None:
         with self._guard:
-            for conn in self._all:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.close()
-            self._all.clear()
-        self._local = threading.local()
+            idle, self._idle = self._idle, []
+        for _, release in idle:
+            with contextlib.suppress(Exception):
+                release()
+
+
+def _sqlite_connector(path: str, synchronous: str) -> Callable[[], tuple[Any, Callable[[], None]]]:
+    def connect() -> tuple[Any, Callable[[], None]]:
+        conn = sqlite3.connect(
+            path, timeout=SQLITE_BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
+        )
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={synchronous}")
+        return conn, conn.close
+
+    return connect
+
+
+def _pool_connector(engine: Engine) -> Callable[[], tuple[Any, Callable[[], None]]]:
+    """A connection checked out of SQLAlchemy's pool for good, in autocommit."""
+
+    def connect() -> tuple[Any, Callable[[], None]]:
+        fairy = engine.raw_connection()
+        conn = fairy.driver_connection
+        assert conn is not None
+        conn.autocommit = True
+        return conn, fairy.close
+
+    return connect
 
 
 class SQLStore:
@@ -281,7 +324,7 @@ class SQLStore:
             )
         parsed = sa.make_url(url)
         self._lock: AbstractContextManager[Any] = nullcontext()
-        self._fast: _SQLiteFastPath | None = None
+        self._fast: _FastPath | None = None
         if parsed.get_backend_name() == "sqlite":
             memory = _is_sqlite_memory(parsed)
             connect_args = dict(engine_kwargs.pop("connect_args", {}))
@@ -304,13 +347,19 @@ class SQLStore:
 
             sa.event.listen(engine, "connect", on_connect)
             if not memory and sqlite3.sqlite_version_info >= (3, 35) and parsed.database:
-                self._fast = _SQLiteFastPath(parsed.database, synchronous)
+                self._fast = _FastPath(
+                    _sqlite_connector(parsed.database, synchronous), "?", sqlite3.IntegrityError
+                )
         else:
             engine = sa.create_engine(parsed, echo=echo, **engine_kwargs)
         self._engine: Engine = engine
         self._autocommit: Engine | None = None
         if engine.dialect.name == "postgresql":
             self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
+            if engine.dialect.driver == "psycopg":
+                import psycopg
+
+                self._fast = _FastPath(_pool_connector(engine), "%s", psycopg.IntegrityError)
         self.url: str = parsed.render_as_string(hide_password=True)
         self._build_statements()
         try:
@@ -556,7 +605,7 @@ class SQLStore:
         if self._fast is not None:
             try:
                 written = self._fast.save_row(params)
-            except sqlite3.IntegrityError as exc:
+            except self._fast.integrity_error as exc:
                 raise _duplicate_name(node.name) from exc
             if written == 0:
                 found = self._fast.get_row(node.uuid)

@@ -330,7 +330,11 @@ def run_demo(
 
     started = time.monotonic()
     live = out.isatty() if live is None else live
-    workdir = Path(output) if output is not None else Path(tempfile.mkdtemp(prefix="ironic-fsm-"))
+    workdir = (
+        Path(output).resolve()
+        if output is not None
+        else Path(tempfile.mkdtemp(prefix="ironic-fsm-"))
+    )
     workdir.mkdir(parents=True, exist_ok=True)
     database = workdir / "demo.sqlite"
     for stale in workdir.glob("demo.sqlite*"):

@@ -584,7 +584,7 @@ def start_bmcs(
     started: list[tuple[PeerProcess, Path]] = []
     try:
         for _ in range(count):
-            state_dir = Path(tmp_path) / f"ipmi-peer-{secrets.token_hex(3)}"
+            state_dir = Path(tmp_path).resolve() / f"ipmi-peer-{secrets.token_hex(3)}"
             state_dir.mkdir(parents=True)
             started.append((_spawn_peer(state_dir, user, password, 1), state_dir))
         bmcs = []

@@ -218,7 +218,7 @@ def start_emulator(
             quoted).
     """
     password = password if password is not None else secrets.token_urlsafe(12)
-    directory = Path(tmp_path) / f"redfish-{uuid_mod.uuid4().hex[:8]}"
+    directory = Path(tmp_path).resolve() / f"redfish-{uuid_mod.uuid4().hex[:8]}"
     (directory / "state").mkdir(parents=True)
     (directory / "tmp").mkdir()
     system_uuid = str(uuid_mod.uuid4())
