@@ -350,7 +350,7 @@ class Lifecycle:
             return name.replace(" ", "_").replace("-", "_")
 
         class _Model:
-            pass
+            """A stand-in model: transitions draws a machine through one."""
 
         graph = _Diagram(
             model=_Model(),

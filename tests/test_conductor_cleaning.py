@@ -343,12 +343,10 @@ def test_get_clean_steps_changes_nothing() -> None:
 
 class _TwinVendor(VendorInterface):
     @clean_step(priority=7)
-    def zap(self, task: Task) -> None:
-        pass
+    def zap(self, task: Task) -> None: ...
 
     @clean_step(priority=7)
-    def zip(self, task: Task) -> None:
-        pass
+    def zip(self, task: Task) -> None: ...
 
 
 def test_register_refuses_equal_priorities_in_one_interface() -> None:

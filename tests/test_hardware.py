@@ -26,12 +26,10 @@ def _task(driver: HardwareType) -> Task:
     return Task(node=Node(), driver=driver, config=Config())
 
 
-class PXEBoot(BootInterface):
-    pass
+class PXEBoot(BootInterface): ...
 
 
-class HTTPBoot(BootInterface):
-    pass
+class HTTPBoot(BootInterface): ...
 
 
 # -- HardwareType ------------------------------------------------------------------

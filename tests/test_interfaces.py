@@ -55,12 +55,10 @@ class RecordingVendor(VendorInterface):
         task.node.driver_internal_info.setdefault("calls", []).append(("mid", kwargs))
 
     @deploy_step(priority=10)
-    def deploy_only(self, task: Task) -> None:
-        pass
+    def deploy_only(self, task: Task) -> None: ...
 
     @verify_step(priority=2)
-    def check(self, task: Task) -> None:
-        pass
+    def check(self, task: Task) -> None: ...
 
     def helper(self, task: Task) -> None:
         """Not a step."""
@@ -86,14 +84,12 @@ def test_step_definitions_computed_at_class_creation() -> None:
 def test_discovery_is_per_class_not_per_call() -> None:
     class Late(VendorInterface):
         @clean_step(priority=1)
-        def first(self, task: Task) -> None:
-            pass
+        def first(self, task: Task) -> None: ...
 
     iface = Late()
 
     # A method attached after class creation is not discovered by a later call.
-    def added(self: object, task: Task) -> None:
-        pass
+    def added(self: object, task: Task) -> None: ...
 
     clean_step(priority=9)(added)
     Late.added = added  # type: ignore[attr-defined]
@@ -203,8 +199,7 @@ def test_override_without_decorator_is_not_a_step() -> None:
 def test_subclass_inherits_parent_steps() -> None:
     class Child(RecordingVendor):
         @clean_step(priority=7)
-        def beta(self, task: Task) -> None:
-            pass
+        def beta(self, task: Task) -> None: ...
 
     steps = {s["step"]: s["priority"] for s in Child().get_clean_steps(_task())}
     assert steps == {"alpha": 5, "beta": 7, "mid": 3, "zeta": 0}
@@ -215,8 +210,7 @@ def test_subclass_inherits_parent_steps() -> None:
 def test_override_with_new_decorator_replaces_declaration() -> None:
     class Child(RecordingVendor):
         @clean_step(priority=50)
-        def zeta(self, task: Task) -> None:
-            pass
+        def zeta(self, task: Task) -> None: ...
 
     steps = {s["step"]: s["priority"] for s in Child().get_clean_steps(_task())}
     assert steps["zeta"] == 50
@@ -228,14 +222,11 @@ def test_override_with_new_decorator_replaces_declaration() -> None:
 def test_inherited_steps_report_the_subclass_interface_type() -> None:
     class Mixin:
         @clean_step(priority=4)
-        def shared(self, task: Task) -> None:
-            pass
+        def shared(self, task: Task) -> None: ...
 
-    class Raid(Mixin, RAIDInterface):
-        pass
+    class Raid(Mixin, RAIDInterface): ...
 
-    class Bios(Mixin, BIOSInterface):
-        pass
+    class Bios(Mixin, BIOSInterface): ...
 
     assert [(s["interface"], s["step"]) for s in Raid().get_clean_steps(_task())] == [
         ("raid", "shared")

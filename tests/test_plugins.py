@@ -43,8 +43,7 @@ def test_node_picks_a_supported_interface_by_name() -> None:
     from ironic_fsm.drivers.fake import FakeVendor
     from ironic_fsm.interfaces import VendorInterface
 
-    class QuietVendor(VendorInterface):
-        pass
+    class QuietVendor(VendorInterface): ...
 
     conductor = ironic_fsm.Conductor()
     conductor.register_hardware_type(

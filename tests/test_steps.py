@@ -54,8 +54,7 @@ def test_bad_priority_rejected(phase: str, decorator: Decorator, bad: object, sh
 @pytest.mark.parametrize(("phase", "decorator"), ALL_DECORATORS, ids=_ids)
 @pytest.mark.parametrize("good", [0, 1, 100, 2**40])
 def test_good_priority_accepted(phase: str, decorator: Decorator, good: int) -> None:
-    def step(self: object, task: object) -> None:
-        pass
+    def step(self: object, task: object) -> None: ...
 
     decorated = decorator(priority=good)(step)
     assert decorated is step
@@ -67,8 +66,7 @@ def test_bad_priority_rejected_in_class_body() -> None:
 
         class Broken:
             @clean_step(priority=-5)
-            def step(self, task: object) -> None:
-                pass
+            def step(self, task: object) -> None: ...
 
 
 # -- abortable -----------------------------------------------------------------------
@@ -84,8 +82,7 @@ def test_bad_abortable_rejected(phase: str, decorator: Decorator, bad: object, s
 
 
 def test_abortable_defaults() -> None:
-    def a(self: object, task: object) -> None:
-        pass
+    def a(self: object, task: object) -> None: ...
 
     clean_step(priority=1)(a)
     deploy_step(priority=1)(a)
@@ -139,8 +136,7 @@ def test_good_argsinfo_kept(phase: str, decorator: Decorator) -> None:
         "mode": {"description": "Mode"},
     }
 
-    def step(self: object, task: object, size: int, mode: str = "x") -> None:
-        pass
+    def step(self: object, task: object, size: int, mode: str = "x") -> None: ...
 
     decorator(priority=1, argsinfo=argsinfo)(step)
     info = step_infos(step)[phase]  # type: ignore[index]
@@ -153,8 +149,7 @@ def test_good_argsinfo_kept(phase: str, decorator: Decorator) -> None:
 @pytest.mark.parametrize(("phase", "decorator"), ARGS_DECORATORS, ids=_ids)
 @pytest.mark.parametrize("empty", [None, {}])
 def test_empty_argsinfo_accepted(phase: str, decorator: Decorator, empty: object) -> None:
-    def step(self: object, task: object) -> None:
-        pass
+    def step(self: object, task: object) -> None: ...
 
     decorator(priority=1, argsinfo=empty)(step)
     assert dict(step_infos(step)[phase].argsinfo) == {}  # type: ignore[index]
@@ -170,8 +165,7 @@ def test_requires_ramdisk_must_be_bool(decorator: Decorator) -> None:
 
 
 def test_service_step_default_priority_is_zero() -> None:
-    def step(self: object, task: object) -> None:
-        pass
+    def step(self: object, task: object) -> None: ...
 
     service_step()(step)
     assert step_infos(step)["service"].priority == 0
@@ -179,8 +173,7 @@ def test_service_step_default_priority_is_zero() -> None:
 
 
 def test_clean_step_declaration() -> None:
-    def erase(self: object, task: object) -> None:
-        pass
+    def erase(self: object, task: object) -> None: ...
 
     clean_step(priority=10, abortable=True, requires_ramdisk=False)(erase)
     info = step_infos(erase)["clean"]
@@ -195,8 +188,7 @@ def test_several_decorators_keep_independent_attributes() -> None:
         @service_step(priority=0, argsinfo={"a": {"description": "an arg"}})
         @deploy_step(priority=55, abortable=False)
         @verify_step(priority=3)
-        def multi(self, task: object, a: int = 0) -> None:
-            pass
+        def multi(self, task: object, a: int = 0) -> None: ...
 
     infos = step_infos(Iface.multi)
     assert set(infos) == {"clean", "service", "deploy", "verify"}
@@ -212,15 +204,13 @@ def test_several_decorators_keep_independent_attributes() -> None:
 
 
 def test_undecorated_function_has_no_steps() -> None:
-    def plain(self: object, task: object) -> None:
-        pass
+    def plain(self: object, task: object) -> None: ...
 
     assert dict(step_infos(plain)) == {}
 
 
 def test_as_dict_keys_per_phase() -> None:
-    def s(self: object, task: object) -> None:
-        pass
+    def s(self: object, task: object) -> None: ...
 
     clean_step(priority=2)(s)
     deploy_step(priority=3)(s)
