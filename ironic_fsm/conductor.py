@@ -1036,29 +1036,45 @@ class Conductor:
             return
         self._process(task, s.DONE_EVENT)
 
-    def _do_inspect(self, task: Task) -> None:
+    def _operation(
+        self,
+        task: Task,
+        call: Callable[[Task], Any],
+        failure: str,
+        results: Mapping[Any, str],
+    ) -> None:
+        """Run one driver operation of a flow and move the node on by its answer.
+
+        The node is saved first (the flow's state is on record before the
+        hardware is touched). ``results`` maps what the driver may return to
+        the event that follows (``done``, ``wait``); an exception, or any
+        other answer, fails the flow with ``failure`` and the reason.
+        """
         node = task.node
         self._checkpoint(task)
         try:
-            result = task.driver.inspect.inspect_hardware(task)
+            result = call(task)
         except Exception as exc:
+            self._process(task, s.FAIL_EVENT, last_error=f"{failure}: {_describe_exc(exc)}")
+            return
+        event = results.get(result)
+        if event is None:
             self._process(
                 task,
                 s.FAIL_EVENT,
-                last_error=f"Failed to inspect hardware of node {node.uuid}. Reason: "
-                f"{_describe_exc(exc)}",
+                last_error=f"{failure}: the driver returned an invalid state {result!r} "
+                f"for node {node.uuid}",
             )
             return
-        if result == s.INSPECTWAIT:
-            self._process(task, s.WAIT_EVENT)
-        elif result in (s.MANAGEABLE, None):
-            self._process(task, s.DONE_EVENT)
-        else:
-            self._process(
-                task,
-                s.FAIL_EVENT,
-                last_error=f"Inspection of node {node.uuid} returned an invalid state {result!r}",
-            )
+        self._process(task, event)
+
+    def _do_inspect(self, task: Task) -> None:
+        self._operation(
+            task,
+            task.driver.inspect.inspect_hardware,
+            f"Failed to inspect hardware of node {task.node.uuid}",
+            {s.INSPECTWAIT: s.WAIT_EVENT, s.MANAGEABLE: s.DONE_EVENT, None: s.DONE_EVENT},
+        )
 
     def continue_node_inspect(self, ident: str, inventory: Mapping[str, Any] | None = None) -> Node:
         """An asynchronous inspection reported back; finish it."""
@@ -1080,41 +1096,20 @@ class Conductor:
             return task.node
 
     def _do_adopt(self, task: Task) -> None:
-        self._checkpoint(task)
-        try:
-            task.driver.deploy.take_over(task)
-        except Exception as exc:
-            self._process(
-                task,
-                s.FAIL_EVENT,
-                last_error=f"Error while attempting to adopt node {task.node.uuid}: "
-                f"{_describe_exc(exc)}",
-            )
-            return
-        self._process(task, s.DONE_EVENT)
+        self._operation(
+            task,
+            task.driver.deploy.take_over,
+            f"Error while attempting to adopt node {task.node.uuid}",
+            {None: s.DONE_EVENT},
+        )
 
     def _do_rescue(self, task: Task) -> None:
-        node = task.node
-        self._checkpoint(task)
-        try:
-            result = task.driver.rescue.rescue(task)
-        except Exception as exc:
-            self._process(
-                task,
-                s.FAIL_EVENT,
-                last_error=f"Failed to rescue node {node.uuid}: {_describe_exc(exc)}",
-            )
-            return
-        if result == s.RESCUEWAIT:
-            self._process(task, s.WAIT_EVENT)
-        elif result == s.RESCUE:
-            self._process(task, s.DONE_EVENT)
-        else:
-            self._process(
-                task,
-                s.FAIL_EVENT,
-                last_error=f"Rescue of node {node.uuid} returned an invalid state {result!r}",
-            )
+        self._operation(
+            task,
+            task.driver.rescue.rescue,
+            f"Failed to rescue node {task.node.uuid}",
+            {s.RESCUEWAIT: s.WAIT_EVENT, s.RESCUE: s.DONE_EVENT},
+        )
 
     def continue_node_rescue(self, ident: str) -> Node:
         """The rescue ramdisk is up: finish rescuing."""
@@ -1125,19 +1120,14 @@ class Conductor:
             return task.node
 
     def _do_unrescue(self, task: Task) -> None:
-        node = task.node
-        self._checkpoint(task)
-        try:
-            task.driver.rescue.unrescue(task)
-        except Exception as exc:
-            self._process(
-                task,
-                s.FAIL_EVENT,
-                last_error=f"Failed to unrescue node {node.uuid}: {_describe_exc(exc)}",
-            )
-            return
-        node.instance_info.pop("rescue_password", None)
-        self._process(task, s.DONE_EVENT)
+        self._operation(
+            task,
+            task.driver.rescue.unrescue,
+            f"Failed to unrescue node {task.node.uuid}",
+            {s.ACTIVE: s.DONE_EVENT, None: s.DONE_EVENT},
+        )
+        if task.node.provision_state == s.ACTIVE:
+            task.node.instance_info.pop("rescue_password", None)
 
     def _require_state(self, task: Task, state: str, action: str) -> None:
         if task.node.provision_state != state:
