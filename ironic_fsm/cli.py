@@ -829,43 +829,28 @@ def _build_node(
         description="Unset node fields; KEY options remove keys from the dict.",
     )
     _add_node_arg(p)
-    p.add_argument("--retired", action="store_true", help="unretire the node")
-    p.add_argument(
-        "--retired-reason",
-        dest="unset_retired_reason",
-        action="store_true",
-        help="clear the retired reason",
+    # (flag, dest or None for argparse's default, help): one switch per field.
+    switches: tuple[tuple[str, str | None, str], ...] = (
+        ("--retired", None, "unretire the node"),
+        ("--retired-reason", "unset_retired_reason", "clear the retired reason"),
+        ("--maintenance", None, "take the node out of maintenance"),
+        ("--maintenance-reason", "unset_maintenance_reason", "clear the maintenance reason"),
+        ("--protected", None, "unprotect the node"),
+        ("--protected-reason", "unset_protected_reason", "clear the protected reason"),
+        ("--name", "unset_name", "clear the name"),
+        ("--resource-class", "unset_resource_class", "clear the resource class"),
+        (
+            "--automated-clean",
+            "unset_automated_clean",
+            "follow the conductor's automated_clean setting again",
+        ),
+        ("--target-raid-config", None, "clear the target RAID configuration"),
     )
-    p.add_argument("--maintenance", action="store_true", help="take the node out of maintenance")
-    p.add_argument(
-        "--maintenance-reason",
-        dest="unset_maintenance_reason",
-        action="store_true",
-        help="clear the maintenance reason",
-    )
-    p.add_argument("--protected", action="store_true", help="unprotect the node")
-    p.add_argument(
-        "--protected-reason",
-        dest="unset_protected_reason",
-        action="store_true",
-        help="clear the protected reason",
-    )
-    p.add_argument("--name", dest="unset_name", action="store_true", help="clear the name")
-    p.add_argument(
-        "--resource-class",
-        dest="unset_resource_class",
-        action="store_true",
-        help="clear the resource class",
-    )
-    p.add_argument(
-        "--automated-clean",
-        dest="unset_automated_clean",
-        action="store_true",
-        help="follow the conductor's automated_clean setting again",
-    )
-    p.add_argument(
-        "--target-raid-config", action="store_true", help="clear the target RAID configuration"
-    )
+    for flag, switch_dest, text in switches:
+        if switch_dest is None:
+            p.add_argument(flag, action="store_true", help=text)
+        else:
+            p.add_argument(flag, dest=switch_dest, action="store_true", help=text)
     for flag, dest in (
         ("--driver-info", "driver_info"),
         ("--property", "properties"),

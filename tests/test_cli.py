@@ -712,7 +712,6 @@ def test_diagram_svg_without_dot(run: Run, tmp_path: Path, monkeypatch: pytest.M
     assert "Graphviz" in result.err
 
 
-@pytest.mark.skipif(os.name != "posix", reason="uses a shell script as a stand-in for dot")
 def test_diagram_svg_runs_dot(run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bindir = tmp_path / "bin"
     bindir.mkdir()
