@@ -14,7 +14,7 @@ import math
 import statistics
 import time
 import tracemalloc
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -174,6 +174,20 @@ class Table:
 
     def add(self, *cells: object) -> None:
         self.rows.append([str(c) for c in cells])
+
+    def add_timings(
+        self, cases: Sequence[Case], timings: Mapping[str, Timing], *baselines: float
+    ) -> None:
+        """One row per case: best, median, ops per pass, then its ratio to each baseline."""
+        for case in cases:
+            t = timings[case.name]
+            self.add(
+                case.name,
+                fmt_ns(t.best_ns),
+                fmt_ns(t.median_ns),
+                f"{t.ops:,}",
+                *(fmt_ratio(t.best_ns / base) for base in baselines),
+            )
 
     def render(self) -> str:
         widths = [len(c) for c in self.columns]

@@ -301,16 +301,7 @@ def run(quick: bool = False) -> Section:
         f"(cycle of {len(LIFECYCLE_TRIPLES)} lifecycle transitions)",
         ["implementation", "best / transition", "median", "ops/pass", "/ floor", "/ ironic_fsm"],
     )
-    for case in cases:
-        t = timings[case.name]
-        table.add(
-            case.name,
-            fmt_ns(t.best_ns),
-            fmt_ns(t.median_ns),
-            f"{t.ops:,}",
-            fmt_ratio(t.best_ns / floor),
-            fmt_ratio(t.best_ns / advance),
-        )
+    table.add_timings(cases, timings, floor, advance)
     table.notes += [
         f"machine definition: {len(defn.states)} states, {len(defn.transitions)} transitions "
         f"from {defn.source}",

@@ -222,16 +222,7 @@ def run(quick: bool = False) -> Section:
         f"({n_steps} steps, {n_planned} in the automated plan, {n_validated} requested manually)",
         ["operation", "best / call", "median", "calls/pass", "/ gather+plan", "/ gather+validate"],
     )
-    for case in cases:
-        t = timings[case.name]
-        table.add(
-            case.name,
-            fmt_ns(t.best_ns),
-            fmt_ns(t.median_ns),
-            f"{t.ops:,}",
-            fmt_ratio(t.best_ns / gather_plan),
-            fmt_ratio(t.best_ns / validate),
-        )
+    table.add_timings(cases, timings, gather_plan, validate)
     table.notes += [
         f"overrides {len(OVERRIDES)} steps (2 enabled from priority 0, 2 disabled, 1 moved); "
         f"{len(DISALLOWED)} disallowed",
