@@ -26,11 +26,14 @@ The tree::
     ├── DriverNotFound (LookupError)         unknown hardware type or interface
     ├── MissingDependency (ImportError)      an extra is not installed
     ├── UnsupportedOperation (NotImplementedError)
+    ├── StoreError                           the database failed the request
+    │   └── StoreBusy                        another writer holds the lock; retryable
     └── HardwareError                        the BMC could not do what we asked
         ├── BMCUnreachable (ConnectionError)
         ├── BMCAuthError (PermissionError)
         ├── BMCTimeout (TimeoutError)
-        └── BMCRequestFailed                 the BMC answered with an error
+        ├── BMCRequestFailed                 the BMC answered with an error
+        └── DriverError                      a driver's own code raised something else
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ __all__ = [
     "BMCTimeout",
     "BMCUnreachable",
     "ConcurrentUpdate",
+    "DriverError",
     "DriverNotFound",
     "HardwareError",
     "InvalidDefinition",
@@ -59,6 +63,8 @@ __all__ = [
     "StepFailed",
     "StepNotAllowed",
     "StepsNotAvailable",
+    "StoreBusy",
+    "StoreError",
     "TransitionRejected",
     "UnsupportedOperation",
 ]
@@ -177,6 +183,20 @@ class UnsupportedOperation(IronicFSMError, NotImplementedError):
     """The interface does not implement this operation."""
 
 
+class StoreError(IronicFSMError):
+    """The store could not carry out the request; nothing it was asked to write was kept.
+
+    Raised in place of the database driver's own exceptions, so that callers
+    (and the CLI) handle one family; the original is chained as ``__cause__``.
+    """
+
+
+class StoreBusy(StoreError):
+    """Another writer held the database lock for longer than the busy timeout."""
+
+    retryable = True
+
+
 class HardwareError(IronicFSMError):
     """The BMC could not be reached or did not do what was asked."""
 
@@ -195,3 +215,12 @@ class BMCTimeout(HardwareError, TimeoutError):
 
 class BMCRequestFailed(HardwareError):
     """The BMC answered, with an error (completion code, HTTP status)."""
+
+
+class DriverError(HardwareError):
+    """An interface raised an exception that is not an ironic_fsm error.
+
+    Third-party drivers may raise anything; the conductor wraps it in this
+    type, with secrets scrubbed from the message, and chains the original.
+    ``interface`` and ``method`` name where it came from.
+    """
