@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import venv
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,21 +64,76 @@ def test_node_picks_a_supported_interface_by_name() -> None:
         conductor.create_node(driver="picky", vendor_interface="acme-turbo")
 
 
-def _venv_python(tmp_path: Path) -> Path:
-    """A venv that sees this environment's packages (ironic_fsm included)."""
-    target = tmp_path / "venv"
-    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(target)
+def _clean_env(**extra: str) -> dict[str, str]:
+    """This environment minus what would leak the outer one into a child (or pip's settings)."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV"} and not k.startswith("PIP_")
+    }
+    env.update(extra)
+    return env
+
+
+def _run(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    """Run a set-up command; on failure the assertion quotes what it printed."""
+    kwargs.setdefault("timeout", 300)
+    done = subprocess.run(command, capture_output=True, text=True, check=False, **kwargs)
+    assert done.returncode == 0, f"{command} failed:\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+def _venv_python(target: Path, *, with_pip: bool = False) -> Path:
+    """A venv of its own: it never sees the base interpreter's site-packages."""
+    venv.EnvBuilder(system_site_packages=False, with_pip=with_pip).create(target)
     return target / "bin" / "python"
 
 
-def test_third_party_package_adds_a_hardware_type(tmp_path: Path) -> None:
-    python = _venv_python(tmp_path)
-    # Install the example plugin package into the venv with this pip.
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-         "--prefix", str(tmp_path / "venv"), str(PLUGIN)],
-        check=True, capture_output=True, text=True, timeout=300,
+def _site_packages(python: Path) -> Path:
+    code = "import sysconfig; print(sysconfig.get_path('purelib'))"
+    return Path(_run([str(python), "-c", code], timeout=60).stdout.strip())
+
+
+def _see_this_environment(python: Path) -> None:
+    """Let a fresh venv import what this interpreter imports (ironic_fsm included).
+
+    A ``.pth`` line runs ``site.addsitedir`` on this interpreter's path, so the
+    ``.pth`` files there (editable installs) work too. A venv built with
+    ``system_site_packages=True`` would see the *base* interpreter's packages
+    instead, and a tox environment's dependencies are not there.
+    """
+    paths = [p for p in sys.path if p and Path(p).is_dir()]
+    line = f"import site; list(map(site.addsitedir, {paths!r}))\n"
+    (_site_packages(python) / "_this_environment.pth").write_text(line, encoding="utf-8")
+
+
+def _build_wheel(source: Path, wheels: Path) -> Path:
+    """Build ``source`` into a wheel with this environment's setuptools, offline.
+
+    The tree is copied first: building in place would write ``build/`` and
+    ``*.egg-info`` into the checkout.
+    """
+    tree = wheels.parent / f"{source.name}-src"
+    shutil.copytree(
+        source, tree,
+        ignore=shutil.ignore_patterns(".*", "__pycache__", "build", "dist", "*.egg-info", "tests",
+                                      "docs", "benchmarks", "examples", "ironic-fsm-demo"),
     )  # fmt: skip
+    _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--isolated", "--no-deps",
+          "--no-index", "--no-build-isolation", "--wheel-dir", str(wheels), str(tree)],
+         env=_clean_env())  # fmt: skip
+    (wheel,) = wheels.glob("*.whl")
+    return wheel
+
+
+def test_third_party_package_adds_a_hardware_type(tmp_path: Path) -> None:
+    python = _venv_python(tmp_path / "venv")
+    _see_this_environment(python)
+    # Install the example plugin package into the venv with this pip.
+    wheel = _build_wheel(PLUGIN, tmp_path / "wheels")
+    _run([sys.executable, "-m", "pip", "install", "--quiet", "--isolated", "--no-deps",
+          "--no-index", "--prefix", str(tmp_path / "venv"), str(wheel)],
+         env=_clean_env())  # fmt: skip
     script = """
 import ironic_fsm
 from ironic_fsm.hardware import installed_hardware_types
@@ -86,9 +143,8 @@ node = c.create_node(driver="acme", provision_state="manageable")
 node = c.do_provisioning_action(node.uuid, "provide")
 print(node.provision_state, node.driver_internal_info["acme_event_log_cleared"])
 """
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     done = subprocess.run([str(python), "-c", script], capture_output=True, text=True,
-                          timeout=120, env=env)  # fmt: skip
+                          timeout=120, env=_clean_env())  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["available", "1"]
     # Without the package, the same driver name is unknown (and says what is installed).
@@ -167,3 +223,88 @@ def test_a_bmc_node_may_rehearse_on_fake_interfaces() -> None:
     assert node.provision_state == states.AVAILABLE
     with pytest.raises(DriverNotFound, match="power interface 'redfish' is not supported"):
         conductor.update_node(node.uuid, power_interface="redfish")
+
+
+def _copy_requirements(project: str, target: Path) -> list[str]:
+    """Copy the installed distributions ``project`` needs (no extras), transitively.
+
+    This gives a fresh venv the project's plain dependencies without the
+    network, and nothing else: the extras' libraries stay out of sight.
+    """
+    from importlib import metadata
+
+    from packaging.requirements import Requirement  # pytest depends on packaging
+
+    todo = [project]
+    seen: set[str] = set()
+    copied = []
+    while todo:
+        name = todo.pop()
+        dist = metadata.distribution(name)
+        key = dist.metadata["Name"].lower().replace("_", "-")
+        if key in seen:
+            continue
+        seen.add(key)
+        for text in dist.requires or []:
+            req = Requirement(text)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+        if name == project:
+            continue
+        assert dist.files is not None, f"{name} was installed without a RECORD"
+        for file in dist.files:
+            if ".." in file.parts:  # console scripts and data outside site-packages
+                continue
+            source = Path(str(dist.locate_file(file)))
+            if source.is_file():
+                (target / file).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, target / file)
+        copied.append(key)
+    return sorted(copied)
+
+
+def test_plain_install_runs_the_cli_on_sqlite_and_names_the_demo_extra(tmp_path: Path) -> None:
+    """``pip install ironic_fsm`` with no extras: the embedded default works, the demo says why not.
+
+    The project is built into a wheel and installed with ``--no-index`` into a
+    fresh venv whose only other packages are copies of its plain
+    dependencies, so pip fails if the dependency list is incomplete.
+    """
+    python = _venv_python(tmp_path / "venv", with_pip=True)
+    deps = tmp_path / "deps"
+    copied = _copy_requirements("ironic_fsm", deps)
+    assert "transitions" in copied
+    (_site_packages(python) / "_deps.pth").write_text(f"{deps}\n", encoding="utf-8")
+    wheel = _build_wheel(ROOT, tmp_path / "wheels")
+    env = _clean_env(HOME=str(tmp_path), XDG_DATA_HOME=str(tmp_path / "data"))
+    env.pop("IRONIC_FSM_DB", None)
+    env.pop("IRONIC_FSM_CONFIG", None)
+    _run([str(python), "-m", "pip", "install", "--quiet", "--isolated", "--no-index", str(wheel)],
+         env=env)  # fmt: skip
+    # Nothing of any extra is importable there.
+    probe = "import importlib.util as u; print([m for m in {m!r} if u.find_spec(m)])".format(
+        m=("pyghmi", "sushy", "sushy_tools", "sqlalchemy", "psycopg", "bcrypt")
+    )
+    assert _run([str(python), "-c", probe], env=env).stdout.strip() == "[]"
+
+    cli = str(tmp_path / "venv" / "bin" / "ironic-fsm")
+    db = str(tmp_path / "nodes.sqlite")
+    created = _run([cli, "--db", db, "node", "create", "--name", "rack1-u07",
+                    "--driver", "fake-hardware"], env=env, cwd=tmp_path)  # fmt: skip
+    assert "rack1-u07" in created.stdout
+    _run([cli, "--db", db, "node", "manage", "rack1-u07"], env=env, cwd=tmp_path)
+    listed = _run([cli, "--db", db, "node", "list"], env=env, cwd=tmp_path)
+    row = next(line for line in listed.stdout.splitlines() if "rack1-u07" in line)
+    assert "manageable" in row
+    assert (tmp_path / "nodes.sqlite").is_file()
+
+    demo = subprocess.run(
+        [cli, "demo", "--output", str(tmp_path / "demo")],
+        capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert demo.returncode != 0
+    said = (demo.stdout + demo.stderr).strip().splitlines()
+    assert len(said) == 1, said
+    assert "ironic_fsm[demo]" in said[0]
+    assert "Traceback" not in demo.stderr
+    assert not (tmp_path / "demo").exists()  # nothing started, nothing written
