@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 
 import ironic_fsm
 from ironic_fsm.exceptions import (
@@ -29,6 +28,17 @@ from ironic_fsm.node import Node
 from ironic_fsm.stores import MemoryStore, SQLStore, Store
 
 UTC = timezone.utc
+
+
+def table_names(conn: Any) -> set[str]:
+    """The tables a driver connection (sqlite3 or psycopg) sees."""
+    if isinstance(conn, sqlite3.Connection):
+        sql = "SELECT name FROM sqlite_master WHERE type = 'table'"
+    else:
+        sql = (
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+        )
+    return {row[0] for row in conn.execute(sql).fetchall()}
 
 
 def make(store: Store, **fields: Any) -> Node:
@@ -129,6 +139,9 @@ def test_list_filters(store: Store) -> None:
     assert uuids(provision_state=5) == []  # wrong type: no match, no database error
     store.reserve(b.uuid, "h1")
     assert uuids(reservation="h1") == [b.uuid]
+    assert uuids(version=1) == [a.uuid, b.uuid, c.uuid, d.uuid]  # reserving is not a save
+    b.extra["saved"] = True
+    store.save(b)
     assert uuids(version=2) == [b.uuid]
     with pytest.raises(InvalidParameterValue, match="bogus, colour"):
         store.list(colour="red", bogus=1)
@@ -235,17 +248,17 @@ def test_delete(store: Store) -> None:
 # -- reservations ---------------------------------------------------------------------
 
 
-def test_reserve_sets_holder_and_bumps_version(store: Store) -> None:
+def test_reserve_sets_holder_and_keeps_the_version(store: Store) -> None:
     node = make(store, name="n")
     reserved = store.reserve("n", "h1")
     assert reserved.reservation == "h1"
-    assert reserved.version == 2
+    assert reserved.version == 1  # a reservation is a lock, not a change of the record
     assert store.get(node.uuid) == reserved
     # Exclusive even for the same holder: a conductor's background work
     # holding a node keeps that conductor's next request out too.
     with pytest.raises(NodeLocked, match="locked by h1"):
         store.reserve(node.uuid, "h1")
-    assert store.get(node.uuid).version == 2
+    assert store.get(node.uuid).version == 1
 
 
 def test_reserve_by_another_holder_raises_node_locked(store: Store) -> None:
@@ -258,7 +271,7 @@ def test_reserve_by_another_holder_raises_node_locked(store: Store) -> None:
         assert info.value.holder == "conductor-1:42:abc"
         assert info.value.node == node.uuid
     assert store.get(node.uuid).reservation == "conductor-1:42:abc"
-    assert store.get(node.uuid).version == 2
+    assert store.get(node.uuid).version == 1
 
 
 def test_reserve_unknown_raises_not_found(store: Store) -> None:
@@ -271,12 +284,13 @@ def test_release(store: Store) -> None:
     store.reserve(node.uuid, "h1")
     store.release(node.uuid, "h2")  # not the holder: nothing happens
     after = store.get(node.uuid)
-    assert (after.reservation, after.version) == ("h1", 2)
+    assert (after.reservation, after.version) == ("h1", 1)
     store.release("n", "h1")
     after = store.get(node.uuid)
-    assert (after.reservation, after.version) == (None, 3)
+    assert (after.reservation, after.version) == (None, 1)
+    assert after == node  # byte for byte what was created
     store.release(node.uuid, "h1")  # already free: nothing happens
-    assert store.get(node.uuid).version == 3
+    assert store.get(node.uuid).version == 1
     assert store.reserve(node.uuid, "h2").reservation == "h2"
     with pytest.raises(NodeNotFound):
         store.release("ghost", "h1")
@@ -296,7 +310,7 @@ def test_conductor_pattern_reserve_change_save_release(store: Store) -> None:
     assert stored == task_node
     assert (stored.reservation, stored.version, stored.provision_state) == (
         None,
-        4,
+        3,
         "manageable",
     )
     assert store.reserve(node.uuid, "other").reservation == "other"
@@ -351,7 +365,7 @@ def test_racing_reservations_have_exactly_one_winner(sql_url: str) -> None:
             holder = winners[0].reservation
             assert all(holder in str(exc) for exc in losers)
             assert shared.get(node.uuid).reservation == holder
-            assert shared.get(node.uuid).version == 2
+            assert shared.get(node.uuid).version == 1
     finally:
         shared.close()
         other.close()
@@ -391,13 +405,11 @@ def test_in_memory_sqlite_is_shared_by_threads() -> None:
 def test_schema_version_is_stamped_and_newer_is_refused(sql_url: str) -> None:
     with SQLStore(sql_url) as first:
         make(first)
-        with first.engine.begin() as conn:
-            assert conn.execute(sa.text("SELECT id, version FROM ironic_fsm_schema")).all() == [
-                (1, 1)
-            ]
-            tables = set(sa.inspect(conn).get_table_names())
-            assert {"nodes", "holders", "ironic_fsm_schema"} <= tables
-            conn.execute(sa.text("UPDATE ironic_fsm_schema SET version = 999"))
+        with first.connection() as conn:
+            rows = conn.execute("SELECT id, version FROM ironic_fsm_schema").fetchall()
+            assert [tuple(row) for row in rows] == [(1, 1)]
+            assert {"nodes", "holders", "ironic_fsm_schema"} <= table_names(conn)
+            conn.execute("UPDATE ironic_fsm_schema SET version = 999")
     with pytest.raises(InvalidParameterValue, match="schema version 999") as info:
         SQLStore(sql_url)
     assert isinstance(info.value, IronicFSMError)
@@ -420,12 +432,12 @@ def test_sqlite_file_is_in_wal_mode(tmp_path: Path) -> None:
     path = tmp_path / "nodes.db"
     with SQLStore(f"sqlite:///{path}", sqlite_synchronous="FULL") as full:
         make(full)
-        with full.engine.connect() as conn:
-            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
-            assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL
-            assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() >= 10_000
-    with SQLStore(f"sqlite:///{path}") as normal, normal.engine.connect() as conn:
-        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
+        with full.connection() as conn:
+            assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+            assert conn.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
+            assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 10_000
+    with SQLStore(f"sqlite:///{path}") as normal, normal.connection() as conn:
+        assert conn.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
     with sqlite3.connect(path) as raw:  # WAL is a property of the file, seen by anyone
         assert raw.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 

@@ -1,0 +1,40 @@
+"""Persistence the embedding application controls.
+
+A store keeps node records. The conductor reads a node, reserves it,
+changes it and saves it; the store guarantees two things:
+
+* **optimistic versions**: :meth:`Store.save` refuses a record whose
+  ``version`` is not the stored one (:class:`~ironic_fsm.exceptions.ConcurrentUpdate`)
+  and bumps the version of the record it accepts, in place;
+* **reservations**: :meth:`Store.reserve` sets ``reservation`` only when the
+  node is free (:class:`~ironic_fsm.exceptions.NodeLocked` otherwise).
+  A reservation is a lock, not data: reserving and releasing change
+  nothing else, not even the version.
+
+Built in: :class:`MemoryStore` (:mod:`ironic_fsm.stores.memory`), and
+:class:`SQLStore` (:mod:`ironic_fsm.stores.sql`: SQLite through the standard
+library, PostgreSQL through psycopg), loaded only when first used so that
+``import ironic_fsm`` loads no database driver. Applications may pass any
+object with the methods of :class:`Store`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ironic_fsm.stores.base import Store, check_filters, locked_error, matches
+from ironic_fsm.stores.memory import MemoryStore
+
+if TYPE_CHECKING:
+    from ironic_fsm.stores.sql import SQLStore
+
+__all__ = ["MemoryStore", "SQLStore", "Store", "check_filters", "locked_error", "matches"]
+
+
+def __getattr__(name: str) -> Any:
+    # SQLStore loads sqlite3 (and psycopg for PostgreSQL): only when asked for.
+    if name == "SQLStore":
+        from ironic_fsm.stores.sql import SQLStore
+
+        return SQLStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

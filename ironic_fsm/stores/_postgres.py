@@ -1,0 +1,174 @@
+"""PostgreSQL for :class:`~ironic_fsm.stores.sql.SQLStore`: psycopg 3 and ``psycopg_pool``.
+
+Imported only for a PostgreSQL URL; needs the ``postgres`` extra. Pooled
+connections run in autocommit, so that each single statement is its own
+transaction without ``BEGIN``/``COMMIT`` round trips, and every connection
+goes back to the pool when the call ends, whatever happened (the pool
+replaces a broken one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from datetime import datetime, timezone
+from typing import Any, Final
+
+import psycopg
+import psycopg_pool
+from psycopg import errors as pg_errors
+
+from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError, StoreBusy, StoreError
+from ironic_fsm.node import Node
+from ironic_fsm.stores.base import duplicate_name, duplicate_uuid
+
+__all__ = ["PostgresDB"]
+
+_UTC: Final = timezone.utc
+#: Errors that mean another transaction was in the way: worth retrying.
+_CONTENTION: Final = (
+    pg_errors.LockNotAvailable,
+    pg_errors.SerializationFailure,
+    pg_errors.DeadlockDetected,
+)
+#: Key of the advisory lock that serialises schema creation between processes.
+_SCHEMA_LOCK_KEY: Final = 0x1F5A_0001
+
+
+class PostgresDB:
+    """A ``psycopg_pool.ConnectionPool`` of autocommit connections to one database."""
+
+    name: Final = "postgresql"
+    placeholder: Final = "%s"
+    returning: Final = True
+    driver_error: Final = (psycopg.Error, psycopg_pool.PoolTimeout, UnicodeError)
+
+    def __init__(
+        self,
+        conninfo: str,
+        shown: str,
+        *,
+        pool_size: int,
+        pool_timeout: float,
+        connect_args: dict[str, Any],
+    ) -> None:
+        self.target = shown
+        self.pool_size = pool_size
+        self.pool_timeout = pool_timeout
+        self._conninfo = conninfo
+        self._kwargs: dict[str, Any] = {**connect_args, "autocommit": True}
+        self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] | None = None
+
+    def open(self) -> None:
+        """Open the pool (after the schema was prepared on a direct connection)."""
+        self._pool = psycopg_pool.ConnectionPool(
+            self._conninfo,
+            min_size=1,
+            max_size=self.pool_size,
+            timeout=self.pool_timeout,
+            kwargs=self._kwargs,
+            name="ironic_fsm",
+            open=True,
+        )
+
+    @contextmanager
+    def direct(self) -> Iterator[psycopg.Connection[Any]]:
+        """One unpooled connection, so that a wrong URL fails at once with the server's reason."""
+        try:
+            conn = psycopg.connect(self._conninfo, **self._kwargs)
+        except self.driver_error as exc:
+            raise self.translate(exc, None) from exc
+        try:
+            with conn:
+                yield conn
+        except self.driver_error as exc:
+            raise self.translate(exc, None) from exc
+
+    @contextmanager
+    def connection(self, node: Node | None = None) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection in autocommit; driver errors leave as ironic_fsm errors."""
+        assert self._pool is not None, "the store is closed"
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except self.driver_error as exc:
+            raise self.translate(exc, node) from exc
+
+    @contextmanager
+    def transaction(self, node: Node | None = None) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection inside a transaction: committed on success, else rolled back."""
+        with self.connection(node) as conn, conn.transaction():
+            yield conn
+
+    def translate(self, exc: BaseException, node: Node | None) -> IronicFSMError:
+        """The ironic_fsm error for a psycopg error: the one place PostgreSQL errors are mapped."""
+        uuid = node.uuid if node is not None else None
+        if isinstance(exc, psycopg_pool.PoolTimeout):
+            return StoreBusy(
+                f"No connection to the PostgreSQL database {self.target} came free within "
+                f"{self.pool_timeout:g} s (all {self.pool_size} of the pool were busy); "
+                "nothing was written, retry later or raise pool_size",
+                node=uuid,
+            )
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if isinstance(exc, pg_errors.UniqueViolation) and node is not None:
+            constraint = exc.diag.constraint_name
+            if constraint == "uniq_nodes0name":
+                return duplicate_name(node.name)
+            if constraint == "nodes_pkey":
+                return duplicate_uuid(node.uuid)
+        if isinstance(exc, (psycopg.IntegrityError, psycopg.DataError, UnicodeError)):
+            return InvalidParameterValue(f"Node {uuid} cannot be stored: {text}", node=uuid)
+        if isinstance(
+            exc,
+            (
+                pg_errors.LockNotAvailable,
+                pg_errors.SerializationFailure,
+                pg_errors.DeadlockDetected,
+            ),
+        ):
+            return StoreBusy(
+                f"The PostgreSQL database {self.target} refused the request because another "
+                f"transaction held a lock ({text}); nothing was written, retry later",
+                node=uuid,
+            )
+        return StoreError(
+            f"The PostgreSQL database {self.target} failed the request "
+            f"({type(exc).__name__}: {text}); nothing was written",
+            node=uuid,
+        )
+
+    @staticmethod
+    def bind_time(value: datetime) -> datetime:
+        """An aware UTC timestamp (naive input is UTC)."""
+        if value.tzinfo is None:
+            return value.replace(tzinfo=_UTC)
+        return value.astimezone(_UTC)
+
+    @staticmethod
+    def read_time(value: Any) -> datetime:
+        """A stored timestamp as an aware UTC datetime (the server answers in its own zone)."""
+        assert isinstance(value, datetime)
+        return value.astimezone(_UTC)
+
+    def timestamp_type(self) -> str:
+        return "TIMESTAMP WITH TIME ZONE"
+
+    #: Whether the schema-version table exists (in the first schema of the search path).
+    table_exists_sql: Final = "SELECT to_regclass('ironic_fsm_schema') IS NOT NULL"
+
+    def setup(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+        """The connection the schema is checked on: a direct one, so errors are the server's."""
+        return self.direct()
+
+    @contextmanager
+    def schema_transaction(self, conn: psycopg.Connection[Any]) -> Iterator[None]:
+        """A transaction holding an advisory lock, so concurrent openers create it once."""
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK_KEY,))
+            yield
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
