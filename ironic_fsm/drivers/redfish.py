@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import importlib
 import logging
 import math
 import os
@@ -73,6 +74,7 @@ from ironic_fsm.steps import clean_step, deploy_step, service_step
 from ironic_fsm.task import Task
 
 __all__ = [
+    "BIOSSettingsRejected",
     "DRIVER_INFO",
     "RedfishBIOS",
     "RedfishRescue",
@@ -146,7 +148,13 @@ BOOT_DEVICE_MAP: Final[Mapping[str, str]] = {
     "bios": "BiosSetup",
     "uefi-http": "UefiHttp",
 }
-_BOOT_DEVICE_REV: Final[Mapping[str, str]] = {v: k for k, v in BOOT_DEVICE_MAP.items()}
+#: Targets that also mean an Ironic boot device, tried after BOOT_DEVICE_MAP's when the BMC
+#: does not allow that one: some BMCs (Supermicro's) offer virtual media only as ``UsbCd``.
+_BOOT_TARGET_ALTERNATIVES: Final[Mapping[str, tuple[str, ...]]] = {"cdrom": ("UsbCd",)}
+_BOOT_DEVICE_REV: Final[Mapping[str, str]] = {
+    **{v: k for k, v in BOOT_DEVICE_MAP.items()},
+    **{t: k for k, ts in _BOOT_TARGET_ALTERNATIVES.items() for t in ts},
+}
 _BOOT_MODES: Final[Mapping[str, str]] = {"uefi": "UEFI", "bios": "Legacy"}
 _BOOT_MODES_REV: Final[Mapping[str, str]] = {"UEFI": "uefi", "Legacy": "bios"}
 
@@ -249,6 +257,16 @@ class _RefusingConnector:
 
 
 _REFUSING_CONNECTOR: Final = _RefusingConnector()
+
+
+class BIOSSettingsRejected(BMCRequestFailed):
+    """The BMC took BIOS settings, then reported that it could not apply them.
+
+    Real BMCs accept the PATCH of the settings object and find out only
+    when they apply it (at once or at the next boot); the verdict is in the
+    BIOS resource's ``@Redfish.Settings`` messages. ``attributes`` lists the
+    rejected attribute names where the BMC says which.
+    """
 
 
 # -- driver_info -----------------------------------------------------------------------------------
@@ -590,7 +608,7 @@ def _bmc(task: Task, info: RedfishInfo, what: str) -> Iterator[None]:
     the cached connection.
     """
     node = task.node.uuid
-    secrets = {info.password} if info.password and len(info.password) >= 3 else set()
+    secrets = _secrets(info)
 
     def message(detail: str) -> str:
         return scrub(f"Node {node}: Redfish {what} failed on BMC {info.address}: {detail}", secrets)
@@ -924,11 +942,52 @@ class RedfishPower(_RedfishValidation, PowerInterface):
 # -- management ------------------------------------------------------------------------------------
 
 
+def _allowed_targets(system: Any) -> list[str] | None:
+    """The boot targets the BMC publishes (``@Redfish.AllowableValues``), or None if it does not.
+
+    sushy also looks in the system's settings object, where some BMCs
+    publish them instead.
+    """
+    boot = system.boot
+    allowed = getattr(boot, "allowed_values", None) if boot is not None else None
+    return [str(v) for v in allowed] if allowed else None
+
+
+def _allowed_modes(system: Any) -> list[str] | None:
+    """Our names (``uefi``/``bios``) of the boot modes the BMC publishes, or None."""
+    boot = (system.json or {}).get("Boot") or {}
+    allowed = boot.get("BootSourceOverrideMode@Redfish.AllowableValues")
+    if not isinstance(allowed, list) or not allowed:
+        return None
+    return [_BOOT_MODES_REV[m] for m in allowed if m in _BOOT_MODES_REV]
+
+
+def _boot_target(device: str, allowed: list[str] | None) -> str | None:
+    """The Redfish target for ``device`` among those the BMC allows (None: none fits)."""
+    choices = (BOOT_DEVICE_MAP[device], *_BOOT_TARGET_ALTERNATIVES.get(device, ()))
+    if allowed is None:  # the BMC publishes nothing: the schema's choice
+        return choices[0]
+    return next((c for c in choices if c in allowed), None)
+
+
+def _supported_devices(allowed: list[str] | None) -> list[str]:
+    return [d for d in BOOT_DEVICE_MAP if _boot_target(d, allowed) is not None]
+
+
 class RedfishManagement(_RedfishValidation, ManagementInterface):
-    """Boot device and mode through ``Boot.BootSourceOverride*``; BMC reset."""
+    """Boot device and mode through ``Boot.BootSourceOverride*``; BMC reset.
+
+    The boot devices are those the BMC lists in
+    ``BootSourceOverrideTarget@Redfish.AllowableValues`` (all of
+    :data:`BOOT_DEVICE_MAP` only when it lists none), and a boot mode must
+    be among ``BootSourceOverrideMode@Redfish.AllowableValues`` when the
+    BMC publishes that: others are refused before anything is sent.
+    """
 
     def get_supported_boot_devices(self, task: Task) -> list[str]:
-        return list(BOOT_DEVICE_MAP)
+        info = _info(task)
+        with _bmc(task, info, "read the allowed boot devices"):
+            return _supported_devices(_allowed_targets(_get_system(info)))
 
     def set_boot_device(self, task: Task, device: str, persistent: bool = False) -> None:
         """Boot from ``device`` next time (``Once``) or always (``Continuous``).
@@ -946,8 +1005,25 @@ class RedfishManagement(_RedfishValidation, ManagementInterface):
         mode = _requested_boot_mode(task.node, info)
         with _bmc(task, info, f"set boot device {device!r}"):
             system = _get_system(info)
+            allowed = _allowed_targets(system)
+            target = _boot_target(device, allowed)
+            if target is None:
+                raise InvalidParameterValue(
+                    f"Node {task.node.uuid}: BMC {info.address} does not allow boot device "
+                    f"{device!r} (it allows the targets {', '.join(allowed or [])}); boot "
+                    f"devices supported by this BMC: {', '.join(_supported_devices(allowed))}",
+                    node=task.node.uuid,
+                )
+            modes = _allowed_modes(system)
+            if mode and modes is not None and mode not in modes:
+                raise InvalidParameterValue(
+                    f"Node {task.node.uuid}: BMC {info.address} does not allow boot mode "
+                    f"{mode!r} (from redfish_boot_mode or the boot_mode capability); it allows: "
+                    f"{', '.join(modes) or 'none'}",
+                    node=task.node.uuid,
+                )
             system.set_system_boot_options(
-                target=_enum("BootSource", BOOT_DEVICE_MAP[device]),
+                target=_enum("BootSource", target),
                 enabled=_enum("BootSourceOverrideEnabled", "Continuous" if persistent else "Once"),
                 mode=_enum("BootSourceOverrideMode", _BOOT_MODES[mode]) if mode else None,
             )
@@ -1037,12 +1113,101 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b or str(a) == str(b))
 
 
+def _secrets(info: RedfishInfo) -> set[str]:
+    return {info.password} if info.password and len(info.password) >= 3 else set()
+
+
+def _settings_outcome(resource: Any) -> tuple[Any, ...]:
+    """What identifies the BMC's last report in ``@Redfish.Settings`` (time and messages).
+
+    A report that was already there before a change belongs to an earlier
+    attempt; only a new one is a verdict on this change.
+    """
+    settings = (resource.json or {}).get("@Redfish.Settings")
+    if not isinstance(settings, dict):
+        return (None, None)
+    return (settings.get("Time"), repr(settings.get("Messages")))
+
+
+def _settings_rejection(
+    task: Task,
+    info: RedfishInfo,
+    resource: Any,
+    before: tuple[Any, ...],
+    wanted: Mapping[str, Any],
+    what: str,
+) -> BIOSSettingsRejected | None:
+    """The BMC's new verdict on applying settings, when it is a failure; else None.
+
+    With a ``Time`` in ``@Redfish.Settings``, sushy's ``update_status``
+    reads the verdict (and fills message texts in from the registries);
+    without one, sushy reports nothing, so the raw messages are read
+    instead. A message that is not of severity OK is a failure, as in sushy.
+    """
+    if _settings_outcome(resource) == before:
+        return None
+    raw = ((resource.json or {}).get("@Redfish.Settings") or {}).get("Messages") or []
+    failed: list[tuple[str, str, list[str]]] = []  # (message id, text, related properties)
+    if ((resource.json or {}).get("@Redfish.Settings") or {}).get("Time"):
+        status = resource.update_status
+        if status.status != importlib.import_module("sushy.resources.settings").UPDATE_FAILURE:
+            return None
+        for n, message in enumerate(status.messages or []):
+            if _value(message.severity) == "OK":
+                continue
+            related = raw[n].get("RelatedProperties") if n < len(raw) else None
+            failed.append(
+                (
+                    str(message.message_id or ""),
+                    str(message.message or ""),
+                    [str(r) for r in related or [] if isinstance(r, str)],
+                )
+            )
+    else:
+        for message in raw:
+            if isinstance(message, dict) and message.get("Severity", "OK") != "OK":
+                failed.append(
+                    (
+                        str(message.get("MessageId") or ""),
+                        str(message.get("Message") or ""),
+                        [str(r) for r in message.get("RelatedProperties") or []],
+                    )
+                )
+    if not failed:
+        return None
+    names: list[str] = []
+    for _, _, related in failed:
+        names += [r.rsplit("/", 1)[-1] for r in related if r.startswith("#/Attributes/")]
+    if not names:  # no RelatedProperties: the names the messages mention
+        names = [k for k in wanted if any(k in text for _, text, _ in failed)]
+    names = sorted(set(names))
+    detail = "; ".join(
+        f"{text or 'no message'} ({mid or 'no message id'})" for mid, text, _ in failed
+    )
+    message = scrub(
+        f"Node {task.node.uuid}: BMC {info.address} rejected the {what}"
+        + (f" for {', '.join(names)}" if names else "")
+        + f": {detail}",
+        _secrets(info),
+    )
+    return BIOSSettingsRejected(
+        message,
+        node=task.node.uuid,
+        address=info.address,
+        status=None,
+        attributes=names,
+    )
+
+
 class RedfishBIOS(_RedfishValidation, BIOSInterface):
     """BIOS attributes through the Bios resource and its settings object.
 
     Where a BMC applies BIOS changes only at the next boot (pending
     attributes), the steps reboot the node and wait for the change, then
-    restore the power state the node had.
+    restore the power state the node had. A BMC that reports in
+    ``@Redfish.Settings`` that it could not apply the settings fails the
+    step at once with its message (:class:`BIOSSettingsRejected`), instead
+    of after ``redfish_task_timeout``.
     """
 
     def cache_bios_settings(self, task: Task) -> None:
@@ -1067,7 +1232,13 @@ class RedfishBIOS(_RedfishValidation, BIOSInterface):
             "Node %s: BMC %s applies BIOS changes at boot; rebooting", task.node.uuid, info.address
         )
         power.reboot(task)
-        _wait_for(task, info, what, info.task_timeout, applied, describe)
+        try:
+            _wait_for(task, info, what, info.task_timeout, applied, describe)
+        except BIOSSettingsRejected:
+            # The node needs no second boot for settings the BMC refused.
+            if was == states.POWER_OFF:
+                power.set_power_state(task, states.POWER_OFF)
+            raise
         if was == states.POWER_OFF:
             power.set_power_state(task, states.POWER_OFF)
 
@@ -1079,6 +1250,7 @@ class RedfishBIOS(_RedfishValidation, BIOSInterface):
         info = _info(task)
         with _bmc(task, info, "apply BIOS settings"):
             bios = _get_system(info).bios
+            before = _settings_outcome(bios)
             bios.set_attributes(wanted)
         state: dict[str, Any] = {}
 
@@ -1086,6 +1258,9 @@ class RedfishBIOS(_RedfishValidation, BIOSInterface):
             with _bmc(task, info, "read BIOS settings"):
                 bios.refresh(force=True)
                 current = dict(bios.attributes or {})
+                rejected = _settings_rejection(task, info, bios, before, wanted, "BIOS settings")
+            if rejected is not None:
+                raise rejected
             state["current"] = current
             return all(_same(current.get(k), v) for k, v in wanted.items())
 
@@ -1105,6 +1280,7 @@ class RedfishBIOS(_RedfishValidation, BIOSInterface):
         info = _info(task)
         with _bmc(task, info, "reset BIOS to factory defaults"):
             bios = _get_system(info).bios
+            before = _settings_outcome(bios)
             bios.reset_bios()
 
         def applied() -> bool:
@@ -1115,6 +1291,11 @@ class RedfishBIOS(_RedfishValidation, BIOSInterface):
                     pending = dict(bios.pending_attributes or {})
                 except _sushy().exceptions.MissingAttributeError:
                     pending = {}
+                rejected = _settings_rejection(
+                    task, info, bios, before, pending, "BIOS factory reset"
+                )
+            if rejected is not None:
+                raise rejected
             return all(_same(current.get(k), v) for k, v in pending.items())
 
         self._apply_with_reboot(
@@ -1389,6 +1570,29 @@ def _optional(task: Task, info: RedfishInfo, what: str, fn: Callable[[], T], def
         return default
 
 
+def _enabled(resource: Any) -> bool:
+    """Whether the BMC reports the resource enabled (or says nothing about its state).
+
+    ``Status.State`` may be ``Disabled``, ``StandbyOffline``, ``Absent`` and
+    more; Ironic takes only ``Enabled`` ones.
+    """
+    status = getattr(resource, "status", None)
+    state = _value(getattr(status, "state", None)) if status is not None else None
+    return state in (None, "Enabled")
+
+
+#: Ids BMCs give the system-side NIC of the host interface, the USB LAN link to the BMC
+#: itself (Lenovo XCC: ``ToManager``): never a NIC the node boots or is reached through.
+_HOST_INTERFACE_IDS: Final = frozenset({"tomanager"})
+
+
+def _node_nic(eth: Any) -> bool:
+    """Whether an EthernetInterface is one of the node's own, usable NICs."""
+    if not eth.mac_address or not _enabled(eth):
+        return False
+    return str(eth.identity or "").lower() not in _HOST_INTERFACE_IDS
+
+
 class RedfishInspect(_RedfishValidation, InspectInterface):
     """Properties from the system's inventory, synchronously (out-of-band).
 
@@ -1399,15 +1603,19 @@ class RedfishInspect(_RedfishValidation, InspectInterface):
 
     def _cpus(self, task: Task, info: RedfishInfo, system: Any) -> tuple[int | None, str | None]:
         def from_processors() -> tuple[int | None, str | None]:
-            processors = system.processors
-            summary = processors.summary
+            # Not sushy's ``summary``: it adds up every member, and real BMCs
+            # list GPUs and accelerators as Processors too, and sockets that
+            # are empty or disabled.
+            count = 0
             arch = None
-            for proc in processors.get_members():
-                arch = _ARCH_BY_INSTRUCTION_SET.get(_value(proc.instruction_set) or "")
-                if arch:
-                    break
-            arch = arch or _ARCH_BY_ARCHITECTURE.get(_value(summary.architecture) or "")
-            return (int(summary.count) if summary.count else None), arch
+            for proc in system.processors.get_members():
+                kind = _value(proc.processor_type)
+                if kind not in (None, "CPU") or not _enabled(proc):
+                    continue
+                count += proc.total_threads or proc.total_cores or 0
+                arch = arch or _ARCH_BY_INSTRUCTION_SET.get(_value(proc.instruction_set) or "")
+                arch = arch or _ARCH_BY_ARCHITECTURE.get(_value(proc.processor_architecture) or "")
+            return (count or None), arch
 
         unknown: tuple[int | None, str | None] = (None, None)
         count, arch = _optional(task, info, "processors", from_processors, unknown)
@@ -1467,7 +1675,7 @@ class RedfishInspect(_RedfishValidation, InspectInterface):
                     {
                         str(eth.mac_address).lower()
                         for eth in system.ethernet_interfaces.get_members()
-                        if eth.mac_address
+                        if _node_nic(eth)
                     }
                 ),
                 no_macs,
@@ -1519,12 +1727,74 @@ def _cd_devices(system: Any) -> list[Any]:
     return found
 
 
+_VMEDIA_ACTIONS: Final = ("#VirtualMedia.InsertMedia", "#VirtualMedia.EjectMedia")
+
+
+def _vmedia_lacks(device: Any) -> str | None:
+    """What a virtual media slot lacks for inserting and ejecting; None when it has it.
+
+    The schema gives every slot the two actions, but real BMCs may leave
+    them out and take a PATCH of the slot instead (saying so in the
+    ``Allow`` header of its GET), or offer neither. sushy needs, for each
+    of insert and eject, the action or PATCH.
+    """
+    actions = (device.json or {}).get("Actions") or {}
+    missing = [a.lstrip("#") for a in _VMEDIA_ACTIONS if not isinstance(actions.get(a), dict)]
+    if not missing or device._allow_patch():  # sushy's own test of the Allow header
+        return None
+    return f"{device.path} has no {' or '.join(missing)} action and does not allow PATCH"
+
+
+def _usable_cd_devices(system: Any) -> tuple[list[Any], list[str]]:
+    """The CD/DVD slots the driver can insert into and eject from, and what the others lack."""
+    usable: list[Any] = []
+    problems: list[str] = []
+    for device in _cd_devices(system):
+        lacks = _vmedia_lacks(device)
+        if lacks is None:
+            usable.append(device)
+        else:
+            problems.append(lacks)
+    return usable, problems
+
+
+def _check_virtual_media(task: Task, key: str) -> None:
+    """Refuse an ISO the BMC offers slots for but cannot insert (before anything is done).
+
+    Without any CD/DVD slot the node boots from the network instead (as
+    documented for the ISO keys); a slot that is there but lacks both the
+    actions and PATCH would fail halfway through a deploy.
+    """
+    info = _info(task)
+    if not getattr(info, key.removeprefix("redfish_")) or not isinstance(
+        task.driver.boot, RedfishBoot
+    ):
+        return
+    with _bmc(task, info, "list virtual media"):
+        usable, problems = _usable_cd_devices(_get_system(info))
+    if not usable and problems:
+        raise InvalidParameterValue(
+            scrub(
+                f"Node {task.node.uuid}: {key} is set, but BMC {info.address} cannot insert "
+                f"media into its virtual CD/DVD: {'; '.join(problems)}",
+                _secrets(info),
+            ),
+            node=task.node.uuid,
+            keys=[key],
+        )
+
+
 class RedfishBoot(_RedfishValidation, BootInterface):
     """Boots the deploy ISO (``redfish_deploy_iso``) from virtual media, else the network.
 
     Without a deploy ISO the ramdisk methods do nothing: the node boots
     from the network (PXE), which the deploy interface selects.
     """
+
+    def validate(self, task: Task) -> None:
+        """driver_info, and with a deploy ISO, a virtual CD/DVD the BMC can really drive."""
+        super().validate(task)
+        _check_virtual_media(task, "redfish_deploy_iso")
 
     def prepare_ramdisk(self, task: Task, ramdisk_params: Mapping[str, Any]) -> None:
         info = _info(task)
@@ -1535,10 +1805,11 @@ class RedfishBoot(_RedfishValidation, BootInterface):
         """Insert the ISO at ``url`` as virtual media and boot from it once."""
         info = _info(task)
         with _bmc(task, info, "insert virtual media"):
-            devices = _cd_devices(_get_system(info))
+            devices, problems = _usable_cd_devices(_get_system(info))
             if not devices:
                 raise BMCRequestFailed(
-                    f"Node {task.node.uuid}: BMC {info.address} offers no virtual CD/DVD for {key}",
+                    f"Node {task.node.uuid}: BMC {info.address} offers no usable virtual CD/DVD "
+                    f"for {key}" + (f": {'; '.join(problems)}" if problems else ""),
                     node=task.node.uuid,
                     address=info.address,
                     status=None,
@@ -1553,10 +1824,10 @@ class RedfishBoot(_RedfishValidation, BootInterface):
         task.driver.management.set_boot_device(task, "cdrom", persistent=False)
 
     def clean_up_ramdisk(self, task: Task) -> None:
-        """Eject every inserted virtual CD/DVD."""
+        """Eject every inserted virtual CD/DVD (that the BMC lets the driver eject)."""
         info = _info(task)
         with _bmc(task, info, "eject virtual media"):
-            for device in _cd_devices(_get_system(info)):
+            for device in _usable_cd_devices(_get_system(info))[0]:
                 if device.inserted:
                     device.eject_media()
 
@@ -1565,10 +1836,10 @@ class RedfishBoot(_RedfishValidation, BootInterface):
         task.driver.management.set_boot_device(task, "disk", persistent=True)
 
     def supports_virtual_media(self, task: Task) -> bool:
-        """Whether the BMC has a virtual CD/DVD device."""
+        """Whether the BMC has a virtual CD/DVD it lets the driver insert into and eject from."""
         info = _info(task)
         with _bmc(task, info, "list virtual media"):
-            return bool(_cd_devices(_get_system(info)))
+            return bool(_usable_cd_devices(_get_system(info))[0])
 
 
 # -- deploy ----------------------------------------------------------------------------------------
@@ -1583,6 +1854,11 @@ class RedfishDeploy(_RedfishValidation, DeployInterface):
     device for the instance. Writing the image is the ramdisk's business,
     outside this library.
     """
+
+    def validate(self, task: Task) -> None:
+        """driver_info, and with a deploy ISO, a virtual CD/DVD the BMC can really drive."""
+        super().validate(task)
+        _check_virtual_media(task, "redfish_deploy_iso")
 
     @deploy_step(priority=100)
     def deploy(self, task: Task) -> str | None:
@@ -1634,6 +1910,11 @@ class RedfishRescue(_RedfishValidation, RescueInterface):
     where the operator's rescue service answers. The rescue ramdisk has no
     call-back here, so rescuing completes when the node has been booted.
     """
+
+    def validate(self, task: Task) -> None:
+        """driver_info, and with a rescue ISO, a virtual CD/DVD the BMC can really drive."""
+        super().validate(task)
+        _check_virtual_media(task, "redfish_rescue_iso")
 
     def rescue(self, task: Task) -> str:
         info = _info(task)
@@ -1713,8 +1994,28 @@ def _check_firmware_settings(task: Task, settings: Any) -> list[dict[str, Any]]:
     return [dict(s) for s in settings]
 
 
+def _firmware_version(system: Any, component: str) -> str | None:
+    """The BIOS version of the system, or the firmware version of its first manager."""
+    if component == "bios":
+        version = system.bios_version
+    else:
+        try:
+            managers = system.managers
+        except _sushy().exceptions.MissingAttributeError:
+            managers = []
+        version = managers[0].firmware_version if managers else None
+    return str(version) if version else None
+
+
 class RedfishFirmware(_RedfishValidation, FirmwareInterface):
-    """Firmware updates through ``UpdateService.SimpleUpdate`` and its task monitor."""
+    """Firmware updates through ``UpdateService.SimpleUpdate`` and its task monitor.
+
+    A BMC that answers with a task (202 and ``Location``) is followed to
+    the task's end. One that answers 2xx with nothing to follow (204, no
+    ``Location``) has done the update within the request: then the
+    version it reports afterwards must differ from the one before, when
+    it reports one.
+    """
 
     @clean_step(priority=0, argsinfo=_FIRMWARE_ARG, requires_ramdisk=False)
     @service_step(argsinfo=_FIRMWARE_ARG, requires_ramdisk=False)
@@ -1735,6 +2036,7 @@ class RedfishFirmware(_RedfishValidation, FirmwareInterface):
                     targets = [managers[0].path] if managers else []
                 service = conn.get_update_service()
                 protocol = "HTTPS" if item["url"].startswith("https:") else "HTTP"
+                old_version = _firmware_version(system, item["component"])
                 LOG.info(
                     "Node %s: %s from %s through BMC %s",
                     node.uuid,
@@ -1742,12 +2044,20 @@ class RedfishFirmware(_RedfishValidation, FirmwareInterface):
                     _loggable_url(item["url"]),
                     info.address,
                 )
-                monitor = service.simple_update(
-                    item["url"],
-                    targets=targets,
-                    transfer_protocol=_enum("UpdateTransferProtocolType", protocol),
-                )
-            _wait_task_monitor(task, info, what, monitor, info.firmware_update_timeout)
+                try:
+                    monitor = service.simple_update(
+                        item["url"],
+                        targets=targets,
+                        transfer_protocol=_enum("UpdateTransferProtocolType", protocol),
+                    )
+                except _sushy().exceptions.MissingHeaderError:
+                    # sushy raises this only after a 2xx answer without a task
+                    # monitor: the BMC finished the update within the request.
+                    monitor = None
+            if monitor is None:
+                self._check_synchronous(task, info, what, item["component"], old_version)
+            else:
+                _wait_task_monitor(task, info, what, monitor, info.firmware_update_timeout)
             done.append({"component": item["component"], "url": _loggable_url(item["url"])})
             if item.get("wait"):
                 time.sleep(float(item["wait"]))
@@ -1764,6 +2074,29 @@ class RedfishFirmware(_RedfishValidation, FirmwareInterface):
             "updates": [*previous.get("updates", []), *done],
         }
         return None
+
+    def _check_synchronous(
+        self, task: Task, info: RedfishInfo, what: str, component: str, old: str | None
+    ) -> None:
+        """After an update done within the request: the BMC must report a new version."""
+        with _bmc(task, info, f"read the version after the {what}"):
+            new = _firmware_version(_get_system(info), component)
+        if old is not None and new == old:
+            raise BMCRequestFailed(
+                f"Node {task.node.uuid}: Redfish {what} on BMC {info.address} answered as done "
+                f"(no task to follow), but the BMC still reports version {old}",
+                node=task.node.uuid,
+                address=info.address,
+                status=None,
+            )
+        LOG.info(
+            "Node %s: BMC %s completed the %s at once: version %s -> %s",
+            task.node.uuid,
+            info.address,
+            what,
+            old or "unknown",
+            new or "unknown",
+        )
 
 
 # -- the hardware type -----------------------------------------------------------------------------

@@ -129,6 +129,17 @@ class Emulator:
         response.raise_for_status()
         return dict(response.json())
 
+    def set_quirks(self, **quirks: Any) -> dict[str, Any]:
+        """Change this system's quirks (``None`` removes one); returns them all.
+
+        The quirks (``redfish_fake_driver.QUIRKS``) make the emulator serve
+        shapes real BMCs have: BIOS settings rejected after the PATCH, a
+        virtual CD without actions, a synchronous firmware update, disabled
+        NICs, a narrower boot target list, and so on.
+        """
+        reply = self._peer("POST", "/_peer/quirks", {"system": self.system_uuid, "quirks": quirks})
+        return dict(reply["quirks"])
+
     def set_faults(self, *rules: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Replace the fault rules (see :mod:`redfish_fake_driver`); returns them."""
         return list(
@@ -193,6 +204,7 @@ def start_emulator(
     power_state: str = "Off",
     extra_systems: int = 0,
     extra_config: Mapping[str, Any] | None = None,
+    quirks: Mapping[str, Any] | None = None,
 ) -> Emulator:
     """Start one emulator under ``tmp_path`` and wait until it answers.
 
@@ -212,6 +224,7 @@ def start_emulator(
         extra_systems: More systems on the same BMC (makes the system id
             mandatory for clients).
         extra_config: More ``SUSHY_EMULATOR_*`` settings.
+        quirks: The system's quirks from the start (see :meth:`Emulator.set_quirks`).
 
     Raises:
         RuntimeError: the emulator did not answer within ~15 s (its log is
@@ -237,6 +250,8 @@ def start_emulator(
         system["memory_gb"] = memory_gb
     if cpus is not None:
         system["cpus"] = cpus
+    if quirks:
+        system["quirks"] = dict(quirks)
     systems = [system]
     for n in range(extra_systems):
         other = str(uuid_mod.uuid4())

@@ -29,7 +29,15 @@ What the stock ``--fake`` driver lacks and this module adds:
   containing ``fail`` ends the task in ``Exception``;
 * fault injection and state inspection for tests, outside authentication:
   ``/_peer/faults`` (GET, POST, DELETE), ``/_peer/state``,
-  ``/_peer/requests`` (GET, DELETE).
+  ``/_peer/requests`` (GET, DELETE), ``/_peer/quirks`` (POST);
+* per-system *quirks*: shapes real BMCs serve that the stock emulator never
+  does (see :data:`QUIRKS`), set in the system's config (``quirks``) or at
+  run time through ``/_peer/quirks``.
+
+A BIOS change always records its outcome in the BIOS resource's
+``@Redfish.Settings`` (``Time`` and ``Messages``), as real BMCs do:
+``Base.1.0.Success``, or one ``Base.1.0.SettingsFailed`` per rejected
+attribute.
 
 A fault rule is a dict: ``path_prefix`` (default: every path), ``methods``
 (default: all), ``delay`` (seconds to sleep first), ``status`` (HTTP status
@@ -43,6 +51,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import datetime
 import json
 import os
 import sys
@@ -55,6 +64,7 @@ from typing import Any
 import flask
 from sushy_tools import error
 from sushy_tools.emulator.resources.systems import fakedriver
+from werkzeug import exceptions as http_errors
 
 DEFAULT_BIOS: dict[str, Any] = {
     "BootMode": "Uefi",
@@ -66,6 +76,40 @@ DEFAULT_BIOS: dict[str, Any] = {
 }
 DEFAULT_VERSIONS: dict[str, Any] = {"BiosVersion": "1.0.0"}
 BOOT_HISTORY_LIMIT = 50
+
+#: The quirks a system can be given (key in its ``quirks`` dict: meaning).
+QUIRKS: dict[str, str] = {
+    "bios_reject": "{attribute: message or None}: the BIOS accepts the PATCH of these "
+    "attributes, then fails to apply them (at once, or at the next boot with "
+    "SUSHY_EMULATOR_FAKE_BIOS_APPLY='reboot') and says so only in the BIOS resource's "
+    "@Redfish.Settings Messages (Base.1.0.SettingsFailed naming the attribute).",
+    "vmedia": "'actions' (stock: InsertMedia/EjectMedia actions), 'patch' (no actions, "
+    "'Allow: GET, PATCH', insert and eject by PATCH) or 'none' (no actions, 'Allow: GET': "
+    "the slot cannot be driven at all).",
+    "update": "'task' (stock: 202 and a task monitor), 'sync' (204 without Location, "
+    "nothing changes) or 'sync-bump' (204 without Location, the version is bumped at once).",
+    "nic_states": "{mac: State}: the NIC's Status.State (e.g. 'Disabled', 'StandbyOffline').",
+    "host_interface": "mac: that NIC is the host interface to the BMC, Id 'ToManager'.",
+    "boot_targets": "list: BootSourceOverrideTarget@Redfish.AllowableValues exactly; [] "
+    "publishes none. PATCHes of another target are refused (400).",
+    "boot_modes": "list: BootSourceOverrideMode@Redfish.AllowableValues; PATCHes of another "
+    "mode are refused (400).",
+    "extra_processors": "[{'id', 'cores', 'threads'}]: more Processors members.",
+    "processor_overrides": "{Id: {field: value}}: merged into that processor's document "
+    "(e.g. {'ProcessorType': 'GPU'} or {'Status': {'State': 'Disabled'}}).",
+}
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat()
+
+
+def _merge(doc: dict[str, Any], changes: dict[str, Any]) -> None:
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(doc.get(key), dict):
+            _merge(doc[key], value)
+        else:
+            doc[key] = copy.deepcopy(value)
 
 
 def _cfg(key: str, default: Any) -> Any:
@@ -98,9 +142,7 @@ class PeerFakeDriver(fakedriver.FakeDriver):  # type: ignore[misc]
             system["boot_enabled"] = "Disabled"
         pending = system.get("bios_pending")
         if pending:
-            bios = dict(system.get("bios") or self._bios_defaults(system))
-            bios.update(pending)
-            system["bios"] = bios
+            self._apply_bios(system, pending)
             system["bios_pending"] = {}
 
     def _update_if_needed(self, system: dict[str, Any]) -> dict[str, Any]:
@@ -152,7 +194,34 @@ class PeerFakeDriver(fakedriver.FakeDriver):  # type: ignore[misc]
     def get_boot_enabled(self, identity: str) -> str:
         return str(self._get(identity).get("boot_enabled", "Continuous"))
 
+    # -- quirks -------------------------------------------------------------------
+
+    def quirks(self, identity: str) -> dict[str, Any]:
+        return dict(self._get(identity).get("quirks") or {})
+
+    def set_quirks(self, identity: str, changes: dict[str, Any]) -> dict[str, Any]:
+        """Merge ``changes`` into the system's quirks (``None`` removes one)."""
+        unknown = sorted(set(changes) - set(QUIRKS))
+        if unknown:
+            raise error.BadRequest(f"Unknown quirk(s): {', '.join(unknown)}")
+        quirks = self.quirks(identity)
+        for key, value in changes.items():
+            if value is None:
+                quirks.pop(key, None)
+            else:
+                quirks[key] = value
+        self._update(identity, quirks=quirks)
+        return quirks
+
     # -- inventory --------------------------------------------------------------
+
+    def get_nics(self, identity: str) -> list[dict[str, Any]]:
+        system = self._get(identity)
+        host = (system.get("quirks") or {}).get("host_interface")
+        return [
+            {"id": "ToManager" if nic.get("mac") == host else nic.get("mac"), "mac": nic.get("mac")}
+            for nic in system.get("nics") or []
+        ]
 
     def get_total_memory(self, identity: str) -> int:
         memory = self._get(identity).get("memory_gb")
@@ -184,6 +253,17 @@ class PeerFakeDriver(fakedriver.FakeDriver):  # type: ignore[misc]
                 "threads": per_socket,
             }
             for n in range(sockets)
+        ] + [
+            {
+                "id": extra["id"],
+                "Id": extra["id"],
+                "socket": extra.get("socket", extra["id"]),
+                "vendor": extra.get("vendor", "Contoso"),
+                "model": extra.get("model", "Accelerator"),
+                "cores": extra.get("cores", 1),
+                "threads": extra.get("threads", 1),
+            }
+            for extra in (system.get("quirks") or {}).get("extra_processors") or []
         ]
 
     # -- BIOS and firmware versions -------------------------------------------------
@@ -211,8 +291,46 @@ class PeerFakeDriver(fakedriver.FakeDriver):  # type: ignore[misc]
             pending.update(attributes)
             self._update(system, bios_pending=pending)
         else:
-            current.update(attributes)
-            self._update(system, bios=current)
+            self._apply_bios(system, attributes)
+            self._update(system)
+
+    def _apply_bios(self, system: dict[str, Any], attributes: dict[str, Any]) -> None:
+        """Apply what this BIOS accepts; record the outcome where real BMCs do.
+
+        Real BMCs accept a PATCH of the settings object and only later,
+        when they apply it, find a value they cannot take: the only trace
+        is the ``@Redfish.Settings`` messages of the BIOS resource.
+        """
+        reject = (system.get("quirks") or {}).get("bios_reject") or {}
+        current = dict(system.get("bios") or self._bios_defaults(system))
+        messages = []
+        for name, value in attributes.items():
+            if name in reject:
+                messages.append(
+                    {
+                        "MessageId": "Base.1.0.SettingsFailed",
+                        "Message": reject[name]
+                        or f"The value {value!r} for the attribute {name} could not be applied.",
+                        "MessageArgs": [name],
+                        "RelatedProperties": [f"#/Attributes/{name}"],
+                        "Severity": "Critical",
+                        "Resolution": "Check the attribute's allowed values and dependencies.",
+                    }
+                )
+            else:
+                current[name] = value
+        system["bios"] = current
+        system["bios_result"] = {
+            "Time": _now(),
+            "Messages": messages
+            or [
+                {
+                    "MessageId": "Base.1.0.Success",
+                    "Message": "Successfully Completed Request",
+                    "Severity": "OK",
+                }
+            ],
+        }
 
     def reset_bios(self, identity: str) -> None:
         system = self._get(identity)
@@ -280,21 +398,21 @@ def _settle_tasks(app: Any) -> None:
         due = [t for t in _TASKS.values() if t["state"] == "Running" and now >= t["ready_at"]]
         for task in due:
             task["state"] = "Exception" if "fail" in task["image"] else "Completed"
-            if task["state"] != "Completed":
-                continue
-            for kind, system_uuid in task["targets"]:
-                if kind == "system":
-                    versions = app.systems.get_versions(system_uuid)
-                    major, minor, *rest = (versions.get("BiosVersion") or "1.0.0").split(".")
-                    bumped = ".".join([major, str(int(minor) + 1), *rest])
-                    app.systems.set_versions(system_uuid, {"BiosVersion": bumped})
-                else:
-                    versions = app.systems.get_versions(system_uuid)
-                    current = versions.get("BmcVersion", "1.00")
-                    major, minor = current.split(".")
-                    app.systems.set_versions(
-                        system_uuid, {"BmcVersion": f"{major}.{int(minor) + 1:02d}"}
-                    )
+            if task["state"] == "Completed":
+                _bump_versions(app, task["targets"])
+
+
+def _bump_versions(app: Any, targets: list[tuple[str, str]]) -> None:
+    """What a successful update does: the BIOS or BMC version goes up by one."""
+    for kind, system_uuid in targets:
+        versions = app.systems.get_versions(system_uuid)
+        if kind == "system":
+            major, minor, *rest = (versions.get("BiosVersion") or "1.0.0").split(".")
+            bumped = ".".join([major, str(int(minor) + 1), *rest])
+            app.systems.set_versions(system_uuid, {"BiosVersion": bumped})
+        else:
+            major, minor = versions.get("BmcVersion", "1.00").split(".")
+            app.systems.set_versions(system_uuid, {"BmcVersion": f"{major}.{int(minor) + 1:02d}"})
 
 
 def _task_json(task: dict[str, Any]) -> dict[str, Any]:
@@ -441,6 +559,18 @@ class PeerControl:
                 )
         if path == "/_peer/state" and method == "GET":
             return self._reply(start_response, 200, self._state())
+        if path == "/_peer/quirks" and method == "POST":
+            body = self._body(environ)
+            if not isinstance(body, dict) or not isinstance(body.get("quirks"), dict):
+                return self._reply(start_response, 400, {"error": "quirks must be an object"})
+            with self.flask_app.app_context():
+                systems = self.flask_app.systems
+                identity = body.get("system") or systems.systems[0]
+                try:
+                    quirks = systems.set_quirks(identity, body["quirks"])
+                except error.FishyError as exc:
+                    return self._reply(start_response, 400, {"error": str(exc)})
+            return self._reply(start_response, 200, {"quirks": quirks})
         return self._reply(start_response, 404, {"error": f"no peer route {method} {path}"})
 
     def _state(self) -> dict[str, Any]:
@@ -486,9 +616,70 @@ def _set_json(response: Any, doc: Any) -> None:
 def install(app: Any) -> PeerControl:
     """Add this module's routes and hooks to the emulator's ``app`` (before it serves)."""
 
+    def quirks_of(identity: str | None) -> dict[str, Any]:
+        try:
+            return dict(app.systems.quirks(identity)) if identity else {}
+        except error.FishyError:
+            return {}
+
     @app.before_request
-    def _settle() -> None:
+    def _settle() -> Any:
         _settle_tasks(app)
+        return _refuse_what_the_bmc_lacks()
+
+    def _refuse_what_the_bmc_lacks() -> Any:
+        """Answer as a real BMC does to what its quirks say it does not offer."""
+        request = flask.request
+        endpoint = request.endpoint or ""
+        quirks = quirks_of((request.view_args or {}).get("identity"))
+        if endpoint.startswith("VirtualMedia.") and quirks.get("vmedia", "actions") != "actions":
+            mode = quirks["vmedia"]
+            if endpoint in (
+                "VirtualMedia.virtual_media_insert",
+                "VirtualMedia.virtual_media_eject",
+            ):
+                raise error.NotFound("No such action on this virtual media device")
+            if endpoint == "VirtualMedia.virtual_media_patch":
+                if mode != "patch":
+                    raise http_errors.MethodNotAllowed(["GET"])
+                return _vmedia_patch(request)
+        if endpoint == "system_resource" and request.method == "PATCH":
+            boot = (request.get_json(silent=True) or {}).get("Boot") or {}
+            for key, quirk in (
+                ("BootSourceOverrideTarget", "boot_targets"),
+                ("BootSourceOverrideMode", "boot_modes"),
+            ):
+                allowed = quirks.get(quirk)
+                if key in boot and isinstance(allowed, list) and boot[key] not in allowed:
+                    raise error.BadRequest(
+                        f"{key} {boot[key]!r} is not one of {', '.join(allowed) or 'nothing'}"
+                    )
+        return None
+
+    def _vmedia_patch(request: Any) -> Any:
+        """Insert or eject by PATCH, as BMCs without the actions do."""
+        args = request.view_args or {}
+        body = request.get_json(silent=True) or {}
+        if "Image" not in body and "Inserted" not in body:
+            return None  # the stock handler (VerifyCertificate)
+        identity, device = args["identity"], args["device"]
+        image = body.get("Image")
+        if image and body.get("Inserted", True):
+            path = app.vmedia.insert_image(
+                identity, device, image, True, body.get("WriteProtected", True)
+            )
+            with contextlib.suppress(error.NotSupportedError):
+                app.systems.set_boot_image(
+                    app.systems.uuid(identity),
+                    device,
+                    boot_image=path,
+                    write_protected=body.get("WriteProtected", True),
+                )
+        else:
+            app.vmedia.eject_image(identity, device)
+            with contextlib.suppress(error.NotSupportedError):
+                app.systems.set_boot_image(app.systems.uuid(identity), device)
+        return flask.Response(status=204)
 
     @app.after_request
     def _augment(response: Any) -> Any:
@@ -507,14 +698,55 @@ def install(app: Any) -> PeerControl:
             return response
         if request.method != "GET" or response.status_code != 200:
             return response
+        quirks = quirks_of(args.get("identity"))
         if endpoint == "system_resource":
             doc = _json_of(response)
             if doc is not None:
                 boot = doc.setdefault("Boot", {})
                 boot["BootSourceOverrideEnabled"] = app.systems.get_boot_enabled(doc["UUID"])
-                allowed = boot.get("BootSourceOverrideTarget@Redfish.AllowableValues")
+                targets_key = "BootSourceOverrideTarget@Redfish.AllowableValues"
+                allowed = boot.get(targets_key)
                 if isinstance(allowed, list) and "BiosSetup" not in allowed:
                     allowed.append("BiosSetup")
+                if isinstance(quirks.get("boot_targets"), list):
+                    boot[targets_key] = list(quirks["boot_targets"])
+                    if not boot[targets_key]:
+                        del boot[targets_key]
+                if isinstance(quirks.get("boot_modes"), list):
+                    boot["BootSourceOverrideMode@Redfish.AllowableValues"] = list(
+                        quirks["boot_modes"]
+                    )
+                _set_json(response, doc)
+        elif endpoint == "bios":
+            doc = _json_of(response)
+            result = app.systems._get(args["identity"]).get("bios_result")
+            if doc is not None and result:
+                doc.setdefault("@Redfish.Settings", {}).update(result)
+                _set_json(response, doc)
+        elif endpoint == "VirtualMedia.virtual_media_resource":
+            mode = quirks.get("vmedia", "actions")
+            doc = _json_of(response)
+            if doc is not None and mode != "actions":
+                actions = doc.get("Actions") or {}
+                actions.pop("#VirtualMedia.InsertMedia", None)
+                actions.pop("#VirtualMedia.EjectMedia", None)
+                _set_json(response, doc)
+                response.headers["Allow"] = "GET, PATCH" if mode == "patch" else "GET"
+        elif endpoint == "ethernet_interface":
+            doc = _json_of(response)
+            if doc is not None:
+                state = (quirks.get("nic_states") or {}).get(doc.get("MACAddress"))
+                if state:
+                    doc.setdefault("Status", {})["State"] = state
+                if doc.get("Id") == "ToManager":
+                    doc["Name"] = "Manager Network Interface"
+                    doc["Description"] = "Host side of the USB LAN link to the BMC"
+                _set_json(response, doc)
+        elif endpoint == "processor":
+            doc = _json_of(response)
+            changes = (quirks.get("processor_overrides") or {}).get((doc or {}).get("Id"))
+            if doc is not None and isinstance(changes, dict):
+                _merge(doc, changes)
                 _set_json(response, doc)
         elif endpoint == "manager_resource":
             doc = _json_of(response)
@@ -574,6 +806,13 @@ def install(app: Any) -> PeerControl:
             kind = "manager" if "/Managers/" in target else "system"
             name = target.rstrip("/").rsplit("/", 1)[-1]
             resolved.append((kind, app.systems.uuid(name)))
+        mode = quirks_of(resolved[0][1] if resolved else None).get("update", "task")
+        if mode in ("sync", "sync-bump"):
+            # Some BMCs flash small images within the request and answer 204,
+            # with no task to follow.
+            if mode == "sync-bump" and "fail" not in image:
+                _bump_versions(app, resolved)
+            return flask.Response(status=204)
         delay = float(app.config.get("SUSHY_EMULATOR_FAKE_UPDATE_DELAY", 0.3))
         with _TASK_LOCK:
             task_id = str(_NEXT_TASK[0])
