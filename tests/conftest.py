@@ -45,17 +45,14 @@ def postgres_server() -> Iterator[PostgresServer]:
 
 @pytest.fixture(scope="session")
 def postgres_url(postgres_server: PostgresServer) -> str:
-    """SQLAlchemy URL of the shared test database (``postgresql+psycopg://...``)."""
+    """URL of the shared test database (``postgresql+psycopg://...``)."""
     return postgres_server.url
 
 
-def _fresh_url(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if kind == "sqlite":
-        yield f"sqlite:///{tmp_path / 'ironic_fsm.sqlite'}"
-        return
+def fresh_postgres_url(server: PostgresServer) -> Iterator[str]:
+    """A URL of a new, empty schema (selected through ``search_path``), dropped afterwards."""
     import psycopg
 
-    server: PostgresServer = request.getfixturevalue("postgres_server")
     schema = f"t_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(server.dsn, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
@@ -64,6 +61,13 @@ def _fresh_url(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Ite
     finally:
         with psycopg.connect(server.dsn, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def _fresh_url(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if kind == "sqlite":
+        yield f"sqlite:///{tmp_path / 'ironic_fsm.sqlite'}"
+        return
+    yield from fresh_postgres_url(request.getfixturevalue("postgres_server"))
 
 
 @pytest.fixture(params=SQL_BACKENDS)

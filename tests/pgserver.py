@@ -10,7 +10,7 @@ as root (initdb refuses root) it runs as the ``postgres`` OS user.
 Usage::
 
     with PostgresServer() as server:
-        engine = sqlalchemy.create_engine(server.url)
+        store = SQLStore(server.url)
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ class PostgresServer:
 
     @property
     def url(self) -> str:
-        """The SQLAlchemy URL of the test database."""
+        """The URL of the test database, as :class:`~ironic_fsm.stores.SQLStore` takes it."""
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{DATABASE}"
 
     @property

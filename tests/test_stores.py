@@ -23,6 +23,7 @@ from ironic_fsm.exceptions import (
     IronicFSMError,
     NodeLocked,
     NodeNotFound,
+    TransitionRejected,
 )
 from ironic_fsm.node import Node
 from ironic_fsm.stores import MemoryStore, SQLStore, Store
@@ -39,6 +40,13 @@ def table_names(conn: Any) -> set[str]:
             "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
         )
     return {row[0] for row in conn.execute(sql).fetchall()}
+
+
+def force(node: Node, **fields: Any) -> Node:
+    """Set fields past the Node's own validation: a store must defend itself too."""
+    for key, value in fields.items():
+        object.__setattr__(node, key, value)
+    return node
 
 
 def make(store: Store, **fields: Any) -> Node:
@@ -95,7 +103,7 @@ def test_create_duplicates_are_refused(store: Store) -> None:
     with pytest.raises(InvalidParameterValue, match="'alpha'"):
         store.create(Node(name="alpha"))
     with pytest.raises(InvalidParameterValue, match="already exists"):
-        store.create(Node(name=node.uuid))  # a name that is another node's UUID
+        store.create(force(Node(), name=node.uuid))  # a name that is another node's UUID
     assert [n.uuid for n in store.list()] == [node.uuid]
 
 
@@ -106,7 +114,8 @@ def test_get_unknown_raises_not_found(store: Store) -> None:
 
 def test_uuid_wins_over_name(store: Store) -> None:
     named = make(store, name="same-ident")
-    other = make(store, uuid="same-ident")  # a UUID equal to another node's name
+    other = force(Node(), uuid="same-ident")  # a UUID equal to another node's name
+    store.create(other)
     assert store.get("same-ident").uuid == other.uuid
     assert store.reserve("same-ident", "h1").uuid == other.uuid
     store.release("same-ident", "h1")
@@ -450,7 +459,7 @@ def test_bad_synchronous_mode_is_refused(tmp_path: Path) -> None:
 def test_values_that_are_not_json_are_refused(sql_url: str) -> None:
     with SQLStore(sql_url) as sql:
         with pytest.raises(InvalidParameterValue, match="JSON"):
-            sql.create(Node(extra={"when": datetime.now(UTC)}))
+            sql.create(force(Node(), extra={"when": datetime.now(UTC)}))
         assert sql.list() == []
 
 
@@ -504,3 +513,94 @@ def test_memory_store_is_the_default_and_matches_protocol() -> None:
     assert isinstance(MemoryStore(), Store)
     with SQLStore("sqlite://") as sql:
         assert isinstance(sql, Store)
+
+
+# -- a refused request loses nothing; a failed save changes nothing ---------------------
+
+
+def _snapshot(store: Store) -> dict[str, tuple[str, str | None, int]]:
+    """Every record as the store holds it (JSON text, reservation, version)."""
+    return {n.uuid: (n.to_json(), n.reservation, n.version) for n in store.list()}
+
+
+def test_reserve_and_release_change_nothing_but_the_reservation(store: Store) -> None:
+    node = make(store, name="n", extra={"k": "v"})
+    node.provision_state = "manageable"
+    store.save(node)
+    before = _snapshot(store)
+    reserved = store.reserve("n", "h1")
+    assert (reserved.reservation, reserved.version) == ("h1", 2)
+    assert reserved.to_json() == store.get(node.uuid).to_json()
+    store.release(node.uuid, "h1")
+    assert _snapshot(store) == before
+    # A save based on the copy read before the reservation still goes through:
+    # the reservation did not make it stale.
+    node.extra["k"] = "w"
+    store.save(node)
+    assert node.version == 3
+
+
+def test_a_request_refused_after_reserving_leaves_the_record_identical(store: Store) -> None:
+    conductor = ironic_fsm.Conductor(store=store)
+    node = conductor.create_node(name="guarded", driver="fake-hardware")
+    node = conductor.do_provisioning_action(node.uuid, "manage")
+    conductor.add_guard(lambda node, verb, event, target: "not today")
+    before = _snapshot(store)
+    with pytest.raises(TransitionRejected, match="not today"):
+        conductor.do_provisioning_action(node.uuid, "provide")
+    assert _snapshot(store) == before
+    assert store.get(node.uuid).reservation is None
+
+
+def test_a_save_that_cannot_be_serialised_changes_nothing(store: Store) -> None:
+    node = make(store, name="before")
+    before = _snapshot(store)
+    node.name = "after"
+    node.extra["when"] = datetime.now(UTC)  # not JSON
+    with pytest.raises(InvalidParameterValue, match="JSON") as info:
+        store.save(node)
+    assert not isinstance(info.value.__cause__, IronicFSMError)
+    assert node.version == 1
+    assert _snapshot(store) == before
+    assert store.get("before").uuid == node.uuid
+    with pytest.raises(NodeNotFound):
+        store.get("after")
+    node.extra = {}
+    store.save(node)  # the name index did not keep "after" half-taken
+    assert (store.get("after").uuid, node.version) == (node.uuid, 2)
+    make(store, name="before")  # and "before" is free again
+
+
+def test_a_create_that_cannot_be_serialised_changes_nothing(store: Store) -> None:
+    node = force(Node(name="x"), extra={"when": datetime.now(UTC)})
+    with pytest.raises(InvalidParameterValue, match="JSON"):
+        store.create(node)
+    assert node.version == 0
+    assert store.list() == []
+    make(store, name="x")
+
+
+def test_too_deep_data_is_refused_naming_the_node(store: Store) -> None:
+    deep: dict[str, Any] = {}
+    inner = deep
+    for _ in range(100_000):
+        inner["d"] = {}
+        inner = inner["d"]
+    node = force(make(store), extra=deep)
+    with pytest.raises(InvalidParameterValue, match=f"{node.uuid}.*nested too deeply"):
+        store.save(node)
+    assert node.version == 1
+    assert store.get(node.uuid).extra == {}
+
+
+def test_a_duplicate_name_on_save_changes_nothing(store: Store) -> None:
+    make(store, name="taken")
+    node = make(store, name="mine")
+    before = _snapshot(store)
+    node.name = "taken"
+    node.extra["x"] = 1
+    with pytest.raises(InvalidParameterValue, match="'taken'") as info:
+        store.save(node)
+    assert getattr(info.value, "field", None) == "name"
+    assert node.version == 1
+    assert _snapshot(store) == before
