@@ -1,24 +1,27 @@
 """``ironic-fsm``: the node lifecycle from a shell, shaped like ``openstack baremetal node``.
 
 Operators who know Ironic's client should not have to learn new words, so
-the commands mirror it (``node create``, ``node manage``, ``node clean
---clean-steps FILE``, ...). Nodes live in a SQLite file (or any database
-URL ``SQLStore`` accepts), so that successive invocations see the same
-nodes; the conductor runs synchronously, so every provisioning command
-returns once the node has settled.
+the commands, options, output formats (``-f table|json|yaml|value|csv``,
+``-c COLUMN``) and column names mirror it. Nodes live in a SQLite file (or
+any database URL ``SQLStore`` accepts), so that successive invocations see
+the same nodes; the conductor runs synchronously, so every provisioning
+command returns once the node has settled, and ``--wait`` covers nodes
+that another process continues.
 
-Exit codes, so that scripts can tell mistakes apart:
+Exit codes, so that scripts can tell outcomes apart:
 
 * ``0``: done;
 * ``1``: the request was refused or failed (any
-  :class:`~ironic_fsm.exceptions.IronicFSMError`, an unreadable steps file,
-  a flow that ended in a failure state);
+  :class:`~ironic_fsm.exceptions.IronicFSMError`, an unreadable file, a
+  flow that ended in a failure state, a ``--wait`` that timed out, an
+  unexpected error);
 * ``2``: bad usage (argparse's convention), including options given to a
-  verb that cannot use them.
+  verb that cannot use them;
+* ``130``: interrupted.
 
-Only the standard library is imported beyond ironic_fsm itself; SQLAlchemy
-is loaded when a store is opened, never for ``--help``, ``states`` or
-``diagram``.
+Every error is one line on standard error; a traceback is printed only
+with ``--debug``. The formatter libraries (prettytable, PyYAML) and the
+store are imported only by the commands that need them.
 """
 
 from __future__ import annotations
@@ -31,26 +34,36 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, NoReturn
 
 from ironic_fsm import states as s
-from ironic_fsm.exceptions import IronicFSMError, NodeLocked, StepsNotAvailable
+from ironic_fsm.exceptions import (
+    IronicFSMError,
+    MissingDependency,
+    NodeLocked,
+    StepsNotAvailable,
+)
 from ironic_fsm.machine import LIFECYCLE
+from ironic_fsm.node import NODE_FIELDS
 
 if TYPE_CHECKING:
     from ironic_fsm.conductor import Conductor
     from ironic_fsm.node import Node
 
-__all__ = ["CLIError", "default_db_path", "format_table", "main", "resolve_db_url"]
+__all__ = ["CLIError", "default_db_path", "main", "resolve_db_url"]
 
 PROG: Final = "ironic-fsm"
 
 #: Environment variable naming the database when ``--db`` is not given.
 DB_ENV: Final = "IRONIC_FSM_DB"
 CONFIG_ENV: Final = "IRONIC_FSM_CONFIG"
+
+#: Seconds between two looks at the node under ``--wait`` (as Ironic's client).
+POLL_INTERVAL: float = 2.0
 
 # The provisioning verbs offered as ``node VERB NODE``, in the order of the
 # lifecycle, with the one-line help shown by ``node --help``.
@@ -88,14 +101,26 @@ _POWER: Final = {
     "reboot": (s.REBOOT, s.SOFT_REBOOT),
 }
 
-_LIST_COLUMNS: Final = (
-    ("UUID", "uuid"),
-    ("Name", "name"),
-    ("Power State", "power_state"),
-    ("Provisioning State", "provision_state"),
-    ("Maintenance", "maintenance"),
-    ("Retired", "retired"),
-)
+# Column titles of node fields: python-ironicclient's where it has the
+# field, the same style where it does not.
+_FIELD_LABELS: Final = {
+    "uuid": "UUID",
+    "provision_state": "Provisioning State",
+    "raid_config": "Current RAID configuration",
+    "target_raid_config": "Target RAID configuration",
+    "bios_interface": "BIOS Interface",
+    "raid_interface": "RAID Interface",
+}
+
+
+def _field_label(field: str) -> str:
+    return _FIELD_LABELS.get(field) or field.replace("_", " ").title()
+
+
+#: ``node list`` columns: Ironic's client's, less ``Instance UUID`` (no such field here).
+_LIST_FIELDS: Final = ("uuid", "name", "power_state", "provision_state", "maintenance")
+#: ``node list --long``: every field, ordered by title as in Ironic's client.
+_LONG_FIELDS: Final = tuple(sorted(NODE_FIELDS, key=_field_label))
 
 
 class CLIError(Exception):
@@ -104,40 +129,137 @@ class CLIError(Exception):
 
 # -- output -------------------------------------------------------------------------
 
+_LIST_FORMATS: Final = ("table", "json", "yaml", "value", "csv")
+_SHOW_FORMATS: Final = ("table", "json", "yaml", "value")
+_CSV_QUOTING: Final = ("all", "minimal", "none", "nonnumeric")
 
-def _cell(value: object) -> str:
-    """How one value looks in a table: empty for None, JSON for containers, one line."""
-    if value is None:
-        return ""
+
+class Cell(NamedTuple):
+    """A value people read one way (table, value, csv) and programs another (json, yaml)."""
+
+    human: str
+    machine: Any
+
+
+def _text(value: object) -> str:
+    """How a value reads in a table, ``value`` or ``csv`` output: one string."""
+    if isinstance(value, Cell):
+        return value.human
     if isinstance(value, (dict, list, tuple)):
-        text = json.dumps(value, sort_keys=True, default=str)
+        return json.dumps(value, sort_keys=True, default=str)
+    return str(value)
+
+
+def _machine(value: object) -> Any:
+    return value.machine if isinstance(value, Cell) else value
+
+
+def _import_formatter(module: str, package: str) -> Any:
+    """The formatter library; a core dependency, but say so plainly if it is gone."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingDependency(
+            f"this output format needs {package}, which is not installed: pip install {package}",
+            extra="core",
+        ) from exc
+
+
+def _pretty_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    prettytable = _import_formatter("prettytable", "prettytable")
+    table = prettytable.PrettyTable(list(headers))
+    table.align = "l"
+    for row in rows:
+        table.add_row([_text(value) for value in row])
+    # Numbers read better right-aligned, as Ironic's client shows them.
+    if rows:
+        for header, value in zip(headers, rows[0], strict=True):
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                table.align[header] = "r"
+    return str(table.get_string())
+
+
+def _dump_json(data: object, args: argparse.Namespace) -> str:
+    indent = None if getattr(args, "noindent", False) else 2
+    return json.dumps(data, indent=indent, default=str)
+
+
+def _dump_yaml(data: object) -> str:
+    yaml = _import_formatter("yaml", "PyYAML")
+    return str(yaml.safe_dump(data, default_flow_style=False, allow_unicode=True))
+
+
+def _pick_columns(
+    args: argparse.Namespace, names: Sequence[str], rows: Sequence[Sequence[object]]
+) -> tuple[list[str], list[list[object]]]:
+    """The ``-c`` columns, in the output's order as cliff does; an unknown one is bad usage."""
+    wanted: list[str] = getattr(args, "columns", None) or []
+    if not wanted:
+        return list(names), [list(row) for row in rows]
+    unknown = [name for name in wanted if name not in names]
+    if unknown:
+        _usage_error(
+            args,
+            f"-c/--column: no column {unknown[0]!r} here; the columns are: "
+            + ", ".join(repr(name) for name in names),
+        )
+    keep = [i for i, name in enumerate(names) if name in wanted]
+    return [names[i] for i in keep], [[row[i] for i in keep] for row in rows]
+
+
+def emit_list(
+    args: argparse.Namespace, headers: Sequence[str], rows: Sequence[Sequence[object]]
+) -> None:
+    """Print rows in the chosen ``-f`` format, as Ironic's client prints its lists."""
+    headers, table = _pick_columns(args, headers, rows)
+    fmt: str = args.format
+    out = sys.stdout
+    if fmt == "table":
+        if table or args.print_empty:
+            out.write(_pretty_table(headers, table) + "\n")
+    elif fmt in ("json", "yaml"):
+        data = [
+            {header: _machine(value) for header, value in zip(headers, row, strict=True)}
+            for row in table
+        ]
+        out.write(_dump_json(data, args) + "\n" if fmt == "json" else _dump_yaml(data))
+    elif fmt == "value":
+        for row in table:
+            out.write(" ".join(_text(value) for value in row) + "\n")
     else:
-        text = str(value)
-    return text.replace("\r", " ").replace("\n", " ")
+        import csv
+
+        # csv.QUOTE_ALL, QUOTE_MINIMAL, QUOTE_NONE or QUOTE_NONNUMERIC, as cliff's --quote.
+        quoting = getattr(csv, f"QUOTE_{args.quote_mode.upper()}")
+        # The escape character lets --quote none write any value instead of failing.
+        writer = csv.writer(out, quoting=quoting, escapechar="\\", lineterminator="\n")
+        writer.writerow(headers)
+        for row in table:
+            writer.writerow(
+                [
+                    _text(value) if isinstance(value, (Cell, dict, list, tuple)) else value
+                    for value in row
+                ]
+            )
 
 
-def format_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
-    """Plain-text columns aligned with spaces, under a dashed rule.
-
-    Plain text (no box drawing) so that the output greps, pipes to
-    ``column``/``awk`` and reads the same in any terminal.
-    """
-    cells = [[_cell(value) for value in row] for row in rows]
-    widths = [len(h) for h in headers]
-    for row in cells:
-        for i, text in enumerate(row):
-            widths[i] = max(widths[i], len(text))
-
-    def line(values: Sequence[str]) -> str:
-        return "  ".join(v.ljust(w) for v, w in zip(values, widths, strict=False)).rstrip()
-
-    out = [line(headers), line(["-" * w for w in widths])]
-    out.extend(line(row) for row in cells)
-    return "\n".join(out)
-
-
-def _print_json(data: object) -> None:
-    print(json.dumps(data, indent=2, default=str))
+def emit_one(args: argparse.Namespace, data: Mapping[str, object]) -> None:
+    """Print one record (field, value) in the chosen ``-f`` format, fields sorted by name."""
+    names = sorted(data)
+    fields, (values,) = _pick_columns(args, names, [[data[name] for name in names]])
+    fmt: str = args.format
+    out = sys.stdout
+    if fmt == "table":
+        out.write(_pretty_table(("Field", "Value"), list(zip(fields, values, strict=True))))
+        out.write("\n")
+    elif fmt in ("json", "yaml"):
+        record = {name: _machine(value) for name, value in zip(fields, values, strict=True)}
+        out.write(_dump_json(record, args) + "\n" if fmt == "json" else _dump_yaml(record))
+    else:
+        for value in values:
+            out.write(_text(value) + "\n")
 
 
 def _label(node: Node) -> str:
@@ -145,36 +267,36 @@ def _label(node: Node) -> str:
     return f"{node.name} ({node.uuid})" if node.name else node.uuid
 
 
-def _show_node(node: Node, fmt: str) -> None:
-    """Print every field of ``node``, secrets masked (this is a display)."""
+def _node_record(node: Node, fields: Sequence[str] | None = None) -> dict[str, Any]:
+    """The node's fields (or the ``--fields`` ones), secrets masked: this is a display."""
     data = node.to_dict(mask=True)
-    if fmt == "json":
-        _print_json(data)
-    else:
-        print(format_table(("Field", "Value"), sorted(data.items())))
+    return data if not fields else {field: data[field] for field in fields}
+
+
+def _one_line(message: str) -> str:
+    """Messages from drivers and databases may span lines; an error is one line."""
+    return " ".join(message.split()) or "(no message)"
 
 
 def _error(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr)
-
-
-def _hint(message: str) -> None:
-    print(f"hint: {message}", file=sys.stderr)
+    print(f"error: {_one_line(message)}", file=sys.stderr)
 
 
 def _report_error(exc: IronicFSMError) -> None:
-    """Print a library error; tell the operator when simply retrying may work."""
-    _error(str(exc))
+    """Print a library error, saying when simply retrying may work, on one line."""
+    hint = ""
     if isinstance(exc, StepsNotAvailable):
         retry_after = getattr(exc, "retry_after", -1)
         if isinstance(retry_after, (int, float)) and retry_after >= 0:
-            _hint(f"the steps are not known yet; retry in {retry_after:g} seconds")
+            hint = f"the steps are not known yet; retry in {retry_after:g} seconds"
         else:
-            _hint("the steps are not known yet; retry later")
+            hint = "the steps are not known yet; retry later"
     elif isinstance(exc, NodeLocked):
-        _hint("the node is busy; this error is retryable, try the command again later")
+        hint = "the node is busy; this error is retryable, try the command again later"
     elif exc.retryable:
-        _hint("this error is retryable; try the command again later")
+        hint = "this error is retryable; try the command again later"
+    message = str(exc) or type(exc).__name__
+    _error(f"{message} ({hint})" if hint else message)
 
 
 # -- the database ---------------------------------------------------------------------
@@ -191,18 +313,33 @@ def default_db_path() -> Path:
     return root / "ironic_fsm" / "ironic_fsm.sqlite"
 
 
+def _private_directory(path: Path) -> None:
+    """Create ``path`` (and missing parents) readable by its owner only.
+
+    The database holds BMC credentials. Our own directory is tightened
+    even if it already existed with a looser mode; parents that existed
+    are left alone (they are the user's).
+    """
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    for directory in reversed(missing):
+        directory.mkdir(mode=0o700)
+        os.chmod(directory, 0o700)  # mkdir's mode is filtered by the umask
+    if path.stat().st_mode & 0o077:
+        os.chmod(path, 0o700)
+
+
 def resolve_db_url(db: str | None) -> str:
     """The database URL for ``--db`` (or ``$IRONIC_FSM_DB``, or the default file).
 
     A bare path becomes an absolute ``sqlite:///`` URL, so that the same
     database is used whatever the working directory of later commands.
-    Only the default location's directory is created: a typo in an
-    explicit path should fail, not create directories.
+    Only the default location's directory is created (mode 0700): a typo
+    in an explicit path should fail, not create directories.
     """
     value = db or os.environ.get(DB_ENV) or ""
     if not value:
         path = default_db_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _private_directory(path.parent)
         return f"sqlite:///{path}"
     if "://" in value:
         return value
@@ -210,26 +347,179 @@ def resolve_db_url(db: str | None) -> str:
 
 
 def _redact_url(url: str) -> str:
-    # A PostgreSQL URL may carry a password; never echo it.
-    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1******@", url)
+    # A PostgreSQL URL may carry a password, in the authority or the query; never echo it.
+    url = re.sub(r"(://[^:/@]*:)[^@]*@", r"\1******@", url)
+    return re.sub(r"(?i)(password=)[^&\s]*", r"\1******", url)
+
+
+def _missing_driver(url: str, exc: ImportError) -> MissingDependency:
+    """The store's database driver is absent: name the extra that brings it."""
+    scheme = url.split("://", 1)[0].lower()
+    extra = "postgres" if scheme.startswith("postgres") else "sql"
+    return MissingDependency(
+        f"the database {_redact_url(url)} needs a driver that is not installed "
+        f"({exc.name or exc}): pip install 'ironic_fsm[{extra}]'",
+        extra=extra,
+    )
 
 
 @contextmanager
 def _open_conductor(args: argparse.Namespace) -> Iterator[Conductor]:
-    """A conductor over the chosen database; the store is closed afterwards."""
-    from ironic_fsm.stores import SQLStore  # loads SQLAlchemy: only here
+    """A conductor over the chosen database; the store is closed afterwards.
 
+    The settings file is read first, so that a mistake in it never
+    touches the database.
+    """
+    settings = _read_settings(getattr(args, "config", None))
     url = resolve_db_url(args.db)
     try:
+        from ironic_fsm.stores import SQLStore  # the store's driver loads only here
+
         store = SQLStore(url)
     except IronicFSMError:
         raise
+    except ImportError as exc:
+        raise _missing_driver(url, exc) from exc
     except Exception as exc:
         raise CLIError(f"cannot open database {_redact_url(url)}: {exc}") from exc
     try:
-        yield configured_conductor(store, getattr(args, "config", None))
+        yield _settings_conductor(store, settings)
     finally:
         store.close()
+
+
+# -- the settings file ----------------------------------------------------------------
+
+
+class _Settings(NamedTuple):
+    path: str
+    config: dict[str, Any]
+    runbooks: dict[str, tuple[list[dict[str, Any]], list[str]]]
+    deploy_templates: dict[str, list[dict[str, Any]]]
+
+
+def _kind(value: object) -> str:
+    """A JSON value's type, in JSON's words."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _check_steps(path: str, where: str, steps: object) -> list[dict[str, Any]]:
+    if not isinstance(steps, list):
+        raise CLIError(
+            f"settings file {path}: {where}: expected a list of steps, got {_kind(steps)}"
+        )
+    for i, step in enumerate(steps):
+        at = f"{where}[{i}]"
+        if not isinstance(step, dict):
+            raise CLIError(f"settings file {path}: {at}: expected a step object, got {_kind(step)}")
+        for key in ("interface", "step"):
+            if not isinstance(step.get(key), str):
+                raise CLIError(
+                    f"settings file {path}: {at}.{key}: expected a string, got "
+                    f"{_kind(step.get(key)) if key in step else 'nothing'}"
+                )
+        if "args" in step and not isinstance(step["args"], dict):
+            raise CLIError(
+                f"settings file {path}: {at}.args: expected an object, got {_kind(step['args'])}"
+            )
+    return steps
+
+
+def _check_object(path: str, where: str, value: object) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise CLIError(f"settings file {path}: {where}: expected an object, got {_kind(value)}")
+    return value
+
+
+def _read_settings(path: str | None) -> _Settings | None:
+    """Read and check the whole settings file; every mistake names its place in the file."""
+    path = path or os.environ.get(CONFIG_ENV) or None
+    if path is None:
+        return None
+    text, _ = _read_source(path, "--config")
+    data = _parse_json(text, f"settings file {path}", "--config")
+    if not isinstance(data, dict):
+        raise CLIError(
+            f"settings file {path}: expected a JSON object with the keys config, runbooks "
+            f"and deploy_templates, got {_kind(data)}"
+        )
+    unknown = sorted(set(data) - {"config", "runbooks", "deploy_templates"})
+    if unknown:
+        raise CLIError(
+            f"settings file {path}: unknown key(s) {', '.join(map(repr, unknown))}; the file "
+            "may only have config, runbooks and deploy_templates"
+        )
+    config = _check_object(path, "config", data.get("config", {}))
+    runbooks: dict[str, tuple[list[dict[str, Any]], list[str]]] = {}
+    for name, runbook in _check_object(path, "runbooks", data.get("runbooks", {})).items():
+        where = f"runbooks.{name}"
+        runbook = _check_object(path, where, runbook)
+        extra = sorted(set(runbook) - {"steps", "traits"})
+        if extra:
+            raise CLIError(
+                f"settings file {path}: {where}: unknown key(s) {', '.join(map(repr, extra))}; "
+                "a runbook has steps and traits"
+            )
+        if "steps" not in runbook:
+            raise CLIError(f"settings file {path}: {where}: needs a 'steps' list")
+        steps = _check_steps(path, f"{where}.steps", runbook["steps"])
+        traits = runbook.get("traits", [])
+        if not isinstance(traits, list):
+            raise CLIError(
+                f"settings file {path}: {where}.traits: expected a list of strings, "
+                f"got {_kind(traits)}"
+            )
+        for i, trait in enumerate(traits):
+            if not isinstance(trait, str):
+                raise CLIError(
+                    f"settings file {path}: {where}.traits[{i}]: expected a string, "
+                    f"got {_kind(trait)}"
+                )
+        runbooks[name] = (steps, traits)
+    templates = {
+        name: _check_steps(path, f"deploy_templates.{name}", steps)
+        for name, steps in _check_object(
+            path, "deploy_templates", data.get("deploy_templates", {})
+        ).items()
+    }
+    return _Settings(path, config, runbooks, templates)
+
+
+def _settings_conductor(store: Any, settings: _Settings | None) -> Conductor:
+    from ironic_fsm.conductor import Conductor
+    from ironic_fsm.config import Config
+
+    if settings is None:
+        return Conductor(store=store)
+    path = settings.path
+    try:
+        config = Config(**settings.config)
+    except (IronicFSMError, TypeError, ValueError) as exc:
+        raise CLIError(f"settings file {path}: config: {exc}") from exc
+    conductor = Conductor(store=store, config=config)
+    for name, (steps, traits) in settings.runbooks.items():
+        try:
+            conductor.add_runbook(name, steps, traits=traits)
+        except (IronicFSMError, TypeError, ValueError) as exc:
+            raise CLIError(f"settings file {path}: runbooks.{name}: {exc}") from exc
+    for name, steps in settings.deploy_templates.items():
+        try:
+            conductor.add_deploy_template(name, steps)
+        except (IronicFSMError, TypeError, ValueError) as exc:
+            raise CLIError(f"settings file {path}: deploy_templates.{name}: {exc}") from exc
+    return conductor
 
 
 def configured_conductor(store: Any, path: str | None) -> Conductor:
@@ -240,38 +530,7 @@ def configured_conductor(store: Any, path: str | None) -> Conductor:
     every part optional. Runbooks and templates live in this file, not in
     the database, so every command sees the same ones.
     """
-    from ironic_fsm.conductor import Conductor
-    from ironic_fsm.config import Config
-
-    path = path or os.environ.get(CONFIG_ENV) or None
-    if path is None:
-        return Conductor(store=store)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            settings = json.load(handle)
-    except OSError as exc:
-        raise CLIError(f"cannot read the settings file {path}: {exc.strerror}") from exc
-    except json.JSONDecodeError as exc:
-        raise CLIError(
-            f"the settings file {path} is not valid JSON (line {exc.lineno}, column "
-            f"{exc.colno}): {exc.msg}"
-        ) from exc
-    unknown = sorted(set(settings) - {"config", "runbooks", "deploy_templates"})
-    if not isinstance(settings, dict) or unknown:
-        raise CLIError(
-            f"the settings file {path} may only have the keys config, runbooks and "
-            f"deploy_templates (found: {', '.join(unknown)})"
-        )
-    conductor = Conductor(store=store, config=Config(**settings.get("config", {})))
-    for name, runbook in settings.get("runbooks", {}).items():
-        if not isinstance(runbook, dict) or not isinstance(runbook.get("steps"), list):
-            raise CLIError(f"{path}: runbook {name!r} needs a 'steps' list")
-        conductor.add_runbook(name, runbook["steps"], traits=runbook.get("traits", ()))
-    for name, steps in settings.get("deploy_templates", {}).items():
-        if not isinstance(steps, list):
-            raise CLIError(f"{path}: deploy template {name!r} must be a list of steps")
-        conductor.add_deploy_template(name, steps)
-    return conductor
+    return _settings_conductor(store, _read_settings(path))
 
 
 # -- argument helpers -------------------------------------------------------------------
@@ -295,14 +554,38 @@ def _boolean(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
+def _provision_state(text: str) -> str:
+    """argparse type for ``--provision-state``: a filter on a state that cannot exist is a typo."""
+    if text in LIFECYCLE.states:
+        return text
+    raise argparse.ArgumentTypeError(
+        f"{text!r} is not a provision state; the states are: "
+        + ", ".join(repr(state) for state in LIFECYCLE.states)
+    )
+
+
+def _timeout(text: str) -> float:
+    """argparse type for ``--wait [TIMEOUT]``: seconds, 0 meaning no limit."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0, got {text!r}")
+    return value
+
+
 def _read_source(source: str, option: str) -> tuple[str, str]:
     """The text of ``source`` (a file, or ``-`` for standard input) and how to name it."""
-    if source == "-":
-        return sys.stdin.read(), "standard input"
+    where = "standard input" if source == "-" else f"file {source!r}"
     try:
-        return Path(source).read_text(encoding="utf-8"), f"file {source!r}"
+        if source == "-":
+            return sys.stdin.read(), where
+        return Path(source).read_text(encoding="utf-8"), where
     except OSError as exc:
-        raise CLIError(f"{option}: cannot read file {source!r}: {exc.strerror or exc}") from exc
+        raise CLIError(f"{option}: cannot read {where}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise CLIError(f"{option}: {where} is not UTF-8 text ({exc.reason})") from exc
 
 
 def _parse_json(text: str, where: str, option: str) -> Any:
@@ -310,8 +593,13 @@ def _parse_json(text: str, where: str, option: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise CLIError(
-            f"{option}: invalid JSON in {where}: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+            f"{option}: {where} is not valid JSON: {exc.msg} (line {exc.lineno}, column "
+            f"{exc.colno})"
         ) from exc
+    except RecursionError:
+        raise CLIError(f"{option}: the JSON in {where} is nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer longer than Python converts
+        raise CLIError(f"{option}: {where} is not usable JSON: {exc}") from exc
 
 
 def _load_json_arg(value: str, option: str) -> Any:
@@ -335,9 +623,7 @@ def _load_steps(value: str, option: str) -> list[Any]:
     """A steps list from a file, stdin or inline JSON; anything but a list is refused."""
     steps = _load_json_arg(value, option)
     if not isinstance(steps, list):
-        raise CLIError(
-            f"{option}: expected a JSON list of steps, got {type(steps).__name__} from {value!r}"
-        )
+        raise CLIError(f"{option}: expected a JSON list of steps, got {_kind(steps)}")
     return steps
 
 
@@ -348,6 +634,20 @@ def _usage_error(args: argparse.Namespace, message: str) -> NoReturn:
 
 
 # -- node commands ----------------------------------------------------------------------
+
+
+def _list_fields(args: argparse.Namespace) -> tuple[str, ...]:
+    """Which node fields ``node list`` shows: the default few, ``--long`` or ``--fields``."""
+    if args.fields:
+        return tuple(dict.fromkeys(field for group in args.fields for field in group))
+    return _LONG_FIELDS if args.long else _LIST_FIELDS
+
+
+def _show_fields(args: argparse.Namespace) -> list[str] | None:
+    groups: list[list[str]] | None = getattr(args, "fields", None)
+    if not groups:
+        return None
+    return list(dict.fromkeys(field for group in groups for field in group))
 
 
 def _cmd_create(args: argparse.Namespace) -> int:
@@ -366,7 +666,7 @@ def _cmd_create(args: argparse.Namespace) -> int:
         fields["traits"] = list(dict.fromkeys(args.traits))
     with _open_conductor(args) as conductor:
         node = conductor.create_node(**fields)
-    _show_node(node, args.format)
+    emit_one(args, _node_record(node))
     return 0
 
 
@@ -376,20 +676,22 @@ def _cmd_list(args: argparse.Namespace) -> int:
         value = getattr(args, name)
         if value is not None:
             filters[name] = value
+    fields = _list_fields(args)
     with _open_conductor(args) as conductor:
         nodes = conductor.list_nodes(**filters)
-    if args.format == "json":
-        _print_json([node.to_dict(mask=True) for node in nodes])
-    else:
-        rows = [[getattr(node, field) for _, field in _LIST_COLUMNS] for node in nodes]
-        print(format_table([title for title, _ in _LIST_COLUMNS], rows))
+    records = [_node_record(node) for node in nodes]
+    emit_list(
+        args,
+        [_field_label(field) for field in fields],
+        [[record[field] for field in fields] for record in records],
+    )
     return 0
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
     with _open_conductor(args) as conductor:
         node = conductor.get_node(args.node)
-    _show_node(node, args.format)
+    emit_one(args, _node_record(node, _show_fields(args)))
     return 0
 
 
@@ -416,9 +718,7 @@ def _cmd_set(args: argparse.Namespace) -> int:
     if args.target_raid_config is not None:
         config = _load_json_arg(args.target_raid_config, "--target-raid-config")
         if not isinstance(config, dict):
-            raise CLIError(
-                f"--target-raid-config: expected a JSON object, got {type(config).__name__}"
-            )
+            raise CLIError(f"--target-raid-config: expected a JSON object, got {_kind(config)}")
         fields["target_raid_config"] = config
     updates = {name: getattr(args, name) for name in _DICT_OPTIONS if getattr(args, name)}
     if not fields and not updates:
@@ -518,7 +818,46 @@ def _cmd_verb(args: argparse.Namespace) -> int:
         kwargs[dest] = None if value is None else _load_steps(value, _VERB_OPTIONS[dest][0])
     with _open_conductor(args) as conductor:
         node = conductor.do_provisioning_action(args.node, verb, **kwargs)
+        if args.wait is not None:
+            settled = _wait_for(conductor, node, verb, args.wait)
+            if settled is None:
+                return 1
+            node = settled
     return _report_outcome(node, verb)
+
+
+def _settled(node: Node) -> bool:
+    """Whether ``--wait`` may stop: nothing is in progress on the node any more."""
+    state = node.provision_state
+    return (
+        LIFECYCLE.is_stable(state)
+        or state in s.FAILURE_STATES
+        or state in s.HOLD_STATES
+        or state == s.ERROR
+    )
+
+
+def _wait_for(conductor: Conductor, node: Node, verb: str, timeout: float) -> Node | None:
+    """Poll until the node settles (``--wait``); ``None`` after saying that time ran out.
+
+    Another process (an embedding application, a conductor service)
+    continues nodes left waiting for an asynchronous step; this only
+    watches the shared database, as Ironic's client watches the API.
+    """
+    deadline = None if timeout == 0 else time.monotonic() + timeout
+    while not _settled(node):
+        if deadline is not None and time.monotonic() >= deadline:
+            _error(
+                f"node {_label(node)}: '{verb}' did not settle within {timeout:g} seconds; "
+                f"it is in provision state '{node.provision_state}'"
+            )
+            return None
+        pause = POLL_INTERVAL
+        if deadline is not None:
+            pause = max(0.0, min(pause, deadline - time.monotonic()))
+        time.sleep(pause)
+        node = conductor.get_node(node.uuid)
+    return node
 
 
 def _report_outcome(node: Node, verb: str) -> int:
@@ -526,13 +865,14 @@ def _report_outcome(node: Node, verb: str) -> int:
 
     The verb itself was accepted, but a script running ``ironic-fsm node
     clean ... && ironic-fsm node provide ...`` must not go on after a
-    failed clean.
+    failed clean. A node back in ``enroll`` with ``last_error`` (its BMC
+    could not be verified) failed too.
     """
     state = node.provision_state
-    if state in s.FAILURE_STATES or state == s.ERROR:
-        _error(f"node {_label(node)}: '{verb}' ended in provision state '{state}'")
-        if node.last_error:
-            print(f"last error: {node.last_error}", file=sys.stderr)
+    failed = state in s.FAILURE_STATES or state == s.ERROR
+    if failed or (state == s.ENROLL and node.last_error):
+        detail = f": {node.last_error}" if node.last_error else ""
+        _error(f"node {_label(node)}: '{verb}' ended in provision state '{state}'{detail}")
         return 1
     if state in s.WAIT_STATES:
         print(f"Node {_label(node)} is in '{state}', waiting for an asynchronous step")
@@ -546,22 +886,21 @@ def _report_outcome(node: Node, verb: str) -> int:
 def _cmd_clean_steps(args: argparse.Namespace) -> int:
     with _open_conductor(args) as conductor:
         steps = conductor.get_clean_steps(args.node, min_priority=args.min_priority)
-    if args.format == "json":
-        _print_json(steps)
-        return 0
-    rows = [
-        [
-            step.get("interface"),
-            step.get("step"),
-            step.get("priority"),
-            step.get("abortable"),
-            step.get("requires_ramdisk"),
-            ", ".join(sorted(step.get("argsinfo") or {})),
-        ]
-        for step in steps
-    ]
+    rows = []
+    for step in steps:
+        argsinfo = step.get("argsinfo") or {}
+        rows.append(
+            [
+                step.get("interface"),
+                step.get("step"),
+                step.get("priority"),
+                step.get("abortable"),
+                step.get("requires_ramdisk"),
+                Cell(", ".join(sorted(argsinfo)), argsinfo),
+            ]
+        )
     headers = ("Interface", "Step", "Priority", "Abortable", "Requires Ramdisk", "Arguments")
-    print(format_table(headers, rows))
+    emit_list(args, headers, rows)
     return 0
 
 
@@ -569,29 +908,19 @@ def _cmd_clean_steps(args: argparse.Namespace) -> int:
 
 
 def _cmd_states(args: argparse.Namespace) -> int:
-    if args.format == "json":
-        _print_json(
+    rows = []
+    for state in LIFECYCLE.states:
+        stable = LIFECYCLE.is_stable(state)
+        events = list(LIFECYCLE.allowed_events(state))
+        rows.append(
             [
-                {
-                    "state": state,
-                    "stable": LIFECYCLE.is_stable(state),
-                    "default_target": LIFECYCLE.default_target(state),
-                    "events": list(LIFECYCLE.allowed_events(state)),
-                }
-                for state in LIFECYCLE.states
+                state,
+                Cell("yes" if stable else "no", stable),
+                LIFECYCLE.default_target(state),
+                Cell(", ".join(events), events),
             ]
         )
-    else:
-        table = [
-            (
-                state,
-                "yes" if LIFECYCLE.is_stable(state) else "no",
-                LIFECYCLE.default_target(state),
-                ", ".join(LIFECYCLE.allowed_events(state)),
-            )
-            for state in LIFECYCLE.states
-        ]
-        print(format_table(("State", "Stable", "Default Target", "Accepted Events"), table))
+    emit_list(args, ("State", "Stable", "Default Target", "Accepted Events"), rows)
     return 0
 
 
@@ -600,8 +929,8 @@ def _render_svg(dot_source: str) -> str:
     dot = shutil.which("dot")
     if dot is None:
         raise CLIError(
-            "--format svg needs Graphviz's 'dot' program, which is not on PATH; install "
-            "Graphviz, or use --format dot and render it elsewhere"
+            "-f svg needs Graphviz's 'dot' program, which is not on PATH; install "
+            "Graphviz, or use -f dot and render it elsewhere"
         )
     result = subprocess.run(
         [dot, "-Tsvg"], input=dot_source, capture_output=True, text=True, check=False
@@ -635,13 +964,54 @@ def _cmd_diagram(args: argparse.Namespace) -> int:
 # -- the parser -----------------------------------------------------------------------------
 
 
-def _add_format(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+def _add_output(parser: argparse.ArgumentParser, *, many: bool) -> None:
+    """The output options of Ironic's client (cliff's): ``-f``, ``-c``, ``--noindent``...
+
+    ``many`` is for commands that print rows (they also offer csv);
+    the others print one record as (field, value) pairs.
+    """
+    group = parser.add_argument_group("output formatters")
+    formats = _LIST_FORMATS if many else _SHOW_FORMATS
+    group.add_argument(
         "-f",
         "--format",
-        choices=("table", "json"),
+        choices=formats,
         default="table",
-        help="output format (default: table)",
+        help="the output format (default: table)",
+    )
+    group.add_argument(
+        "-c",
+        "--column",
+        dest="columns",
+        metavar="COLUMN",
+        action="append",
+        default=[],
+        help="only this column; repeat for more (the order stays the output's)",
+    )
+    group.add_argument("--noindent", action="store_true", help="json: print on one line")
+    if many:
+        group.add_argument(
+            "--print-empty",
+            action="store_true",
+            help="table: print the header even when there are no rows",
+        )
+        group.add_argument(
+            "--quote",
+            dest="quote_mode",
+            choices=_CSV_QUOTING,
+            default="nonnumeric",
+            help="csv: which values to quote (default: nonnumeric)",
+        )
+
+
+def _add_fields(container: argparse._ActionsContainer) -> None:
+    container.add_argument(
+        "--fields",
+        nargs="+",
+        action="append",
+        choices=NODE_FIELDS,
+        metavar="FIELD",
+        help="only these node fields (repeatable); one of: " + ", ".join(NODE_FIELDS),
     )
 
 
@@ -684,6 +1054,15 @@ def _build_verb(
         metavar="PASSWORD",
         required=verb == "rescue",
         help=hidden("rescue_password", "the password for the rescue ramdisk (required)"),
+    )
+    p.add_argument(
+        "--wait",
+        nargs="?",
+        type=_timeout,
+        const=0.0,
+        metavar="TIMEOUT",
+        help="wait until the node settles (stable, held or failed), for at most TIMEOUT "
+        "seconds (default 0: no limit); for nodes that another process continues",
     )
     p.set_defaults(func=_cmd_verb, verb=verb, parser=p)
 
@@ -734,7 +1113,7 @@ def _build_node(
     p.add_argument(
         "--trait", metavar="TRAIT", action="append", dest="traits", help="a trait; repeatable"
     )
-    _add_format(p)
+    _add_output(p, many=False)
     p.set_defaults(func=_cmd_create, parser=p)
 
     p = sub.add_parser("list", parents=[common], help="list nodes", description="List nodes.")
@@ -743,6 +1122,7 @@ def _build_node(
         "--retired", dest="retired", action="store_const", const=True, help="only retired nodes"
     )
     group.add_argument(
+        "--no-retired",
         "--unretired",
         dest="retired",
         action="store_const",
@@ -764,9 +1144,17 @@ def _build_node(
         const=False,
         help="only nodes not in maintenance",
     )
-    p.add_argument("--provision-state", metavar="STATE", help="only nodes in this state")
+    p.add_argument(
+        "--provision-state",
+        metavar="STATE",
+        type=_provision_state,
+        help="only nodes in this provision state (see 'ironic-fsm states')",
+    )
     p.add_argument("--driver", help="only nodes of this hardware type")
-    _add_format(p)
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--long", action="store_true", help="show every field")
+    _add_fields(group)
+    _add_output(p, many=True)
     p.set_defaults(func=_cmd_list, parser=p, retired=None, maintenance=None)
 
     p = sub.add_parser(
@@ -776,7 +1164,8 @@ def _build_node(
         description="Show every field of a node (secrets masked).",
     )
     _add_node_arg(p)
-    _add_format(p)
+    _add_fields(p)
+    _add_output(p, many=False)
     p.set_defaults(func=_cmd_show, parser=p)
 
     p = sub.add_parser(
@@ -905,7 +1294,7 @@ def _build_node(
         default=0,
         help="only steps with at least this priority (default: 0, all)",
     )
-    _add_format(p)
+    _add_output(p, many=True)
     p.set_defaults(func=_cmd_clean_steps, parser=p)
 
 
@@ -925,13 +1314,16 @@ def build_parser() -> argparse.ArgumentParser:
     config_help = (
         f"JSON settings file: Config options, runbooks, deploy templates (default: ${CONFIG_ENV})"
     )
+    debug_help = "print the traceback of an unexpected error"
     parser.add_argument("--db", metavar="URL", help=db_help)
     parser.add_argument("--config", metavar="FILE", help=config_help)
+    parser.add_argument("--debug", action="store_true", help=debug_help)
     # Leaf commands accept --db too (after the command, where people type it);
     # SUPPRESS keeps them from overwriting a --db given before the command.
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--db", metavar="URL", default=argparse.SUPPRESS, help=db_help)
     common.add_argument("--config", metavar="FILE", default=argparse.SUPPRESS, help=config_help)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=debug_help)
 
     top = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _build_node(top, common)
@@ -941,7 +1333,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="list the lifecycle's states",
         description="List every provision state: stable or not, default target, accepted events.",
     )
-    _add_format(p)
+    _add_output(p, many=True)
     p.set_defaults(func=_cmd_states, parser=p)
 
     p = top.add_parser(
@@ -950,6 +1342,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Draw the lifecycle as Graphviz DOT, Mermaid, or SVG (needs 'dot').",
     )
     p.add_argument(
+        "-f",
         "--format",
         choices=("dot", "mermaid", "svg"),
         default="dot",
@@ -983,11 +1376,26 @@ def _exit_code(code: object) -> int:
     return 1
 
 
+def _unexpected(exc: BaseException, debug: bool) -> int:
+    """A bug or an unforeseen failure: one line, the traceback only with ``--debug``."""
+    if debug:
+        import traceback
+
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    _error(
+        f"unexpected {type(exc).__name__}: {exc}"
+        + ("" if debug else " (run with --debug for the traceback)")
+    )
+    return 1
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command and return its exit code (the console script exits with it)."""
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # Known before parsing, so that a failure while building the parser obeys it too.
+    debug = "--debug" in argv
     try:
-        args = parser.parse_args(argv)
+        args = build_parser().parse_args(argv)
         func: Callable[[argparse.Namespace], int] = args.func
         return func(args)
     except SystemExit as exc:  # argparse: --help, --version, bad usage
@@ -1006,12 +1414,13 @@ def main(argv: list[str] | None = None) -> int:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
         return 1
+    except OSError as exc:
+        # A file or directory the command needed: name it, without a traceback.
+        where = f": {exc.filename}" if exc.filename else ""
+        _error(f"{exc.strerror or exc}{where}")
+        return 1
     except Exception as exc:
-        # Database failures surface as SQLAlchemy errors; say so without a traceback.
-        if type(exc).__module__.split(".")[0] == "sqlalchemy":
-            _error(f"database error: {exc}")
-            return 1
-        raise
+        return _unexpected(exc, debug)
 
 
 if __name__ == "__main__":
