@@ -4,20 +4,30 @@ The demo starts IPMI BMCs (the project's pyghmi peer) and Redfish BMCs (the
 project's sushy-tools emulator) as child processes on 127.0.0.1, enrolls a
 node for each in a SQLite store, and drives every node, in parallel:
 
-    manage -> inspect (Redfish) -> provide (automated cleaning; Redfish nodes
-    clean by runbook: BIOS settings and a RAID 1 root volume) -> deploy ->
-    [two nodes are retired] -> undeploy -> available (retired: manageable)
+* Redfish nodes: manage -> inspect (inventory read from the BMC) -> provide
+  (automated cleaning by runbook: BIOS settings, then a RAID 1 root volume)
+  -> deploy (one network boot, powered on, disk as boot device) -> undeploy
+  (cleaned again) -> available.
+* IPMI nodes: manage (credentials and power checked) -> provide -> deploy
+  (boot device set to disk, powered on) -> undeploy (powered off) ->
+  available. IPMI has no out-of-band inspection and no out-of-band clean
+  steps (Ironic cleans such nodes from its ramdisk agent, which the demo does
+  not run), so they skip inspection and clean with no steps.
+* The first node of each kind is retired while deployed and ends manageable.
 
-It shows each node's progress live, ends with a summary table, writes the
-state diagram next to the database, and stops every process it started,
-also when interrupted. The demo is an application of the library, so unlike
-the library's core it uses threads and sleeps.
+It shows each node's progress live, records every event in
+``events.jsonl``, ends with a summary table, writes the state diagram next to
+the database, and stops every process it started, also when interrupted.
+The demo is an application of the library, so unlike the library's core it
+uses threads and sleeps.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
+import json
 import shutil
 import subprocess
 import sys
@@ -36,6 +46,9 @@ from ironic_fsm import states as s
 from ironic_fsm.events import Event
 
 __all__ = ["main", "run_demo"]
+
+#: What the demo needs beyond the core: the ``demo`` extra's importable modules.
+DEMO_MODULES = ("pyghmi", "sushy", "sushy_tools", "bcrypt")
 
 RUNBOOK = "CUSTOM_DEMO_CLEAN"
 REDFISH_CLASS = "demo.redfish"
@@ -69,16 +82,21 @@ class _Row:
     started: float = 0.0
     finished: float = 0.0
     error: str | None = None
+    crash: Exception | None = None
 
 
 class _Board:
     """The live view: a table redrawn in place on a terminal, a log otherwise."""
 
-    def __init__(self, rows: Sequence[_Row], out: TextIO, live: bool) -> None:
+    def __init__(
+        self, rows: Sequence[_Row], out: TextIO, live: bool, journal: TextIO | None = None
+    ) -> None:
         self.rows = {row.name: row for row in rows}
         self.by_uuid: dict[str, _Row] = {}
         self.out = out
         self.live = live
+        self.journal = journal
+        self.detached = False
         self.lock = threading.Lock()
         self._drawn = 0
         self.color = live
@@ -90,8 +108,9 @@ class _Board:
     def listen(self, event: Event) -> None:
         with self.lock:
             row = self.by_uuid.get(event.node)
-            if row is None:
+            if row is None or self.detached:
                 return
+            self._record(row, event)
             if event.step is not None:
                 if event.name == "step.start":
                     row.step = f"{event.step['interface']}.{event.step['step']}"
@@ -108,8 +127,15 @@ class _Board:
             if not self.live:
                 self._log(row, event)
 
+    def detach(self) -> None:
+        """Hear nothing more: the demo is stopping and its output is closing."""
+        with self.lock:
+            self.detached = True
+
     def stage(self, row: _Row, stage: str, done: bool = False) -> None:
         with self.lock:
+            if self.detached:
+                return
             if done:
                 row.done.append(stage)
                 row.stage = ""
@@ -117,6 +143,25 @@ class _Board:
                 row.stage = stage
                 if not self.live:
                     print(f"  {row.name:<10} {stage} ...", file=self.out, flush=True)
+
+    def _record(self, row: _Row, event: Event) -> None:
+        """One JSON line per event: what each node went through, for people and tests."""
+        if self.journal is None:
+            return
+        step = event.step
+        entry = {
+            "node": row.name,
+            "driver": row.driver,
+            "event": event.name,
+            "from": event.previous_state,
+            "via": event.event,
+            "to": event.state,
+            "step": f"{step['interface']}.{step['step']}" if step is not None else None,
+            "error": event.error,
+            "time": event.timestamp.isoformat() if event.timestamp else None,
+        }
+        self.journal.write(json.dumps(entry) + "\n")
+        self.journal.flush()
 
     def _log(self, row: _Row, event: Event) -> None:
         if event.step is not None:
@@ -192,8 +237,28 @@ def _format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join([line, rule, *body])
 
 
+def missing_modules() -> list[str]:
+    """The ``demo`` extra's modules that cannot be imported here."""
+    return [name for name in DEMO_MODULES if importlib.util.find_spec(name) is None]
+
+
+def _stop_all(stoppers: Sequence[Callable[[], None]]) -> None:
+    """Stop every BMC at once: each stop is a SIGTERM and a wait, so in parallel."""
+    if not stoppers:
+        return
+
+    def stop(stopper: Callable[[], None]) -> None:
+        with contextlib.suppress(Exception):
+            stopper()
+
+    with ThreadPoolExecutor(max_workers=len(stoppers)) as pool:
+        list(pool.map(stop, stoppers))
+
+
 @contextlib.contextmanager
-def _fleet(workdir: Path, ipmi: int, redfish: int, pace: float) -> Iterator[list[tuple[str, Any]]]:
+def _fleet(
+    workdir: Path, ipmi: int, redfish: int, pace: float, out: TextIO
+) -> Iterator[list[tuple[str, Any]]]:
     """Start the emulated BMCs; stop every one of them on the way out."""
     try:
         from ironic_fsm.testing.ipmi_bmc import start_bmcs
@@ -205,6 +270,7 @@ def _fleet(workdir: Path, ipmi: int, redfish: int, pace: float) -> Iterator[list
             extra="demo",
         ) from exc
     stoppers: list[Callable[[], None]] = []
+    interrupted = False
     try:
         fleet: list[tuple[str, Any]] = []
         if ipmi:
@@ -214,20 +280,37 @@ def _fleet(workdir: Path, ipmi: int, redfish: int, pace: float) -> Iterator[list
                 if pace:  # power changes take a moment, as on real machines
                     bmc.set_faults({"power_delay": pace})
             fleet += [("ipmi", bmc) for bmc in bmcs]
-        with ThreadPoolExecutor(max_workers=4) as pool:
-            futures = [
-                pool.submit(start_emulator, workdir / f"redfish-{i}", power_delay=pace)
-                for i in range(redfish)
-            ]
+        pool = ThreadPoolExecutor(max_workers=4)
+        futures = [
+            pool.submit(start_emulator, workdir / f"redfish-{i}", power_delay=pace)
+            for i in range(redfish)
+        ]
+        try:
+            fleet += [("redfish", future.result()) for future in futures]
+        finally:
+            # Interrupted while starting: the ones not begun never start, and
+            # the ones that did start are stopped below with the others.
+            pool.shutdown(wait=True, cancel_futures=True)
             for future in futures:
-                emulator = future.result()
-                stoppers.append(emulator.stop)
-                fleet.append(("redfish", emulator))
+                if future.done() and not future.cancelled() and future.exception() is None:
+                    stoppers.append(future.result().stop)
         yield fleet
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     finally:
-        for stop in stoppers:
-            with contextlib.suppress(Exception):
-                stop()
+        if interrupted:
+            print(
+                f"\nInterrupted: stopping {len(stoppers)} BMC emulators ...", file=out, flush=True
+            )
+        started = time.monotonic()
+        _stop_all(stoppers)
+        if interrupted:
+            print(
+                f"Stopped {len(stoppers)} BMC emulators in {time.monotonic() - started:.1f} s.",
+                file=out,
+                flush=True,
+            )
 
 
 def _enroll(conductor: ironic_fsm.Conductor, fleet: list[tuple[str, Any]]) -> list[_Row]:
@@ -266,13 +349,19 @@ def _enroll(conductor: ironic_fsm.Conductor, fleet: list[tuple[str, Any]]) -> li
 
 
 def _drive(
-    conductor: ironic_fsm.Conductor, board: _Board, row: _Row, uuid: str, pace: float
+    conductor: ironic_fsm.Conductor,
+    board: _Board,
+    row: _Row,
+    uuid: str,
+    pace: float,
+    stopping: threading.Event,
 ) -> None:
     """One node's whole story; failures end it and are shown, not raised."""
     row.started = time.monotonic()
     try:
         for stage in STAGES:
-            time.sleep(pace)  # presentation only: let a person follow along
+            if stopping.wait(pace):  # presentation only: let a person follow along
+                return
             if stage == "inspect" and row.driver != "redfish":
                 continue
             if stage == "retire":
@@ -293,6 +382,9 @@ def _drive(
             board.stage(row, stage, done=True)
     except ironic_fsm.exceptions.IronicFSMError as exc:
         row.error = str(exc)
+    except Exception as exc:  # a bug: shown on the board and raised again by run_demo
+        row.error = f"{type(exc).__name__}: {exc}"
+        row.crash = exc
     finally:
         row.finished = time.monotonic()
 
@@ -325,7 +417,19 @@ def run_demo(
     out: TextIO = sys.stdout,
     pace: float = 0.0,
 ) -> list[ironic_fsm.Node]:
-    """Run the demo; returns the nodes as they ended. Used by ``ironic-fsm demo``."""
+    """Run the demo; returns the nodes as they ended. Used by ``ironic-fsm demo``.
+
+    Raises:
+        MissingDependency: the ``demo`` extra is not installed (checked before
+            anything is started or written).
+    """
+    missing = missing_modules()
+    if missing:
+        raise ironic_fsm.exceptions.MissingDependency(
+            f"the demo needs the 'demo' extra ({', '.join(missing)} not installed): "
+            "pip install 'ironic_fsm[demo]'",
+            extra="demo",
+        )
     from ironic_fsm.stores import SQLStore
 
     started = time.monotonic()
@@ -339,53 +443,58 @@ def run_demo(
     database = workdir / "demo.sqlite"
     for stale in workdir.glob("demo.sqlite*"):
         stale.unlink()
+    # The BMCs' own files (configs, state, logs) live here only while they run,
+    # so that the output directory holds the same files after every run.
+    bmc_dir = workdir / "bmcs"
+    shutil.rmtree(bmc_dir, ignore_errors=True)
+    keep_bmc_files = False
     print(f"Starting {ipmi} IPMI and {redfish} Redfish BMCs on 127.0.0.1 ...", file=out)
-    with _fleet(workdir / "bmcs", ipmi, redfish, pace) as fleet:
-        store = SQLStore(f"sqlite:///{database}")
-        config = ironic_fsm.Config(
-            automated_cleaning_step_source="hybrid",
-            automated_cleaning_runbook_by_resource_class={REDFISH_CLASS: RUNBOOK},
-        )
-        conductor = ironic_fsm.Conductor(store=store, config=config)
-        conductor.add_runbook(
-            RUNBOOK,
-            [
-                {
-                    "interface": "bios",
-                    "step": "apply_configuration",
-                    "args": {"settings": BIOS_SETTINGS},
-                },
-                {"interface": "raid", "step": "delete_configuration", "args": {}},
-                {"interface": "raid", "step": "create_configuration", "args": {}},
-            ],
-            traits=[RUNBOOK],
-        )
-        rows = _enroll(conductor, fleet)
-        print(
-            f"Enrolled {len(rows)} nodes in {database} "
-            f"(BMCs up in {time.monotonic() - started:.1f} s)",
-            file=out,
-        )
-        board = _Board(rows, out, live)
-        nodes = conductor.list_nodes()
-        for node, row in zip(nodes, rows, strict=True):
-            board.by_uuid[node.uuid] = row
-        conductor.add_listener(board.listen)
-        flow_started = time.monotonic()
-        with ThreadPoolExecutor(max_workers=min(8, len(rows))) as pool:
-            futures = [
-                pool.submit(_drive, conductor, board, row, node.uuid, pace)
-                for node, row in zip(nodes, rows, strict=True)
-            ]
-            while not all(f.done() for f in futures):
-                board.draw(time.monotonic() - flow_started)
-                time.sleep(0.1)
-            for f in futures:
-                f.result()
-        board.draw(time.monotonic() - flow_started)
-        flow_seconds = time.monotonic() - flow_started
-        final = conductor.list_nodes()
-        store.close()
+    try:
+        with (
+            (workdir / "events.jsonl").open("w", encoding="utf-8") as journal,
+            _fleet(bmc_dir, ipmi, redfish, pace, out) as fleet,
+        ):
+            store = SQLStore(f"sqlite:///{database}")
+            config = ironic_fsm.Config(
+                automated_cleaning_step_source="hybrid",
+                automated_cleaning_runbook_by_resource_class={REDFISH_CLASS: RUNBOOK},
+            )
+            conductor = ironic_fsm.Conductor(store=store, config=config)
+            conductor.add_runbook(
+                RUNBOOK,
+                [
+                    {
+                        "interface": "bios",
+                        "step": "apply_configuration",
+                        "args": {"settings": BIOS_SETTINGS},
+                    },
+                    {"interface": "raid", "step": "delete_configuration", "args": {}},
+                    {"interface": "raid", "step": "create_configuration", "args": {}},
+                ],
+                traits=[RUNBOOK],
+            )
+            rows = _enroll(conductor, fleet)
+            print(
+                f"Enrolled {len(rows)} nodes in {database} "
+                f"(BMCs up in {time.monotonic() - started:.1f} s)",
+                file=out,
+                flush=True,
+            )
+            board = _Board(rows, out, live, journal)
+            nodes = conductor.list_nodes()
+            for node, row in zip(nodes, rows, strict=True):
+                board.by_uuid[node.uuid] = row
+            conductor.add_listener(board.listen)
+            flow_started = time.monotonic()
+            _drive_all(conductor, board, nodes, rows, pace, flow_started)
+            board.draw(time.monotonic() - flow_started)
+            flow_seconds = time.monotonic() - flow_started
+            final = conductor.list_nodes()
+            store.close()
+            keep_bmc_files = any(row.error for row in rows)
+    finally:
+        if not keep_bmc_files:
+            shutil.rmtree(bmc_dir, ignore_errors=True)
     print(file=out)
     table = []
     for node, row in zip(final, rows, strict=True):
@@ -410,10 +519,51 @@ def run_demo(
     print(
         f"\n{len(final)} nodes in {flow_seconds:.1f} s "
         f"(whole demo {time.monotonic() - started:.1f} s); "
-        f"database {database}; state diagram {diagram}",
+        f"database {database}; events {workdir / 'events.jsonl'}; state diagram {diagram}",
         file=out,
     )
+    if keep_bmc_files:
+        print(f"Some nodes failed: the BMCs' logs are kept in {bmc_dir}", file=out)
     return final
+
+
+def _drive_all(
+    conductor: ironic_fsm.Conductor,
+    board: _Board,
+    nodes: Sequence[ironic_fsm.Node],
+    rows: Sequence[_Row],
+    pace: float,
+    flow_started: float,
+) -> None:
+    """Drive every node in its own thread; on Ctrl-C, stop waiting for them at once.
+
+    The threads are daemons: one blocked on a BMC that is going away (an
+    IPMI request waits out its timeout) must not hold up the exit; the
+    demo's database is rewritten on the next run anyway.
+    """
+    stopping = threading.Event()
+    threads = [
+        threading.Thread(
+            target=_drive,
+            args=(conductor, board, row, node.uuid, pace, stopping),
+            name=f"demo-{row.name}",
+            daemon=True,
+        )
+        for node, row in zip(nodes, rows, strict=True)
+    ]
+    try:
+        for thread in threads:
+            thread.start()
+        while any(thread.is_alive() for thread in threads):
+            board.draw(time.monotonic() - flow_started)
+            time.sleep(0.1)
+    except BaseException:
+        stopping.set()  # the threads stop at their next stage
+        board.detach()  # and what they still do is not shown
+        raise
+    for row in rows:
+        if row.crash is not None:
+            raise row.crash
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -453,7 +603,15 @@ def run(args: argparse.Namespace) -> int:
     if pace < 0:
         print("error: --pace must be >= 0", file=sys.stderr)
         return 2
-    nodes = run_demo(ipmi=args.ipmi, redfish=args.redfish, output=args.output, live=live, pace=pace)
+    try:
+        nodes = run_demo(
+            ipmi=args.ipmi, redfish=args.redfish, output=args.output, live=live, pace=pace
+        )
+    except ironic_fsm.exceptions.MissingDependency as exc:
+        print(f"error: {exc}", file=sys.stderr)  # one line: what to install, no traceback
+        return 1
+    except KeyboardInterrupt:
+        return 130  # the BMCs are stopped already (and it said so)
     expected = [s.MANAGEABLE if n.retired else s.AVAILABLE for n in nodes]
     return 0 if [n.provision_state for n in nodes] == expected else 1
 

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 
 def _processes_mentioning(text: str) -> list[int]:
@@ -23,14 +26,41 @@ def _processes_mentioning(text: str) -> list[int]:
     return found
 
 
+def _demo(output: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "ironic_fsm.cli", "demo", "--output", str(output), *args]
+
+
+def _journal(output: Path) -> dict[str, list[dict[str, Any]]]:
+    """events.jsonl, per node, in order."""
+    events: dict[str, list[dict[str, Any]]] = {}
+    for line in (output / "events.jsonl").read_text().splitlines():
+        entry = json.loads(line)
+        events.setdefault(entry["node"], []).append(entry)
+    return events
+
+
+def _files(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+REDFISH_CLEAN = ["bios.apply_configuration", "raid.delete_configuration",
+                 "raid.create_configuration"]  # fmt: skip
+
+
 def test_demo_runs_the_fleet_and_cleans_up(tmp_path: Path) -> None:
     output = tmp_path / "demo"
-    done = subprocess.run(
-        [sys.executable, "-m", "ironic_fsm.cli", "demo", "--ipmi", "2", "--redfish", "2",
-         "--output", str(output), "--plain"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
+    runs = []
+    for _ in range(2):
+        done = subprocess.run(
+            _demo(output, "--ipmi", "2", "--redfish", "2", "--plain"),
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        runs.append(_files(output))
+    # Every run leaves the same files: the BMCs' directories go with the BMCs.
+    assert runs[0] == runs[1]
+    assert {f for f in runs[1] if not f.startswith("lifecycle.")} == {"demo.sqlite",
+                                                                     "events.jsonl"}  # fmt: skip
     lines = done.stdout.splitlines()
     summary = {
         line.split()[0]: line.split()
@@ -57,3 +87,74 @@ def test_demo_runs_the_fleet_and_cleans_up(tmp_path: Path) -> None:
     # Every BMC process it started is gone.
     assert _processes_mentioning(str(output)) == []
     assert "password" not in done.stdout.lower()
+
+
+def test_each_kind_of_node_runs_what_its_bmc_can_do(tmp_path: Path) -> None:
+    """Redfish nodes are inspected and cleaned (BIOS, RAID); IPMI nodes power and boot only."""
+    output = tmp_path / "demo"
+    done = subprocess.run(
+        _demo(output, "--ipmi", "2", "--redfish", "2", "--plain"),
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    journal = _journal(output)
+    assert set(journal) == {"ipmi-1", "ipmi-2", "redfish-1", "redfish-2"}
+    for name, events in journal.items():
+        steps = [e["step"] for e in events if e["event"] == "step.start"]
+        moves = [(e["from"], e["via"], e["to"]) for e in events if e["step"] is None]
+        verbs = [via for _, via, _ in moves if via in {"manage", "inspect", "provide", "deploy"}]
+        retired = name.endswith("-1")
+        end = ("cleaning", "manage", "manageable") if retired else ("cleaning", "done",
+                                                                      "available")  # fmt: skip
+        assert moves[-1] == end, (name, moves)
+        assert not any(e["event"] == "step.fail" or e["error"] for e in events), (name, events)
+        if name.startswith("redfish"):
+            assert verbs[:4] == ["manage", "inspect", "provide", "deploy"], (name, verbs)
+            assert ("inspecting", "done", "manageable") in moves
+            # Cleaning by runbook after provide and again after undeploy.
+            assert steps == [*REDFISH_CLEAN, "deploy.deploy", *REDFISH_CLEAN], (name, steps)
+        else:
+            # No out-of-band inspection, no out-of-band clean steps: cleaning
+            # passes straight through; deploying sets the boot device and powers on.
+            assert "inspect" not in verbs, (name, verbs)
+            assert verbs[:3] == ["manage", "provide", "deploy"], (name, verbs)
+            assert ("manageable", "provide", "cleaning") in moves
+            assert ("cleaning", "done", "available") in moves
+            assert steps == ["deploy.deploy"], (name, steps)
+
+
+def test_ctrl_c_stops_the_bmcs_quickly_and_says_so(tmp_path: Path) -> None:
+    """SIGINT to the whole process group, as a terminal sends it, in the middle of the run."""
+    output = tmp_path / "demo"
+    proc = subprocess.Popen(
+        _demo(output, "--ipmi", "2", "--redfish", "3", "--plain", "--pace", "0.4"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        seen = ""
+        while "Enrolled" not in seen:
+            line = proc.stdout.readline()
+            assert line, f"the demo ended early: {seen}{proc.communicate()}"
+            seen += line
+        time.sleep(1.0)  # nodes are in the middle of their lifecycle (pace 0.4 s)
+        assert proc.poll() is None
+        assert _processes_mentioning(str(output))  # the BMCs are running
+        interrupted = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        rest, errors = proc.communicate(timeout=30)
+        took = time.monotonic() - interrupted
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, rest + errors
+    assert took < 2.5, f"took {took:.1f} s to stop"
+    assert "Interrupted: stopping 5 BMC emulators ..." in rest
+    assert "Stopped 5 BMC emulators" in rest
+    tail = rest[rest.index("Interrupted") :]
+    assert " --" not in tail, tail  # nothing more about nodes after saying it stops
+    assert "Traceback" not in rest + errors
+    assert errors == ""
+    assert _processes_mentioning(str(output)) == []
+    assert not (output / "bmcs").exists()
