@@ -153,6 +153,18 @@ def test_an_old_rejection_does_not_fail_the_next_change(quirky: Emulator, hardwa
     hardware.bios.factory_reset(task)
 
 
+def test_rejection_without_a_settings_time_is_still_seen(quirky: Emulator, hardware: Any) -> None:
+    # sushy's update_status says "no updates" without a Time: the raw messages tell.
+    quirky.set_quirks(bios_reject={"ProcTurboMode": "Locked by policy"}, bios_untimed=True)
+    task = make_task(hardware, quirky.driver_info())
+    started = time.monotonic()
+    with pytest.raises(redfish.BIOSSettingsRejected, match="Locked by policy") as info:
+        hardware.bios.apply_configuration(task, [{"name": "ProcTurboMode", "value": "Disabled"}])
+    assert time.monotonic() - started < 2
+    assert info.value.attributes == ["ProcTurboMode"]
+    assert "Time" not in quirky.get(quirky.system_id + "/BIOS")["@Redfish.Settings"]
+
+
 def test_rejection_reported_after_the_reboot_fails_without_waiting(
     at_reboot: Emulator, hardware: Any
 ) -> None:

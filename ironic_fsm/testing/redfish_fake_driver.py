@@ -83,6 +83,8 @@ QUIRKS: dict[str, str] = {
     "attributes, then fails to apply them (at once, or at the next boot with "
     "SUSHY_EMULATOR_FAKE_BIOS_APPLY='reboot') and says so only in the BIOS resource's "
     "@Redfish.Settings Messages (Base.1.0.SettingsFailed naming the attribute).",
+    "bios_untimed": "True: @Redfish.Settings carries Messages but no Time (some BMCs), "
+    "which sushy's update_status reads as 'no updates'.",
     "vmedia": "'actions' (stock: InsertMedia/EjectMedia actions), 'patch' (no actions, "
     "'Allow: GET, PATCH', insert and eject by PATCH) or 'none' (no actions, 'Allow: GET': "
     "the slot cannot be driven at all).",
@@ -721,7 +723,10 @@ def install(app: Any) -> PeerControl:
             doc = _json_of(response)
             result = app.systems._get(args["identity"]).get("bios_result")
             if doc is not None and result:
-                doc.setdefault("@Redfish.Settings", {}).update(result)
+                settings = doc.setdefault("@Redfish.Settings", {})
+                settings.update(result)
+                if quirks.get("bios_untimed"):
+                    settings.pop("Time", None)
                 _set_json(response, doc)
         elif endpoint == "VirtualMedia.virtual_media_resource":
             mode = quirks.get("vmedia", "actions")
