@@ -132,11 +132,11 @@ class SQLite3Store:
 
     def reserve(self, ident: str, holder: str) -> ironic_fsm.Node:
         # Guarantee 2: take the node only if it is free, in one statement.
-        # Bumping the version makes any copy read before the reservation stale.
+        # Only the reservation changes: a lock is not data, so the version
+        # stays and a request refused after reserving leaves the record as it was.
         uuid = self.get(ident).uuid
         cursor = self._run(
-            "UPDATE nodes SET reservation = ?, version = version + 1 "
-            "WHERE uuid = ? AND reservation IS NULL",
+            "UPDATE nodes SET reservation = ? WHERE uuid = ? AND reservation IS NULL",
             holder,
             uuid,
         )
@@ -152,8 +152,7 @@ class SQLite3Store:
     def release(self, ident: str, holder: str) -> None:
         uuid = self.get(ident).uuid
         self._run(
-            "UPDATE nodes SET reservation = NULL, version = version + 1 "
-            "WHERE uuid = ? AND reservation = ?",
+            "UPDATE nodes SET reservation = NULL WHERE uuid = ? AND reservation = ?",
             uuid,
             holder,
         )
