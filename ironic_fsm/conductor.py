@@ -15,10 +15,12 @@ and current step are saved before each step starts and after it ends, so
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
+import math
 import os
+import re
+import reprlib
 import uuid as _uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -50,14 +52,17 @@ from ironic_fsm.exceptions import (
     StepFailed,
     StepNotAllowed,
     StepsNotAvailable,
+    StoreError,
     TransitionRejected,
 )
 from ironic_fsm.hardware import HardwareType, load_hardware_type
 from ironic_fsm.machine import LIFECYCLE, Lifecycle
 from ironic_fsm.masking import mask_secrets, scrub, secret_values
-from ironic_fsm.node import INTERFACE_KINDS, NODE_FIELDS, Node
+from ironic_fsm.node import INTERFACE_KINDS, NODE_FIELDS, Node, check_field, check_json
 from ironic_fsm.planner import (
     check_priority_conflicts,
+    check_requested_steps,
+    driver_error,
     gather_steps,
     plan_automated_clean_for,
     plan_deploy,
@@ -147,8 +152,70 @@ def _utcnow() -> datetime:
 
 
 def _scrub(node: Node, text: str) -> str:
-    """``text`` without any secret value of the node's driver_info or instance_info."""
-    return scrub(text, secret_values(node.driver_info, node.instance_info))
+    """``text`` without any secret value of the node's driver_info or instance_info.
+
+    NUL characters go too: no database stores them, and free text from a
+    driver must never make a record unsaveable.
+    """
+    text = scrub(text, secret_values(node.driver_info, node.instance_info))
+    text = _mention_node_once(node.uuid, text)
+    return text.replace("\x00", "\\x00") if "\x00" in text else text
+
+
+def _mention_node_once(uuid: str, text: str) -> str:
+    """``text`` naming the node ``uuid`` at most once.
+
+    Messages are built in layers (a flow's prefix around a driver's or a
+    step's error), and each layer likes to say which node it is about.
+    The first mention stays; later ones are folded away.
+    """
+    first = text.find(uuid)
+    if first < 0 or text.find(uuid, first + len(uuid)) < 0:
+        return text
+    head, tail = text[: first + len(uuid)], text[first + len(uuid) :]
+    quoted = re.escape(uuid)
+    for pattern, replacement in (
+        (rf"[Nn]ode \"?{quoted}\"?: ", ""),
+        (rf"\s+(?:on|of|for|from|to) [Nn]ode \"?{quoted}\"?", ""),
+        (rf"[Nn]ode \"?{quoted}\"?", "the node"),
+        (quoted, "the node"),
+    ):
+        tail = re.sub(pattern, replacement, tail)
+    return head + tail
+
+
+def _driver_call(task: Task, kind: str, method: str, *args: Any, **kwargs: Any) -> Any:
+    """Call ``task.driver.<kind>.<method>(task, ...)``; foreign errors become DriverError.
+
+    Third-party interfaces raise whatever they like, often with the
+    credentials they were given in the text: callers get one typed,
+    scrubbed error, with the original chained.
+    """
+    try:
+        return getattr(getattr(task.driver, kind), method)(task, *args, **kwargs)
+    except IronicFSMError:
+        raise
+    except Exception as exc:
+        raise driver_error(exc, task.node, kind, method) from exc
+
+
+def _shown(value: object) -> str:
+    """A short, safe rendering of a bad argument (it may be huge, deep or secret)."""
+    if isinstance(value, (list, dict, tuple, set)):
+        return f"a {type(value).__name__} of {len(value)} item(s)" if value else repr(value)
+    return reprlib.repr(value)
+
+
+def _check_ident(ident: object) -> str:
+    """Refuse an identifier that cannot name a node, before any store sees it."""
+    if type(ident) is not str or not ident or len(ident) > 255 or "\x00" in ident:
+        shown = ident if type(ident) is str and len(ident) <= 64 else type(ident).__name__
+        raise InvalidParameterValue(
+            f"A node is named by its UUID or name (a string of 1 to 255 characters without "
+            f"NUL), not {shown!r}",
+            node=None,
+        )
+    return ident
 
 
 def _process_start(pid: int) -> str | None:
@@ -286,7 +353,16 @@ class Conductor:
         Each step is ``{'interface', 'step', 'args', 'priority'}``.
         """
         if not isinstance(name, str) or not name:
-            raise InvalidParameterValue(f"Deploy template name must be a string, not {name!r}")
+            raise InvalidParameterValue(
+                f"Deploy template name must be a string, not {_shown(name)}"
+            )
+        problems = check_requested_steps(
+            "deploy", steps, source=f"deploy template {name}", require_priority=True
+        )
+        if problems:
+            raise InvalidParameterValue(
+                f"Invalid deploy template {name!r}: {'; '.join(problems)}", problems=problems
+            )
         self._templates[name] = [dict(step) for step in steps]
 
     def add_runbook(
@@ -298,7 +374,16 @@ class Conductor:
         (or, with no traits, a node that carries the runbook's name as a trait).
         """
         if not isinstance(name, str) or not name:
-            raise InvalidParameterValue(f"Runbook name must be a string, not {name!r}")
+            raise InvalidParameterValue(f"Runbook name must be a string, not {_shown(name)}")
+        problems = check_requested_steps("clean", steps, source=f"runbook {name}")
+        if not isinstance(traits, (list, tuple, set, frozenset)) or not all(
+            type(trait) is str and trait for trait in traits
+        ):
+            problems.append(f"the traits of runbook {name} must be a list of trait names")
+        if problems:
+            raise InvalidParameterValue(
+                f"Invalid runbook {name!r}: {'; '.join(problems)}", problems=problems
+            )
         self._runbooks[name] = ([dict(step) for step in steps], frozenset(traits))
 
     # -- plumbing -------------------------------------------------------------------
@@ -408,27 +493,44 @@ class Conductor:
         If the body raises, the node's in-memory changes are dropped and the
         reservation is simply released: a refused request changes nothing.
         """
-        node = self.store.reserve(ident, self.holder)
+        node = self.store.reserve(_check_ident(ident), self.holder)
         try:
             task = Task(node=node, driver=self._driver_for(node), config=self.config)
             yield task
         except BaseException:
-            with contextlib.suppress(NodeNotFound):
-                self.store.release(node.uuid, self.holder)
+            self._drop_reservation(node.uuid)
             raise
         self._release(task)
 
+    def _drop_reservation(self, uuid: str) -> None:
+        """Release our reservation without saving; never masks the error being handled."""
+        try:
+            self.store.release(uuid, self.holder)
+        except NodeNotFound:
+            pass
+        except BaseException:
+            LOG.exception("Node %s: could not release the reservation", uuid)
+
     def _release(self, task: Task) -> None:
-        """Clear our reservation in the same write as the node's final state."""
+        """Clear our reservation in the same write as the node's final state.
+
+        If that write fails, the reservation is still released and the
+        failure is raised: an unsaved result is never reported as done.
+        """
         if task._detached:
             return
         node = task.node
         node.reservation = None
         try:
             self._checkpoint(task)
-        except IronicFSMError:
-            LOG.exception("Node %s: could not save on release", node.uuid)
-            self.store.release(node.uuid, self.holder)
+        except BaseException as exc:
+            self._drop_reservation(node.uuid)
+            if isinstance(exc, Exception) and not isinstance(exc, IronicFSMError):
+                raise StoreError(
+                    f"Node {node.uuid}: the store could not save the node: {_describe_exc(exc)}",
+                    node=node.uuid,
+                ) from exc
+            raise
 
     def _spawn(self, task: Task, work: Callable[[Task], None]) -> None:
         """Run ``work`` now, or in the executor; the reservation passes along."""
@@ -444,7 +546,10 @@ class Conductor:
             try:
                 self._guarded(worker, work)
             finally:
-                self._release(worker)
+                try:
+                    self._release(worker)
+                except Exception:
+                    LOG.exception("Node %s: background work ended unsaved", worker.node.uuid)
 
         self._executor.submit(run)
 
@@ -482,13 +587,15 @@ class Conductor:
             raise InvalidParameterValue(
                 f"Unknown node field(s): {', '.join(unknown)}", fields=unknown
             )
-        node = Node(**fields)
-        if node.provision_state not in self.lifecycle.states:
-            raise InvalidParameterValue(
-                f"Node {node.uuid}: unknown provision state {node.provision_state!r}",
-                node=node.uuid,
-                state=node.provision_state,
-            )
+        node = Node(**fields)  # checks every field's type and shape
+        for field in ("provision_state", "target_provision_state"):
+            value = getattr(node, field)
+            if value is not None and value not in self.lifecycle.states:
+                raise InvalidParameterValue(
+                    f"Node {node.uuid}: unknown {field.replace('_', ' ')} {value!r}",
+                    node=node.uuid,
+                    state=value,
+                )
         self._driver_for(node)
         now = self._now()
         node.created_at = node.created_at or now
@@ -500,11 +607,30 @@ class Conductor:
 
     def get_node(self, ident: str) -> Node:
         """The node with this UUID or name."""
-        return self.store.get(ident)
+        return self.store.get(_check_ident(ident))
 
     def list_nodes(self, **filters: Any) -> list[Node]:
-        """Nodes whose fields equal the filters (``retired``, ``maintenance``, ...)."""
-        return self.store.list(**filters)
+        """Nodes whose fields equal the filters (``retired``, ``maintenance``, ...).
+
+        A filter no node could ever match (an unknown field, a value of the
+        wrong type, a state this lifecycle does not have) is an error, not
+        an empty list.
+        """
+        checked = {}
+        for key, value in filters.items():
+            if key not in NODE_FIELDS:
+                raise InvalidParameterValue(
+                    f"Cannot filter nodes on unknown field {key!r}", fields=[key]
+                )
+            checked[key] = check_field(key, value)
+        for key in ("provision_state", "target_provision_state"):
+            value = checked.get(key)
+            if value is not None and value not in self.lifecycle.states:
+                raise InvalidParameterValue(
+                    f"Cannot filter nodes on {key} {value!r}: not a state of this lifecycle",
+                    fields=[key],
+                )
+        return self.store.list(**checked)
 
     def update_node(self, ident: str, **fields: Any) -> Node:
         """Change user-settable fields, with Ironic's rules for retirement and protection.
@@ -528,12 +654,31 @@ class Conductor:
                 node=ident,
                 fields=owned,
             )
-        with self._reserved(ident) as task:
+        fields = {key: check_field(key, value) for key, value in fields.items()}
+        # Every refusal is found on a plain read first, so that a refused
+        # update never locks the node; the checks run again under the lock.
+        current = self.store.get(_check_ident(ident))
+        self._check_update(current, dict(fields))
+        if fields.get("name") is not None and fields["name"] != current.name:
+            try:
+                holder = self.store.get(fields["name"])
+            except NodeNotFound:
+                pass
+            else:
+                raise InvalidParameterValue(
+                    f"Node {current.uuid}: the name {fields['name']!r} is taken by node "
+                    f"{holder.uuid}",
+                    node=current.uuid,
+                )
+        with self._reserved(current.uuid) as task:
             self._apply_update(task, fields)
             return task.node
 
-    def _apply_update(self, task: Task, fields: dict[str, Any]) -> None:
-        node = task.node
+    def _check_update(self, node: Node, fields: dict[str, Any]) -> HardwareType | None:
+        """Refuse what Ironic refuses; return the node's new hardware if it changes.
+
+        ``fields`` gains the reasons that an update clears implicitly.
+        """
         if "retired" in fields:
             retired = fields["retired"]
             if not isinstance(retired, bool):
@@ -574,10 +719,17 @@ class Conductor:
             )
         if "maintenance" in fields and fields["maintenance"] is False:
             fields.setdefault("maintenance_reason", None)
-            node.fault = None
         if "driver" in fields or any(f"{kind}_interface" in fields for kind in INTERFACE_KINDS):
-            candidate = attrs.evolve(node, **fields)
-            task.driver = self._driver_for(candidate)
+            return self._driver_for(attrs.evolve(node, **fields))
+        return None
+
+    def _apply_update(self, task: Task, fields: dict[str, Any]) -> None:
+        node = task.node
+        driver = self._check_update(node, fields)
+        if driver is not None:
+            task.driver = driver
+        if fields.get("maintenance") is False:
+            node.fault = None
         for key, value in fields.items():
             setattr(node, key, value)
 
@@ -588,24 +740,27 @@ class Conductor:
             InvalidStateRequested: the node is in another state.
             NodeProtected: the node is protected.
         """
+        self._check_delete(self.store.get(_check_ident(ident)))
         with self._reserved(ident) as task:
-            node = task.node
-            allowed = set(s.DELETE_ALLOWED_STATES)
-            if self.config.allow_deleting_available_nodes:
-                allowed.add(s.AVAILABLE)
-            if node.protected:
-                raise NodeProtected(
-                    f"Node {node.uuid} is protected and cannot be deleted", node=node.uuid
-                )
-            if node.provision_state not in allowed:
-                raise InvalidStateRequested(
-                    f"Node {node.uuid} cannot be deleted in provision state "
-                    f"{node.provision_state!r}; allowed in: {', '.join(sorted(allowed))}",
-                    node=node.uuid,
-                    state=node.provision_state,
-                )
-            self.store.delete(node.uuid)
+            self._check_delete(task.node)
+            self.store.delete(task.node.uuid)
             task._detached = True  # nothing left to release
+
+    def _check_delete(self, node: Node) -> None:
+        allowed = set(s.DELETE_ALLOWED_STATES)
+        if self.config.allow_deleting_available_nodes:
+            allowed.add(s.AVAILABLE)
+        if node.protected:
+            raise NodeProtected(
+                f"Node {node.uuid} is protected and cannot be deleted", node=node.uuid
+            )
+        if node.provision_state not in allowed:
+            raise InvalidStateRequested(
+                f"Node {node.uuid} cannot be deleted in provision state "
+                f"{node.provision_state!r}; allowed in: {', '.join(sorted(allowed))}",
+                node=node.uuid,
+                state=node.provision_state,
+            )
 
     # -- power -------------------------------------------------------------------------------
 
@@ -616,27 +771,42 @@ class Conductor:
         holding, ...); allowed in stable and failure states, so that an
         operator can act on a node in ``clean failed``.
         """
-        if power_state not in s.POWER_STATES:
+        _check_ident(ident)
+        if not isinstance(power_state, str) or power_state not in s.POWER_STATES:
+            shown = power_state if isinstance(power_state, str) else type(power_state).__name__
             raise InvalidParameterValue(
-                f"Node {ident}: unknown power state {power_state!r}; expected one of "
+                f"Node {ident}: unknown power state {shown!r}; expected one of "
                 f"{', '.join(sorted(s.POWER_STATES))}",
                 node=ident,
             )
+        if timeout is not None and (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, (int, float))
+            or not math.isfinite(timeout)
+            or timeout <= 0
+        ):
+            raise InvalidParameterValue(
+                f"Node {ident}: the power timeout must be a positive number of seconds, "
+                f"not {_shown(timeout)}",
+                node=ident,
+            )
+        self._check_power(self.store.get(ident))
         with self._reserved(ident) as task:
-            node = task.node
-            if node.provision_state in _BUSY_STATES:
-                raise InvalidStateRequested(
-                    f"Node {node.uuid}: power state cannot be changed while the node is in "
-                    f"provision state {node.provision_state!r}",
-                    node=node.uuid,
-                    state=node.provision_state,
-                )
+            self._check_power(task.node)
             self._power(task, power_state, timeout)
             return task.node
 
+    def _check_power(self, node: Node) -> None:
+        if node.provision_state in _BUSY_STATES:
+            raise InvalidStateRequested(
+                f"Node {node.uuid}: power state cannot be changed while the node is in "
+                f"provision state {node.provision_state!r}",
+                node=node.uuid,
+                state=node.provision_state,
+            )
+
     def _power(self, task: Task, power_state: str, timeout: float | None = None) -> None:
         node = task.node
-        power = task.driver.power
         node.target_power_state = (
             s.POWER_ON
             if power_state in (s.REBOOT, s.SOFT_REBOOT)
@@ -644,9 +814,9 @@ class Conductor:
         )
         try:
             if power_state == s.REBOOT:
-                power.reboot(task, timeout=timeout)
+                _driver_call(task, "power", "reboot", timeout=timeout)
             else:
-                power.set_power_state(task, power_state, timeout=timeout)
+                _driver_call(task, "power", "set_power_state", power_state, timeout=timeout)
             node.power_state = node.target_power_state
         finally:
             node.target_power_state = None
@@ -659,12 +829,17 @@ class Conductor:
     def _steps_for(
         self, ident: str, phase: Phase, *, fresh: bool = False
     ) -> tuple[Node, list[dict[str, Any]]]:
-        node = self.store.get(ident)
+        node = self.store.get(_check_ident(ident))
         task = Task(node=node, driver=self._driver_for(node), config=self.config)
         return node, gather_steps(phase, task.driver, task, fresh=fresh)
 
     def get_clean_steps(self, ident: str, min_priority: int = 0) -> list[dict[str, Any]]:
         """The node's clean steps (operator overrides applied), highest priority first."""
+        if isinstance(min_priority, bool) or not isinstance(min_priority, int):
+            raise InvalidParameterValue(
+                f"Node {ident}: min_priority must be an integer, not {_shown(min_priority)}",
+                node=ident,
+            )
         _, steps = self._steps_for(ident, "clean", fresh=True)
         overrides = self.config.clean_step_priority_override
         for step in steps:
@@ -748,6 +923,13 @@ class Conductor:
             NodeLocked: the node is busy.
             NodeInMaintenance, NodeProtected, NodeIsRetired: as Ironic refuses.
         """
+        _check_ident(ident)
+        if not isinstance(verb, str):
+            raise InvalidParameterValue(
+                f"Node {ident}: the requested action must be a verb (a string), "
+                f"not {type(verb).__name__}",
+                node=ident,
+            )
         event = self.lifecycle.verbs.get(verb)
         if event is None:
             raise InvalidStateRequested(
@@ -757,9 +939,11 @@ class Conductor:
                 verb=verb,
             )
         self._check_arguments(ident, verb, clean_steps, deploy_steps, service_steps, runbook,
-                              rescue_password)  # fmt: skip
+                              rescue_password, disable_ramdisk)  # fmt: skip
         # Refuse before reserving, so that a refused verb writes nothing.
-        self._check_verb(self.store.get(ident), verb, event)
+        current = self.store.get(ident)
+        self._check_verb(current, verb, event)
+        self._precheck_verb(current, verb, event, deploy_steps=deploy_steps, runbook=runbook)
         with self._reserved(ident) as task:
             node = task.node
             self._check_verb(node, verb, event)
@@ -787,6 +971,43 @@ class Conductor:
             )
             return task.node
 
+    def _precheck_verb(
+        self, node: Node, verb: str, event: str, *, deploy_steps: Any, runbook: Any
+    ) -> None:
+        """The handlers' refusals that need no hardware, on an unlocked read.
+
+        They run again under the reservation; finding them here first means
+        the usual refusals never lock the node at all.
+        """
+        maintenance_verbs = {"clean", "service", "rescue", "unrescue"}
+        if node.maintenance and (
+            verb in maintenance_verbs
+            or (event == s.DEPLOY_EVENT or event == s.REBUILD_EVENT)
+            or (verb == "provide" and not self.config.allow_provisioning_in_maintenance)
+        ):
+            raise NodeInMaintenance(
+                f"The action {verb!r} can not be performed on node {node.uuid} while it is in "
+                f"maintenance mode",
+                node=node.uuid,
+                verb=verb,
+            )
+        if verb == "provide" and node.retired:
+            raise NodeIsRetired(
+                f"The providing operation can't be performed on node {node.uuid} because it "
+                f"is retired",
+                node=node.uuid,
+            )
+        if node.protected and (verb == "rebuild" or event == s.DELETE_EVENT):
+            raise NodeProtected(
+                f"Node {node.uuid} is protected; unset protected before {verb}",
+                node=node.uuid,
+            )
+        task = Task(node=node, driver=self._driver_for(node), config=self.config)
+        if runbook is not None and verb in ("clean", "service"):
+            self._runbook_steps(task, runbook)
+        if event in (s.DEPLOY_EVENT, s.REBUILD_EVENT):
+            self._plan_deploy(node, self._driver_steps(task, "deploy"), deploy_steps)
+
     def _check_verb(self, node: Node, verb: str, event: str) -> None:
         if event not in self.lifecycle.allowed_events(node.provision_state):
             raise InvalidStateRequested(
@@ -810,8 +1031,30 @@ class Conductor:
         service_steps: Any,
         runbook: Any,
         rescue_password: Any,
+        disable_ramdisk: Any = False,
     ) -> None:
         problems = []
+        if runbook is not None and (type(runbook) is not str or not runbook):
+            problems.append(f"runbook must be a runbook's name, not {type(runbook).__name__}")
+        if disable_ramdisk is not True and disable_ramdisk is not False:
+            problems.append("disable_ramdisk must be True or False")
+        if rescue_password is not None and (
+            type(rescue_password) is not str or "\x00" in rescue_password
+        ):
+            problems.append("rescue_password must be a string without NUL characters")
+            rescue_password = None
+        requested: tuple[tuple[Phase, Any, str], ...] = (
+            ("clean", clean_steps, "clean_steps"),
+            ("service", service_steps, "service_steps"),
+            ("deploy", deploy_steps, "deploy_steps"),
+        )
+        for phase, given, name in requested:
+            if given is not None and isinstance(given, list):
+                problems.extend(
+                    check_requested_steps(
+                        phase, given, source=name, require_priority=phase == "deploy"
+                    )
+                )
         if clean_steps is not None and verb != "clean":
             problems.append("clean_steps may only be given with 'clean'")
         if service_steps is not None and verb != "service":
@@ -828,7 +1071,7 @@ class Conductor:
             elif clean_steps is None and runbook is None:
                 problems.append("'clean' needs clean_steps (a list of steps) or a runbook")
             elif clean_steps is not None and (not isinstance(clean_steps, list) or not clean_steps):
-                problems.append(f"clean_steps must be a non-empty list, not {clean_steps!r}")
+                problems.append(f"clean_steps must be a non-empty list, not {_shown(clean_steps)}")
         if verb == "service":
             if service_steps is not None and runbook is not None:
                 problems.append('provide either "service_steps" or a runbook, not both')
@@ -837,13 +1080,15 @@ class Conductor:
             elif service_steps is not None and (
                 not isinstance(service_steps, list) or not service_steps
             ):
-                problems.append(f"service_steps must be a non-empty list, not {service_steps!r}")
+                problems.append(
+                    f"service_steps must be a non-empty list, not {_shown(service_steps)}"
+                )
         if verb == "rescue" and (
             not isinstance(rescue_password, str) or not rescue_password.strip()
         ):
             problems.append("'rescue' needs a non-blank rescue_password")
         if deploy_steps is not None and not isinstance(deploy_steps, list):
-            problems.append(f"deploy_steps must be a list, not {deploy_steps!r}")
+            problems.append(f"deploy_steps must be a list, not {_shown(deploy_steps)}")
         if problems:
             raise InvalidParameterValue(
                 f"Node {ident}: invalid arguments for {verb!r}: {'; '.join(problems)}",
@@ -1006,13 +1251,13 @@ class Conductor:
             self._checkpoint(task)
             self._call_quietly(task, task.driver.rescue.clean_up, "rescue clean-up")
         elif state == s.INSPECTWAIT:
-            task.driver.inspect.abort(task)
+            _driver_call(task, "inspect", "abort")
             self._process(task, s.ABORT_EVENT, last_error="Inspection was aborted by request.")
 
     # -- verification, inspection, adoption, rescue -------------------------------------------
 
     def _validate_interface(self, task: Task, kind: str) -> None:
-        getattr(task.driver, kind).validate(task)
+        _driver_call(task, kind, "validate")
 
     def _do_verify(self, task: Task) -> None:
         node = task.node
@@ -1062,7 +1307,7 @@ class Conductor:
             self._process(
                 task,
                 s.FAIL_EVENT,
-                last_error=f"{failure}: the driver returned an invalid state {result!r} "
+                last_error=f"{failure}: the driver returned an invalid state {_shown(result)} "
                 f"for node {node.uuid}",
             )
             return
@@ -1078,6 +1323,16 @@ class Conductor:
 
     def continue_node_inspect(self, ident: str, inventory: Mapping[str, Any] | None = None) -> Node:
         """An asynchronous inspection reported back; finish it."""
+        if inventory is not None:
+            if not isinstance(inventory, dict):
+                raise InvalidParameterValue(
+                    f"Node {ident}: the inventory must be a dictionary, not "
+                    f"{type(inventory).__name__}",
+                    node=ident,
+                )
+            check_json(inventory, "The inventory")
+        self._require_state_of(self.store.get(_check_ident(ident)), s.INSPECTWAIT,
+                               "continue inspection")  # fmt: skip
         with self._reserved(ident) as task:
             self._require_state(task, s.INSPECTWAIT, "continue inspection")
             node = task.node
@@ -1113,6 +1368,8 @@ class Conductor:
 
     def continue_node_rescue(self, ident: str) -> Node:
         """The rescue ramdisk is up: finish rescuing."""
+        self._require_state_of(self.store.get(_check_ident(ident)), s.RESCUEWAIT,
+                               "continue rescue")  # fmt: skip
         with self._reserved(ident) as task:
             self._require_state(task, s.RESCUEWAIT, "continue rescue")
             self._process(task, s.RESUME_EVENT)
@@ -1130,12 +1387,15 @@ class Conductor:
             task.node.instance_info.pop("rescue_password", None)
 
     def _require_state(self, task: Task, state: str, action: str) -> None:
-        if task.node.provision_state != state:
+        self._require_state_of(task.node, state, action)
+
+    def _require_state_of(self, node: Node, state: str, action: str) -> None:
+        if node.provision_state != state:
             raise InvalidStateRequested(
-                f"Cannot {action} on node {task.node.uuid} in provision state "
-                f"{task.node.provision_state!r}; it must be in {state!r}",
-                node=task.node.uuid,
-                state=task.node.provision_state,
+                f"Cannot {action} on node {node.uuid} in provision state "
+                f"{node.provision_state!r}; it must be in {state!r}",
+                node=node.uuid,
+                state=node.provision_state,
             )
 
     # -- tear-down ---------------------------------------------------------------------------
@@ -1366,7 +1626,7 @@ class Conductor:
                 step,
                 StepFailed(
                     f"While executing step {step_id(step)} on node {node.uuid}, step returned "
-                    f"invalid value: {result!r}",
+                    f"invalid value: {_shown(result)}",
                     node=node.uuid,
                     step=step_id(step),
                 ),
@@ -1518,6 +1778,8 @@ class Conductor:
         return self._continue_verb(ident, _SERVICE)
 
     def _continue_verb(self, ident: str, phase: _PhaseInfo) -> Node:
+        self._require_state_of(self.store.get(_check_ident(ident)), phase.wait,
+                               f"continue {phase.name}ing")  # fmt: skip
         with self._reserved(ident) as task:
             self._require_state(task, phase.wait, f"continue {phase.name}ing")
             self._spawn(task, lambda t: self._continue(t, phase))
@@ -1714,6 +1976,10 @@ class Conductor:
         or reserved by someone else are skipped, as in Ironic; holds never
         time out. Returns the UUIDs of the nodes it acted on.
         """
+        if now is not None and (not isinstance(now, datetime) or now.utcoffset() is None):
+            raise InvalidParameterValue(
+                f"check_timeouts needs a timezone-aware datetime, not {_shown(now)}"
+            )
         now = now or self._now()
         acted: list[str] = []
         waiting = [n for st in sorted(s.WAIT_STATES) for n in self.store.list(provision_state=st)]

@@ -14,10 +14,13 @@ Steps are Ironic-style dicts (``interface``, ``step``, ``priority``,
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from ironic_fsm.exceptions import InvalidParameterValue
+from ironic_fsm.exceptions import DriverError, InvalidParameterValue, IronicFSMError
+from ironic_fsm.masking import scrub, secret_values
+from ironic_fsm.node import check_json
 from ironic_fsm.steps import INTERFACE_ORDER, RESERVED_STEPS, Phase, step_id
 
 if TYPE_CHECKING:
@@ -26,7 +29,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CORE_DEPLOY_STEP",
+    "MAX_WAIT_SECONDS",
     "check_priority_conflicts",
+    "check_requested_steps",
+    "driver_error",
     "gather_steps",
     "plan_automated_clean",
     "plan_automated_clean_for",
@@ -38,7 +44,32 @@ __all__ = [
 #: The deploy step every deploy interface provides; it may be disabled, not moved.
 CORE_DEPLOY_STEP: Final = "deploy.deploy"
 
+#: The longest a ``wait`` step may wait (a week): longer is a typo, and
+#: beyond what a clock can add without overflowing.
+MAX_WAIT_SECONDS: Final = 7 * 24 * 3600
+
 Step = dict[str, Any]
+
+
+def driver_error(exc: Exception, node: Any, interface: str, method: str) -> DriverError:
+    """``exc``, raised by a driver's own code, as a :class:`DriverError`.
+
+    The message names the node and where the error came from, with the
+    node's secrets scrubbed (drivers echo what they were given); chain the
+    original with ``raise ... from exc``.
+    """
+    text = f"{type(exc).__name__}: {exc}"
+    if node is not None:
+        text = scrub(text, secret_values(node.driver_info, node.instance_info))
+        where = f"Node {node.uuid}: "
+    else:
+        where = ""
+    return DriverError(
+        f"{where}the {interface} interface failed in {method}: {text}",
+        node=getattr(node, "uuid", None),
+        interface=interface,
+        method=method,
+    )
 
 
 def gather_steps(
@@ -62,9 +93,15 @@ def gather_steps(
         # Decorator-declared steps are read from the class, not copied: the
         # planner never changes the steps it is given.
         declared = None if fresh else iface.declared_steps(phase)
-        steps.extend(
-            declared if declared is not None else getattr(iface, f"get_{phase}_steps")(task)
-        )
+        if declared is None:
+            method = f"get_{phase}_steps"
+            try:
+                declared = getattr(iface, method)(task)
+            except IronicFSMError:
+                raise
+            except Exception as exc:
+                raise driver_error(exc, task.node, kind, method) from exc
+        steps.extend(declared)
     return steps
 
 
@@ -245,6 +282,8 @@ _RESERVED_ARGS: Final[Mapping[str, frozenset[str]]] = {
 def _check_shape(phase: Phase, step: Any, require_priority: bool) -> list[str]:
     if not isinstance(step, Mapping):
         return [f"{phase} step {step!r} is not a dictionary"]
+    if not all(isinstance(key, str) for key in step):
+        return [f"{phase} step {step!r} has keys that are not strings"]
     problems = []
     for key in ("interface", "step"):
         if not isinstance(step.get(key), str) or not step.get(key):
@@ -285,11 +324,71 @@ def _check_reserved(phase: Phase, step: Mapping[str, Any]) -> list[str]:
         problems.append(
             f"{phase} step {step['step']} has these unexpected arguments: {', '.join(unexpected)}"
         )
+    problems.extend(_check_wait_seconds(phase, args))
+    return problems
+
+
+def _check_wait_seconds(phase: str, args: Mapping[str, Any]) -> list[str]:
     seconds = args.get("seconds")
-    if seconds is not None and (
-        isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0
+    if seconds is None:
+        return []
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, (int, float))
+        or not math.isfinite(seconds)
+        or not 0 <= seconds <= MAX_WAIT_SECONDS
     ):
-        problems.append(f"{phase} step wait: 'seconds' must be a number >= 0, not {seconds!r}")
+        return [
+            f"{phase} step wait: 'seconds' must be a number from 0 to {MAX_WAIT_SECONDS}, "
+            f"not {seconds!r}"
+        ]
+    return []
+
+
+def check_requested_steps(
+    phase: Phase, steps: Any, *, source: str, require_priority: bool = False
+) -> list[str]:
+    """Problems of a step list that no driver could fix, found before anything is locked.
+
+    Each entry must be a dictionary with string keys, non-empty string
+    ``interface`` and ``step``, ``args`` a JSON-safe dictionary (it is
+    persisted with the plan), a ``wait`` step's ``seconds`` a sane number,
+    and, for deploy steps, a ``priority``. Whether the driver has the step
+    is the planner's later question.
+    """
+    if not isinstance(steps, list):
+        return [f"{source} must be a list of steps, not {type(steps).__name__}"]
+    problems: list[str] = []
+    for index, step in enumerate(steps):
+        where = f"{source}[{index}]"
+        if not isinstance(step, dict):
+            problems.append(f"{where} must be a dictionary, not {type(step).__name__}")
+            continue
+        if not all(type(key) is str for key in step):
+            problems.append(f"{where} has keys that are not strings")
+            continue
+        for key in ("interface", "step"):
+            value = step.get(key)
+            if type(value) is not str or not value or "\x00" in value:
+                problems.append(f"{where} needs a non-empty string {key!r}")
+        args = step.get("args")
+        if args is not None:
+            if type(args) is not dict:
+                problems.append(f"{where}: 'args' must be a dictionary, not {type(args).__name__}")
+                continue
+            try:
+                check_json(args, f"{where} args")
+            except InvalidParameterValue as exc:
+                problems.append(str(exc))
+                continue
+            if step.get("step") == "wait":
+                problems.extend(f"{where}: {p}" for p in _check_wait_seconds(phase, args))
+        if require_priority:
+            prio = step.get("priority")
+            if isinstance(prio, str) and prio.isdigit():
+                prio = int(prio)
+            if isinstance(prio, bool) or not isinstance(prio, int) or prio < 0:
+                problems.append(f"{where} needs a 'priority' that is an integer >= 0")
     return problems
 
 
