@@ -201,13 +201,12 @@ def _postgres() -> tuple[Any, str]:
 
 
 def _fresh_pg_database(base_url: str, name: str) -> str:
-    import sqlalchemy
+    import psycopg
 
-    engine = sqlalchemy.create_engine(base_url, isolation_level="AUTOCOMMIT")
-    with engine.connect() as conn:
-        conn.execute(sqlalchemy.text(f'DROP DATABASE IF EXISTS "{name}"'))
-        conn.execute(sqlalchemy.text(f'CREATE DATABASE "{name}"'))
-    engine.dispose()
+    conninfo = "postgresql://" + base_url.split("://", 1)[1]
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
     return base_url.rsplit("/", 1)[0] + f"/{name}"
 
 
