@@ -365,3 +365,30 @@ def test_boot_mode_the_bmc_does_not_allow_is_refused_before_sending(
     uefi = make_task(hardware, quirky.driver_info(redfish_boot_mode="uefi"))
     hardware.management.set_boot_device(uefi, "disk", persistent=True)
     assert quirky.system_state()["boot_mode"] == "UEFI"
+
+
+# -- power: the reset types the BMC allows -------------------------------------------------------
+
+
+def test_power_uses_the_reset_types_the_bmc_allows(quirky: Emulator, hardware: Any) -> None:
+    task = make_task(hardware, quirky.driver_info())
+    hardware.power.set_power_state(task, states.POWER_OFF)
+    quirky.set_quirks(reset_types=["ForceOn", "ForceOff", "PowerCycle", "Nmi"])
+    assert hardware.power.get_supported_power_states(task) == [
+        states.POWER_ON,
+        states.POWER_OFF,
+        states.REBOOT,
+    ]
+    quirky.clear_requests_log()
+    hardware.power.set_power_state(task, states.POWER_ON)  # no "On": ForceOn
+    hardware.power.reboot(task)  # no "ForceRestart": PowerCycle
+    state = quirky.system_state()
+    assert state["power_state"] == "On"
+    resets = [r for r in writes(quirky) if r["path"].endswith("ComputerSystem.Reset")]
+    assert [r["status"] for r in resets] == [204, 204]
+    with pytest.raises(BMCRequestFailed, match="GracefulShutdown") as info:
+        hardware.power.set_power_state(task, states.SOFT_POWER_OFF)
+    assert "ForceOff" in str(info.value)  # what it allows instead
+    assert len([r for r in writes(quirky) if r["path"].endswith("ComputerSystem.Reset")]) == 2
+    assert quirky.system_state()["power_state"] == "On"
+    hardware.power.set_power_state(task, states.POWER_OFF)

@@ -862,16 +862,45 @@ class _RedfishValidation:
 # -- power -----------------------------------------------------------------------------------------
 
 
+#: ComputerSystem.Reset types that do the same as the first, in order of preference, for
+#: BMCs whose ``ResetType@Redfish.AllowableValues`` leaves that one out. They are only
+#: sent where they fit: ``On`` to a node that is off, ``ForceRestart`` to one that is on.
+_RESET_ALTERNATIVES: Final[Mapping[str, tuple[str, ...]]] = {
+    "On": ("On", "ForceOn", "PushPowerButton"),
+    "ForceRestart": ("ForceRestart", "PowerCycle"),
+}
+
+#: The reset types each power state needs (one of each tuple).
+_POWER_STATE_RESETS: Final[Mapping[str, tuple[tuple[str, ...], ...]]] = {
+    states.POWER_ON: (_RESET_ALTERNATIVES["On"],),
+    states.POWER_OFF: (("ForceOff",),),
+    states.REBOOT: (_RESET_ALTERNATIVES["On"], _RESET_ALTERNATIVES["ForceRestart"]),
+    states.SOFT_POWER_OFF: (("GracefulShutdown",),),
+    states.SOFT_REBOOT: (_RESET_ALTERNATIVES["On"], ("GracefulRestart",)),
+}
+
+
+def _allowed_resets(system: Any) -> set[str]:
+    """The reset types the BMC allows (sushy: every type when it publishes no list)."""
+    return {str(_value(v)) for v in system.get_allowed_reset_system_values()}
+
+
 class RedfishPower(_RedfishValidation, PowerInterface):
-    """Power state through ``ComputerSystem.Reset``, waiting until the BMC reports it."""
+    """Power state through ``ComputerSystem.Reset``, waiting until the BMC reports it.
+
+    The reset types are those the BMC allows: where it leaves out ``On`` or
+    ``ForceRestart``, an equivalent it allows is sent instead, and power
+    states it offers no reset type for are not supported.
+    """
 
     def get_supported_power_states(self, task: Task) -> list[str]:
+        info = _info(task)
+        with _bmc(task, info, "read the allowed reset types"):
+            allowed = _allowed_resets(_get_system(info))
         return [
-            states.POWER_ON,
-            states.POWER_OFF,
-            states.REBOOT,
-            states.SOFT_POWER_OFF,
-            states.SOFT_REBOOT,
+            power
+            for power, needs in _POWER_STATE_RESETS.items()
+            if all(set(choices) & allowed for choices in needs)
         ]
 
     def get_power_state(self, task: Task) -> str:
@@ -880,8 +909,19 @@ class RedfishPower(_RedfishValidation, PowerInterface):
             return _power_of(task, info, _get_system(info))
 
     def _reset(self, task: Task, info: RedfishInfo, system: Any, reset_type: str) -> None:
-        LOG.info("Node %s: Redfish reset %s on BMC %s", task.node.uuid, reset_type, info.address)
-        system.reset_system(_enum("ResetType", reset_type))
+        allowed = _allowed_resets(system)
+        choices = _RESET_ALTERNATIVES.get(reset_type, (reset_type,))
+        chosen = next((c for c in choices if c in allowed), None)
+        if chosen is None:
+            raise BMCRequestFailed(
+                f"Node {task.node.uuid}: BMC {info.address} does not allow the reset type "
+                f"{' or '.join(choices)}; it allows {', '.join(sorted(allowed)) or 'none'}",
+                node=task.node.uuid,
+                address=info.address,
+                status=None,
+            )
+        LOG.info("Node %s: Redfish reset %s on BMC %s", task.node.uuid, chosen, info.address)
+        system.reset_system(_enum("ResetType", chosen))
 
     def _wait_power(self, task: Task, info: RedfishInfo, target: str, timeout: float) -> None:
         last: list[str] = []

@@ -96,6 +96,8 @@ QUIRKS: dict[str, str] = {
     "publishes none. PATCHes of another target are refused (400).",
     "boot_modes": "list: BootSourceOverrideMode@Redfish.AllowableValues; PATCHes of another "
     "mode are refused (400).",
+    "reset_types": "list: ResetType@Redfish.AllowableValues of ComputerSystem.Reset exactly; "
+    "other reset types are refused (400).",
     "extra_processors": "[{'id', 'cores', 'threads'}]: more Processors members.",
     "processor_overrides": "{Id: {field: value}}: merged into that processor's document "
     "(e.g. {'ProcessorType': 'GPU'} or {'Status': {'State': 'Disabled'}}).",
@@ -645,6 +647,10 @@ def install(app: Any) -> PeerControl:
                 if mode != "patch":
                     raise http_errors.MethodNotAllowed(["GET"])
                 return _vmedia_patch(request)
+        if endpoint == "system_reset_action" and isinstance(quirks.get("reset_types"), list):
+            reset_type = (request.get_json(silent=True) or {}).get("ResetType")
+            if reset_type not in quirks["reset_types"]:
+                raise error.BadRequest(f"ResetType {reset_type!r} is not allowed")
         if endpoint == "system_resource" and request.method == "PATCH":
             boot = (request.get_json(silent=True) or {}).get("Boot") or {}
             for key, quirk in (
@@ -714,6 +720,9 @@ def install(app: Any) -> PeerControl:
                     boot[targets_key] = list(quirks["boot_targets"])
                     if not boot[targets_key]:
                         del boot[targets_key]
+                reset = (doc.get("Actions") or {}).get("#ComputerSystem.Reset")
+                if isinstance(quirks.get("reset_types"), list) and isinstance(reset, dict):
+                    reset["ResetType@Redfish.AllowableValues"] = list(quirks["reset_types"])
                 if isinstance(quirks.get("boot_modes"), list):
                     boot["BootSourceOverrideMode@Redfish.AllowableValues"] = list(
                         quirks["boot_modes"]
