@@ -52,6 +52,7 @@ from ironic_fsm.node import NODE_FIELDS
 
 if TYPE_CHECKING:
     from ironic_fsm.conductor import Conductor
+    from ironic_fsm.config import Config
     from ironic_fsm.node import Node
 
 __all__ = ["CLIError", "default_db_path", "main", "resolve_db_url"]
@@ -393,7 +394,7 @@ def _open_conductor(args: argparse.Namespace) -> Iterator[Conductor]:
 
 class _Settings(NamedTuple):
     path: str
-    config: dict[str, Any]
+    config: Config
     runbooks: dict[str, tuple[list[dict[str, Any]], list[str]]]
     deploy_templates: dict[str, list[dict[str, Any]]]
 
@@ -461,7 +462,13 @@ def _read_settings(path: str | None) -> _Settings | None:
             f"settings file {path}: unknown key(s) {', '.join(map(repr, unknown))}; the file "
             "may only have config, runbooks and deploy_templates"
         )
-    config = _check_object(path, "config", data.get("config", {}))
+    options = _check_object(path, "config", data.get("config", {}))
+    from ironic_fsm.config import Config
+
+    try:
+        config = Config(**options)
+    except (IronicFSMError, TypeError, ValueError) as exc:
+        raise CLIError(f"settings file {path}: config: {exc}") from exc
     runbooks: dict[str, tuple[list[dict[str, Any]], list[str]]] = {}
     for name, runbook in _check_object(path, "runbooks", data.get("runbooks", {})).items():
         where = f"runbooks.{name}"
@@ -499,16 +506,11 @@ def _read_settings(path: str | None) -> _Settings | None:
 
 def _settings_conductor(store: Any, settings: _Settings | None) -> Conductor:
     from ironic_fsm.conductor import Conductor
-    from ironic_fsm.config import Config
 
     if settings is None:
         return Conductor(store=store)
     path = settings.path
-    try:
-        config = Config(**settings.config)
-    except (IronicFSMError, TypeError, ValueError) as exc:
-        raise CLIError(f"settings file {path}: config: {exc}") from exc
-    conductor = Conductor(store=store, config=config)
+    conductor = Conductor(store=store, config=settings.config)
     for name, (steps, traits) in settings.runbooks.items():
         try:
             conductor.add_runbook(name, steps, traits=traits)
