@@ -113,7 +113,7 @@ def test_rejected_bios_setting_fails_at_once_with_the_bmcs_message(quirky: Emula
     )
     elapsed = time.monotonic() - started
     assert node.provision_state == states.CLEANFAIL
-    assert elapsed < 5  # not redfish_task_timeout (600 s)
+    assert elapsed < 2  # the whole clean request; not redfish_task_timeout (600 s)
     error = node.last_error
     assert "ProcTurboMode cannot be Disabled while NicBoot1 is set" in error
     assert "Base.1.0.SettingsFailed" in error
@@ -135,7 +135,7 @@ def test_rejected_bios_setting_raises_a_typed_error(quirky: Emulator, hardware: 
     started = time.monotonic()
     with pytest.raises(redfish.BIOSSettingsRejected) as info:
         hardware.bios.apply_configuration(task, [{"name": "NicBoot1", "value": "Off"}])
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 1  # redfish_task_timeout is 600 s
     assert isinstance(info.value, BMCRequestFailed)
     assert info.value.attributes == ["NicBoot1"]
     assert "NicBoot1" in str(info.value)
@@ -160,7 +160,7 @@ def test_rejection_without_a_settings_time_is_still_seen(quirky: Emulator, hardw
     started = time.monotonic()
     with pytest.raises(redfish.BIOSSettingsRejected, match="Locked by policy") as info:
         hardware.bios.apply_configuration(task, [{"name": "ProcTurboMode", "value": "Disabled"}])
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 1
     assert info.value.attributes == ["ProcTurboMode"]
     assert "Time" not in quirky.get(quirky.system_id + "/BIOS")["@Redfish.Settings"]
 
@@ -175,7 +175,7 @@ def test_rejection_reported_after_the_reboot_fails_without_waiting(
     started = time.monotonic()
     with pytest.raises(redfish.BIOSSettingsRejected, match="Unsupported on this CPU"):
         hardware.bios.apply_configuration(task, [{"name": "ProcTurboMode", "value": "Disabled"}])
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 2  # power off, reboot, verdict, power off again
     state = at_reboot.system_state()
     assert len(state["boot_history"]) == boots + 1  # the one boot that applies settings
     assert state["power_state"] == "Off"  # as it was before the step
