@@ -275,7 +275,12 @@ def _node_record(node: Node, fields: Sequence[str] | None = None) -> dict[str, A
 
 
 def _one_line(message: str) -> str:
-    """Messages from drivers and databases may span lines; an error is one line."""
+    """An error is one line, whatever drivers and databases put in their messages.
+
+    A ``password=`` parameter (of a connection string, say) is masked on
+    the way: an error is no place for a secret.
+    """
+    message = re.sub(r"(?i)(password=)[^&\s]*", r"\1******", message)
     return " ".join(message.split()) or "(no message)"
 
 
@@ -582,6 +587,8 @@ def _read_source(source: str, option: str) -> tuple[str, str]:
     where = "standard input" if source == "-" else f"file {source!r}"
     try:
         if source == "-":
+            if sys.stdin is None:  # started with standard input closed
+                raise CLIError(f"{option}: standard input is closed")
             return sys.stdin.read(), where
         return Path(source).read_text(encoding="utf-8"), where
     except OSError as exc:

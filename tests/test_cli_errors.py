@@ -369,3 +369,30 @@ def test_an_existing_open_data_directory_is_tightened(
     assert stat.S_IMODE(directory.stat().st_mode) == 0o700
     # The user's own directory above it is theirs: left as it was.
     assert stat.S_IMODE((tmp_path / "xdg").stat().st_mode) == 0o755
+
+
+def test_steps_from_a_closed_standard_input(tmp_path: Path) -> None:
+    db = str(tmp_path / "nodes.sqlite")
+    env = _env(tmp_path)
+    code = "import sys\nfrom ironic_fsm.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    assert _python(code, "--db", db, "node", "create", "--name", "n1", env=env).code == 0
+    done = subprocess.run(
+        [sys.executable, "-c", code, "--db", db, "node", "clean", "n1", "--clean-steps", "-"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        env=env,
+        # What a shell's `<&-` does: no file descriptor 0 at all.
+        preexec_fn=lambda: os.close(0),
+    )
+    one_line_error(Result(done.returncode, done.stdout, done.stderr), "standard input is closed")
+
+
+def test_a_password_in_a_connection_string_is_not_echoed(run: Run) -> None:
+    # Nothing listens on port 1: the connection is refused at once.
+    url = "postgresql://fsm@127.0.0.1:1/fsm?password=pa55word&connect_timeout=5"
+    line = one_line_error(run("node", "list", "--db", url))
+    assert "pa55word" not in line
+    assert "password=******" in line
