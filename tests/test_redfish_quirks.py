@@ -392,3 +392,33 @@ def test_power_uses_the_reset_types_the_bmc_allows(quirky: Emulator, hardware: A
     assert len([r for r in writes(quirky) if r["path"].endswith("ComputerSystem.Reset")]) == 2
     assert quirky.system_state()["power_state"] == "On"
     hardware.power.set_power_state(task, states.POWER_OFF)
+
+
+def test_persistent_boot_device_without_continuous_is_set_before_every_boot(
+    quirky: Emulator, hardware: Any
+) -> None:
+    quirky.set_quirks(boot_enabled=["Once", "Disabled"])
+    task = make_task(hardware, quirky.driver_info())
+    hardware.power.set_power_state(task, states.POWER_OFF)
+    hardware.management.set_boot_device(task, "disk", persistent=True)
+    state = quirky.system_state()
+    assert (state["boot_device"], state["boot_enabled"]) == ("Hdd", "Once")
+    assert task.node.driver_internal_info[redfish.PERSISTENT_BOOT_DEVICE_KEY] == "disk"
+    assert hardware.management.get_boot_device(task) == {"boot_device": "disk", "persistent": True}
+
+    hardware.power.set_power_state(task, states.POWER_ON)
+    hardware.power.reboot(task)  # the BMC consumed the override: the driver sets it again
+    boots = quirky.system_state()["boot_history"]
+    assert [(b["target"], b["enabled"]) for b in boots[-2:]] == [("Hdd", "Once")] * 2
+
+    hardware.management.set_boot_device(task, "pxe")  # a one-time boot takes precedence ...
+    hardware.power.reboot(task)
+    hardware.power.reboot(task)  # ... and the persistent device comes back after it
+    boots = quirky.system_state()["boot_history"]
+    assert [b["target"] for b in boots[-2:]] == ["Pxe", "Hdd"]
+
+    quirky.set_quirks(boot_enabled=None)  # a BMC with Continuous: no more re-setting
+    hardware.management.set_boot_device(task, "disk", persistent=True)
+    assert redfish.PERSISTENT_BOOT_DEVICE_KEY not in task.node.driver_internal_info
+    assert quirky.system_state()["boot_enabled"] == "Continuous"
+    hardware.power.set_power_state(task, states.POWER_OFF)

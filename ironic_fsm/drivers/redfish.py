@@ -76,6 +76,7 @@ from ironic_fsm.task import Task
 __all__ = [
     "BIOSSettingsRejected",
     "DRIVER_INFO",
+    "PERSISTENT_BOOT_DEVICE_KEY",
     "RedfishBIOS",
     "RedfishRescue",
     "RedfishBoot",
@@ -880,6 +881,10 @@ _POWER_STATE_RESETS: Final[Mapping[str, tuple[tuple[str, ...], ...]]] = {
 }
 
 
+#: The reset types (asked for) after which the node boots.
+_BOOTING_RESETS: Final = frozenset({"On", "ForceRestart", "GracefulRestart"})
+
+
 def _allowed_resets(system: Any) -> set[str]:
     """The reset types the BMC allows (sushy: every type when it publishes no list)."""
     return {str(_value(v)) for v in system.get_allowed_reset_system_values()}
@@ -909,6 +914,8 @@ class RedfishPower(_RedfishValidation, PowerInterface):
             return _power_of(task, info, _get_system(info))
 
     def _reset(self, task: Task, info: RedfishInfo, system: Any, reset_type: str) -> None:
+        if reset_type in _BOOTING_RESETS:
+            _restore_boot_device(task, system)
         allowed = _allowed_resets(system)
         choices = _RESET_ALTERNATIVES.get(reset_type, (reset_type,))
         chosen = next((c for c in choices if c in allowed), None)
@@ -1014,6 +1021,34 @@ def _supported_devices(allowed: list[str] | None) -> list[str]:
     return [d for d in BOOT_DEVICE_MAP if _boot_target(d, allowed) is not None]
 
 
+#: driver_internal_info key: the persistent boot device of a node whose BMC offers only
+#: one-time overrides; the power interface sets it again (once) before each boot.
+PERSISTENT_BOOT_DEVICE_KEY: Final = "redfish_persistent_boot_device"
+
+
+def _allowed_enabled(system: Any) -> list[str] | None:
+    """The ``BootSourceOverrideEnabled`` values the BMC publishes, or None."""
+    boot = (system.json or {}).get("Boot") or {}
+    allowed = boot.get("BootSourceOverrideEnabled@Redfish.AllowableValues")
+    return [str(v) for v in allowed] if isinstance(allowed, list) and allowed else None
+
+
+def _restore_boot_device(task: Task, system: Any) -> None:
+    """Before a boot: set the persistent boot device again where the BMC has only ``Once``.
+
+    Not when a one-time override is pending: that boot is its own (the
+    persistent device comes back at the boot after it).
+    """
+    device = task.node.driver_internal_info.get(PERSISTENT_BOOT_DEVICE_KEY)
+    management = task.driver.management
+    if not device or not isinstance(management, RedfishManagement):
+        return
+    boot = system.boot
+    if boot is not None and _value(boot.enabled) == "Once":
+        return
+    management.set_boot_device(task, str(device), persistent=True)
+
+
 class RedfishManagement(_RedfishValidation, ManagementInterface):
     """Boot device and mode through ``Boot.BootSourceOverride*``; BMC reset.
 
@@ -1062,16 +1097,32 @@ class RedfishManagement(_RedfishValidation, ManagementInterface):
                     f"{', '.join(modes) or 'none'}",
                     node=task.node.uuid,
                 )
+            enabled = "Continuous" if persistent else "Once"
+            allowed_enabled = _allowed_enabled(system)
+            # Some BMCs offer no Continuous override: the driver then keeps the
+            # device and sets it once again before every boot (as Ironic does).
+            emulated = (
+                persistent
+                and allowed_enabled is not None
+                and "Continuous" not in allowed_enabled
+                and "Once" in allowed_enabled
+            )
+            if emulated:
+                enabled = "Once"
             system.set_system_boot_options(
                 target=_enum("BootSource", target),
-                enabled=_enum("BootSourceOverrideEnabled", "Continuous" if persistent else "Once"),
+                enabled=_enum("BootSourceOverrideEnabled", enabled),
                 mode=_enum("BootSourceOverrideMode", _BOOT_MODES[mode]) if mode else None,
             )
+        if emulated:
+            task.node.driver_internal_info[PERSISTENT_BOOT_DEVICE_KEY] = device
+        elif persistent:
+            task.node.driver_internal_info.pop(PERSISTENT_BOOT_DEVICE_KEY, None)
         LOG.info(
             "Node %s: boot device %s (%s) set on BMC %s",
             task.node.uuid,
             device,
-            "persistent" if persistent else "once",
+            "persistent, re-set before each boot" if emulated else enabled.lower(),
             info.address,
         )
 
@@ -1081,9 +1132,13 @@ class RedfishManagement(_RedfishValidation, ManagementInterface):
             boot = _get_system(info).boot
             target = _value(boot.target)
             enabled = _value(boot.enabled)
+        device = _BOOT_DEVICE_REV.get(target or "")
+        kept = task.node.driver_internal_info.get(PERSISTENT_BOOT_DEVICE_KEY)
         return {
-            "boot_device": _BOOT_DEVICE_REV.get(target or ""),
-            "persistent": None if enabled is None else enabled == "Continuous",
+            "boot_device": device,
+            "persistent": None
+            if enabled is None
+            else enabled == "Continuous" or (device is not None and device == kept),
         }
 
     def get_boot_mode(self, task: Task) -> str | None:

@@ -94,6 +94,9 @@ QUIRKS: dict[str, str] = {
     "host_interface": "mac: that NIC is the host interface to the BMC, Id 'ToManager'.",
     "boot_targets": "list: BootSourceOverrideTarget@Redfish.AllowableValues exactly; [] "
     "publishes none. PATCHes of another target are refused (400).",
+    "boot_enabled": "list: BootSourceOverrideEnabled@Redfish.AllowableValues (e.g. "
+    "['Once', 'Disabled'] on BMCs without persistent overrides); PATCHes of another value "
+    "are refused (400).",
     "boot_modes": "list: BootSourceOverrideMode@Redfish.AllowableValues; PATCHes of another "
     "mode are refused (400).",
     "reset_types": "list: ResetType@Redfish.AllowableValues of ComputerSystem.Reset exactly; "
@@ -656,6 +659,7 @@ def install(app: Any) -> PeerControl:
             for key, quirk in (
                 ("BootSourceOverrideTarget", "boot_targets"),
                 ("BootSourceOverrideMode", "boot_modes"),
+                ("BootSourceOverrideEnabled", "boot_enabled"),
             ):
                 allowed = quirks.get(quirk)
                 if key in boot and isinstance(allowed, list) and boot[key] not in allowed:
@@ -723,6 +727,10 @@ def install(app: Any) -> PeerControl:
                 reset = (doc.get("Actions") or {}).get("#ComputerSystem.Reset")
                 if isinstance(quirks.get("reset_types"), list) and isinstance(reset, dict):
                     reset["ResetType@Redfish.AllowableValues"] = list(quirks["reset_types"])
+                if isinstance(quirks.get("boot_enabled"), list):
+                    boot["BootSourceOverrideEnabled@Redfish.AllowableValues"] = list(
+                        quirks["boot_enabled"]
+                    )
                 if isinstance(quirks.get("boot_modes"), list):
                     boot["BootSourceOverrideMode@Redfish.AllowableValues"] = list(
                         quirks["boot_modes"]
