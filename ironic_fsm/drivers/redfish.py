@@ -27,6 +27,14 @@ What the interfaces record on the node:
   ``macs``, the NIC MAC addresses (lower case, sorted).
 * ``driver_internal_info['redfish_firmware']``: BIOS and BMC versions after
   a firmware update, and the updates applied.
+* ``driver_internal_info['redfish_persistent_boot_device']``: on BMCs that
+  offer only one-time boot overrides, the persistent boot device, set
+  again before each boot.
+
+What the BMC says wins over what the Redfish schema allows: settings it
+reports as rejected, the virtual media actions, reset types, boot targets
+and modes it offers, the NICs and processors it reports enabled (see the
+"What real BMCs do that the schema doesn't say" section of the docs).
 """
 
 from __future__ import annotations
