@@ -11,6 +11,7 @@ while ``ironic-fsm ... --wait`` polls.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
+from stevedore import ExtensionManager
 
 from ironic_fsm import cli
 from ironic_fsm.conductor import Conductor
@@ -84,7 +86,10 @@ def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         encoding="utf-8",
     )
     monkeypatch.syspath_prepend(str(site))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # stevedore's cache
+    monkeypatch.delitem(sys.modules, "cli_wait_plugin", raising=False)
+    # stevedore remembers each namespace's entry points for the life of the process; a
+    # fresh memory sees this plugin, and the old one comes back after the test.
+    monkeypatch.setattr(ExtensionManager, "ENTRY_POINT_CACHE", {})
     monkeypatch.delenv(cli.DB_ENV, raising=False)
     monkeypatch.delenv(cli.CONFIG_ENV, raising=False)
     monkeypatch.setattr(cli, "POLL_INTERVAL", 0.02)
