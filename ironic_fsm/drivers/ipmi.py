@@ -17,8 +17,12 @@ open is one fewer for the operator's own tools.
 
 ``driver_info`` keys: ``ipmi_address``, ``ipmi_username``,
 ``ipmi_password`` (required), ``ipmi_port`` (623), ``ipmi_timeout`` (10 s),
-``ipmi_power_wait`` (30 s), ``ipmi_reset_wait`` (60 s) and
-``ipmi_boot_mode`` (``uefi`` or ``bios``).
+``ipmi_power_wait`` (30 s), ``ipmi_reset_wait`` (60 s),
+``ipmi_boot_mode`` (``uefi`` or ``bios``) and ``ipmi_cipher_suite`` (3 or 17).
+
+pyghmi's own session loop sometimes sleeps 0.5-1 s on a reply that has
+already arrived; the driver's sessions use a wait that does not (see
+``PromptSession`` below and ``docs/drivers/ipmi.rst``).
 
 pyghmi is imported on first use; without it the hardware type raises
 :class:`~ironic_fsm.exceptions.MissingDependency` naming the ``ipmi`` extra.
@@ -90,6 +94,10 @@ DEFAULT_RESET_WAIT: Final = 60.0
 MAX_USERNAME_BYTES: Final = 16
 MAX_PASSWORD_BYTES: Final = 20
 
+#: Cipher suites the driver can be told to use (``ipmi_cipher_suite``):
+#: 3 is HMAC-SHA1 / HMAC-SHA1-96 / AES-CBC-128, 17 the same with SHA-256.
+CIPHER_SUITES: Final = (3, 17)
+
 COMMON_PROPERTIES: Final[Mapping[str, str]] = {
     "ipmi_address": "IP address or host name of the BMC. Required.",
     "ipmi_username": f"User name on the BMC (at most {MAX_USERNAME_BYTES} bytes). Required.",
@@ -110,6 +118,10 @@ COMMON_PROPERTIES: Final[Mapping[str, str]] = {
     "ipmi_boot_mode": (
         "'uefi' or 'bios': the boot mode requested along with a boot device. Optional; "
         "when unset, boot_mode in node.properties['capabilities'] is used (default bios)."
+    ),
+    "ipmi_cipher_suite": (
+        "IPMI 2.0 cipher suite to log in with: 3 (SHA-1) or 17 (SHA-256), and no other. "
+        "Optional; when unset, 17 is proposed and 3 used if the BMC refuses it."
     ),
 }
 
@@ -164,6 +176,7 @@ class IPMIInfo:
     power_wait: float = DEFAULT_POWER_WAIT
     reset_wait: float = DEFAULT_RESET_WAIT
     uefi: bool = False
+    cipher_suite: int | None = None
 
     @property
     def endpoint(self) -> str:
@@ -263,6 +276,17 @@ def parse_driver_info(node: Node) -> IPMIInfo:
     if boot_mode is None:
         boot_mode = _capabilities(node).get("boot_mode", "bios")
 
+    cipher_suite = None
+    if info.get("ipmi_cipher_suite") is not None:
+        number = _number(info["ipmi_cipher_suite"])
+        if number is None or number not in CIPHER_SUITES:
+            problems["ipmi_cipher_suite"] = (
+                f"ipmi_cipher_suite must be one of {', '.join(map(str, CIPHER_SUITES))}"
+                f"{shown('ipmi_cipher_suite')}"
+            )
+        else:
+            cipher_suite = int(number)
+
     if missing or problems:
         parts = []
         if missing:
@@ -286,6 +310,7 @@ def parse_driver_info(node: Node) -> IPMIInfo:
         power_wait=power_wait,
         reset_wait=reset_wait,
         uefi=boot_mode == "uefi",
+        cipher_suite=cipher_suite,
     )
 
 
@@ -314,6 +339,190 @@ def _pyghmi() -> _Pyghmi:
     except ImportError as exc:
         raise _missing_pyghmi() from exc
     return _Pyghmi(pyghmi_command, pyghmi_session, pyghmi_exceptions)
+
+
+# -- pyghmi's session loop, without its missed wake-ups ---------------------------------------
+#
+# pyghmi reads every socket in one IO thread. A caller that sent a request
+# queues a waiter for the BMC's address and sleeps; the IO thread wakes it
+# when it reads a packet from that address *after* the waiter was queued, or
+# at the waiter's deadline, which is the request's retry timer (0.5-1.0 s).
+# But pyghmi's ``Session.awaitresponse`` queues the waiter without first
+# looking at the session's own packet queue: when the reply arrives between
+# the send (or the previous wake-up) and the queueing of the waiter -- on
+# loopback it often does -- the IO thread has already filed the reply under
+# the session, nothing wakes the caller, and it sleeps until the retry
+# timer, finds the reply there and returns. No packet is lost or resent;
+# 0.5-1 s just vanishes (measured: every such wait had the reply queued
+# before it began). The login handshake waits the same way.
+#
+# The session class below waits differently: it queues its waiter, then
+# looks at its packet queue, and only sleeps if nothing is there. A reply
+# filed after that look wakes the waiter (the IO thread files the packet
+# before it wakes waiters), so no reply can slip between the look and the
+# sleep. The retry, give-up and re-login logic is pyghmi's own, reached
+# through its methods.
+
+_SESSION_CLASSES: dict[int | None, type[Any]] = {}
+_SESSION_CLASSES_LOCK = threading.Lock()
+
+# How long to wait for the reply to a BMC reset (sent once, never resent: a
+# BMC may well reset before it answers).
+_RESET_REPLY_WAIT: Final = 1.0
+
+
+def _ignore_logon(response: Any) -> None:
+    """pyghmi calls this when a login ends; the waiting loop reads the session instead."""
+
+
+def _session_class(suite: int | None) -> type[Any]:
+    """pyghmi's ``Session`` with a race-free wait (and, if given, a fixed cipher suite)."""
+    with _SESSION_CLASSES_LOCK:
+        cls = _SESSION_CLASSES.get(suite)
+        if cls is None:
+            cls = _SESSION_CLASSES[suite] = _build_session_class(_pyghmi(), suite)
+        return cls
+
+
+def _build_session_class(lib: _Pyghmi, suite: int | None) -> type[Any]:
+    mod = lib.session
+    base: Any = mod.Session
+
+    class PromptSession(base):  # type: ignore[misc]
+        """A pyghmi client session whose waits never sleep on a reply already received."""
+
+        cipher_suite = suite
+
+        def __init__(
+            self, bmc: str, userid: bytes, password: bytes, port: int = 623, kg: Any = None,
+            onlogon: Any = None, privlevel: Any = None, keepalive: bool = True,
+        ) -> None:  # fmt: skip
+            if hasattr(self, "initialized") or onlogon is not None:
+                # Handed back from pyghmi's cache, or an asynchronous login:
+                # pyghmi's own path.
+                super().__init__(bmc, userid, password, port, kg, onlogon, privlevel, keepalive)
+                return
+            # Started with a callback, pyghmi sends the first login packet
+            # and returns; the handshake is then driven by the loop below.
+            super().__init__(bmc, userid, password, port, kg, _ignore_logon, privlevel, keepalive)
+            self._pump(lambda: not self.logging or self.broken)
+            if self.broken:
+                raise lib.exceptions.IpmiException(self.errormsg)
+
+        # -- waiting ----------------------------------------------------------------------
+
+        def _wait_for_packet(self, deadline: float) -> None:
+            """Sleep until a packet for this session arrives, or ``deadline`` (monotonic)."""
+            woken = threading.Event()
+            mod.ioqueue.append((deadline, woken, self.sockaddr))
+            if deadline < mod.selectdeadline:
+                # The IO thread sleeps past our deadline: make it look at its queue now.
+                try:
+                    waker = mod.iosockets[0]
+                    waker.sendto(b"\x01", (mod.myself, waker.getsockname()[1]))
+                except (OSError, IndexError):
+                    pass
+            if self.pktqueue:  # filed before the IO thread knew we wait: no wake-up comes
+                return
+            woken.wait(max(deadline - time.monotonic(), 0.0) + 1.0)
+
+        def _expired(self) -> bool:
+            """Whether this session's retry timer has run out (and take it off the timers)."""
+            with mod.WAITING_SESSIONS:
+                if self in mod.Session.waiting_sessions and self.expiration < time.monotonic():
+                    mod.Session.waiting_sessions.pop(self, None)
+                    return True
+            return False
+
+        def _pump(self, done: Callable[[], bool]) -> None:
+            """Handle this session's packets and retry timer until ``done()``."""
+            while not done():
+                if self.pktqueue:
+                    self.process_pktqueue()
+                    continue
+                with mod.WAITING_SESSIONS:
+                    waiting = self in mod.Session.waiting_sessions
+                deadline = self.expiration if waiting else time.monotonic() + 0.5
+                self._wait_for_packet(deadline)
+                self.process_pktqueue()
+                if not done() and self._expired():
+                    self._timedout()  # resend, re-login or give up: pyghmi decides
+
+        def awaitresponse(self, retry: bool, netfn: int, command: int) -> None:
+            """Wait for the reply to the request just sent (pyghmi's contract)."""
+            self.awaitingresponse = True
+            try:
+                give_up = time.monotonic() + 2 * self._getmaxtimeout()
+                while (
+                    retry
+                    and mod.unmatched(self.lastresponse, netfn, command)
+                    and (self.logging or self.logged or self.onlogpayload)
+                ):
+                    if not self.pktqueue:
+                        self._wait_for_packet(self.expiration)
+                    while self.iterwaiters:
+                        self.iterwaiters.pop()({"success": True})
+                    self.process_pktqueue()
+                    if time.monotonic() > give_up:
+                        self._mark_broken()
+                        raise lib.exceptions.IpmiException("Session no longer connected")
+                    if not mod.unmatched(self.lastresponse, netfn, command):
+                        break
+                    if self._expired():
+                        if not self.lastpayload and not self.logging:
+                            return
+                        self._timedout()
+            finally:
+                self.awaitingresponse = False
+
+        def request_once(
+            self, netfn: int, command: int, wait: float, data: tuple[int, ...] = ()
+        ) -> dict[str, Any] | None:
+            """Send one request, never resent, and return its reply, or None after ``wait`` s.
+
+            For requests that must not be repeated (a BMC reset): pyghmi's
+            ``retry=False`` sends once but does not wait for the reply at all.
+            """
+            replies: list[dict[str, Any]] = []
+            self.raw_command(
+                netfn=netfn, command=command, data=data, retry=False, callback=replies.append
+            )
+            deadline = time.monotonic() + wait
+            try:
+                while not replies and not self.broken and time.monotonic() < deadline:
+                    if not self.pktqueue:
+                        self._wait_for_packet(deadline)
+                    self.process_pktqueue()
+            finally:
+                # raw_command leaves these to a caller that passes a callback.
+                self.incommand = False
+                while self.evq:
+                    self.evq.popleft().set()
+            return replies[0] if replies else None
+
+        # -- cipher suite -----------------------------------------------------------------
+
+        def _open_rmcpplus_request(self) -> None:
+            if self.cipher_suite == 3:
+                self.attemptedhash = 1  # pyghmi's marker for the SHA-1 suite
+            super()._open_rmcpplus_request()
+
+        def _got_rmcp_response(self, data: bytearray) -> Any:
+            if (
+                self.cipher_suite == 17
+                and self.attemptedhash == 256
+                and len(data) > 1
+                and data[0] == self.rmcptag
+                and data[1] != 0
+            ):
+                # pyghmi falls back to suite 3 when 17 is refused; not when 17 was asked for.
+                self.attemptedhash = 17
+            return super()._got_rmcp_response(data)
+
+    PromptSession.__name__ = PromptSession.__qualname__ = (
+        "PromptSession" if suite is None else f"PromptSessionSuite{suite}"
+    )
+    return PromptSession
 
 
 # -- worker threads ---------------------------------------------------------------------------
@@ -551,10 +760,20 @@ class _Connection:
             self._lock.release()
 
     def _login(self) -> Any:
+        lib = _pyghmi()
         user, password = _credentials(self.info)
-        return _pyghmi().command.Command(
-            bmc=self.info.address, userid=user, password=password, port=self.info.port
-        )
+        where = {"bmc": self.info.address, "userid": user, "password": password}
+        cls = _session_class(self.info.cipher_suite)
+        session = cls(port=self.info.port, **where)
+        if not isinstance(session, cls):
+            # pyghmi handed back a session someone else in this process
+            # opened with the same credentials; give it the prompt wait too.
+            session.__class__ = cls
+        # Command() looks the session up in pyghmi's cache and adopts it.
+        cmd = lib.command.Command(port=self.info.port, **where)
+        if cmd.ipmi_session is not session:
+            cmd.ipmi_session = session
+        return cmd
 
     def call(self, what: str, fn: Callable[[Any], T], *, timeout: float | None = None) -> T:
         """``fn(command)`` in a worker, within the deadline; pyghmi errors translated."""
@@ -899,21 +1118,42 @@ class IPMIVendor(_IPMIInterface, VendorInterface):
     def bmc_reset(self, task: Task, warm: bool = False) -> None:
         """Reset the BMC, then wait (``ipmi_reset_wait``) until it answers again.
 
-        The BMC does not answer a reset reliably (pyghmi does not wait for
-        the reply), so success is the BMC accepting a new login afterwards.
+        The reset is sent once (never resent: a second reset could hit the
+        BMC while it restarts) and its reply awaited for up to a second.
+        A non-zero completion code raises :class:`BMCRequestFailed` with
+        ``code`` set (OpenIPMI, for one, refuses a warm reset with 0xC1).
+        No reply at all counts as accepted, because a BMC may reset before
+        it answers; the wait for the BMC to accept a login again then tells
+        whether it came back.
         """
         node = task.node
         warm = _as_bool(warm, "warm", node)
         info = parse_driver_info(node)
         what = "warm reset" if warm else "cold reset"
+        command = 3 if warm else 2  # Warm / Cold Reset (IPMI 2.0, 20.2 and 20.3)
+        wait = min(_RESET_REPLY_WAIT, info.timeout)
         with _Connection(node, info) as bmc:
-            if warm:
-                reply = bmc.call(what, lambda c: c.raw_command(netfn=6, command=3, retry=False))
-                _check_reply(node, info, what, reply)
-            else:
-                bmc.call(what, lambda c: c.reset_bmc())
+            reply = bmc.call(what, lambda c: c.ipmi_session.request_once(6, command, wait))
+            code = int(reply.get("code") or 0) if reply is not None else 0
+            if code:
+                # A refusal: the BMC did not reset, so its sessions are still valid.
+                text = _pyghmi().session.get_ipmi_error(reply) or f"completion code 0x{code:02X}"
+                raise BMCRequestFailed(
+                    f"Node {node.uuid}: the BMC at {info.endpoint} refused the {what}: {text} "
+                    f"(completion code 0x{code:02X})",
+                    node=node.uuid,
+                    address=info.endpoint,
+                    code=code,
+                )
             bmc.drop("the BMC was reset")  # it forgets every session
-        LOG.info("Node %s: BMC at %s accepted a %s", node.uuid, info.endpoint, what)
+        if reply is None:
+            LOG.info(
+                "Node %s: no reply from the BMC at %s within %g s of a %s; taken as accepted "
+                "(a BMC may reset before it answers)",
+                node.uuid, info.endpoint, wait, what,
+            )  # fmt: skip
+        else:
+            LOG.info("Node %s: BMC at %s accepted a %s", node.uuid, info.endpoint, what)
         self._wait_for_bmc(node, info, what)
         LOG.info("Node %s: BMC at %s answers again after %s", node.uuid, info.endpoint, what)
 
