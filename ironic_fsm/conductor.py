@@ -1002,10 +1002,11 @@ class Conductor:
                 f"Node {node.uuid} is protected; unset protected before {verb}",
                 node=node.uuid,
             )
-        task = Task(node=node, driver=self._driver_for(node), config=self.config)
         if runbook is not None and verb in ("clean", "service"):
-            self._runbook_steps(task, runbook)
+            self._runbook_steps(Task(node=node, driver=self._driver_for(node), config=self.config),
+                                runbook)  # fmt: skip
         if event in (s.DEPLOY_EVENT, s.REBUILD_EVENT):
+            task = Task(node=node, driver=self._driver_for(node), config=self.config)
             self._plan_deploy(node, self._driver_steps(task, "deploy"), deploy_steps)
 
     def _check_verb(self, node: Node, verb: str, event: str) -> None:
