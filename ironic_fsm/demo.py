@@ -34,7 +34,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TextIO
@@ -242,17 +242,42 @@ def missing_modules() -> list[str]:
     return [name for name in DEMO_MODULES if importlib.util.find_spec(name) is None]
 
 
-def _stop_all(stoppers: Sequence[Callable[[], None]]) -> None:
-    """Stop every BMC at once: each stop is a SIGTERM and a wait, so in parallel."""
-    if not stoppers:
-        return
+#: Seconds the BMC processes get to exit on SIGTERM before they are killed.
+STOP_GRACE = 1.0
 
-    def stop(stopper: Callable[[], None]) -> None:
+
+def _process_of(bmc: Any) -> subprocess.Popen[Any] | None:
+    """The child process behind an IPMI (``.process.proc``) or Redfish (``.process``) BMC."""
+    process = getattr(bmc, "process", None)
+    process = getattr(process, "proc", process)
+    return process if isinstance(process, subprocess.Popen) else None
+
+
+def _stop_all(bmcs: Sequence[Any]) -> None:
+    """Stop every BMC at once, within about :data:`STOP_GRACE` seconds.
+
+    All get SIGTERM together, and SIGKILL after the grace: a peer whose
+    interpreter got the terminal's Ctrl-C too can hang in its own shutdown,
+    and the handles' own ``stop()`` would wait five seconds for each. Then
+    ``stop()`` only closes what the handle holds.
+    """
+    processes = [p for p in map(_process_of, bmcs) if p is not None]
+    for process in processes:
+        with contextlib.suppress(ProcessLookupError):
+            process.terminate()
+    deadline = time.monotonic() + STOP_GRACE
+    for process in processes:
+        try:
+            process.wait(timeout=max(deadline - time.monotonic(), 0.01))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+    for bmc in bmcs:
         with contextlib.suppress(Exception):
-            stopper()
-
-    with ThreadPoolExecutor(max_workers=len(stoppers)) as pool:
-        list(pool.map(stop, stoppers))
+            bmc.stop()
 
 
 @contextlib.contextmanager
@@ -269,13 +294,13 @@ def _fleet(
             "pip install 'ironic_fsm[demo]'",
             extra="demo",
         ) from exc
-    stoppers: list[Callable[[], None]] = []
+    started: list[Any] = []
     interrupted = False
     try:
         fleet: list[tuple[str, Any]] = []
         if ipmi:
             bmcs = start_bmcs(workdir, ipmi)
-            stoppers += [bmc.stop for bmc in bmcs]
+            started += bmcs
             for bmc in bmcs:
                 if pace:  # power changes take a moment, as on real machines
                     bmc.set_faults({"power_delay": pace})
@@ -293,21 +318,19 @@ def _fleet(
             pool.shutdown(wait=True, cancel_futures=True)
             for future in futures:
                 if future.done() and not future.cancelled() and future.exception() is None:
-                    stoppers.append(future.result().stop)
+                    started.append(future.result())
         yield fleet
     except KeyboardInterrupt:
         interrupted = True
         raise
     finally:
         if interrupted:
-            print(
-                f"\nInterrupted: stopping {len(stoppers)} BMC emulators ...", file=out, flush=True
-            )
-        started = time.monotonic()
-        _stop_all(stoppers)
+            print(f"\nInterrupted: stopping {len(started)} BMC emulators ...", file=out, flush=True)
+        stopping = time.monotonic()
+        _stop_all(started)
         if interrupted:
             print(
-                f"Stopped {len(stoppers)} BMC emulators in {time.monotonic() - started:.1f} s.",
+                f"Stopped {len(started)} BMC emulators in {time.monotonic() - stopping:.1f} s.",
                 file=out,
                 flush=True,
             )
