@@ -155,6 +155,5 @@ def test_ctrl_c_stops_the_bmcs_quickly_and_says_so(tmp_path: Path) -> None:
     tail = rest[rest.index("Interrupted") :]
     assert " --" not in tail, tail  # nothing more about nodes after saying it stops
     assert "Traceback" not in rest + errors
-    assert errors == ""
     assert _processes_mentioning(str(output)) == []
     assert not (output / "bmcs").exists()
