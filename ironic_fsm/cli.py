@@ -328,7 +328,10 @@ def _private_directory(path: Path) -> None:
     """
     missing = [p for p in (path, *path.parents) if not p.exists()]
     for directory in reversed(missing):
-        directory.mkdir(mode=0o700)
+        try:
+            directory.mkdir(mode=0o700)
+        except FileExistsError:
+            continue  # made meanwhile by another command; checked below if it is ours
         os.chmod(directory, 0o700)  # mkdir's mode is filtered by the umask
     if path.stat().st_mode & 0o077:
         os.chmod(path, 0o700)
