@@ -415,6 +415,7 @@ class Conductor:
                 node.last_error = _scrub(node, node.last_error)
             if node.maintenance_reason:
                 node.maintenance_reason = _scrub(node, node.maintenance_reason)
+        node.check_types()
         self.store.save(node)
         pending = task._pending_events
         if pending:

@@ -245,10 +245,12 @@ class Node:
     store on every save and guards against lost updates. Timestamps are
     timezone-aware UTC datetimes.
 
-    Every field is checked on construction and on assignment (types,
-    Ironic's name rules, JSON-safe dicts), raising
-    :class:`~ironic_fsm.exceptions.InvalidParameterValue`: a record that
-    exists can always be saved.
+    Every field is checked on construction (types, Ironic's name rules,
+    JSON-safe dicts), raising
+    :class:`~ironic_fsm.exceptions.InvalidParameterValue`. Assignment is
+    not checked, to keep the conductor's many small updates cheap: code
+    that assigns user input checks it with :func:`check_field` first, and
+    the conductor runs :meth:`check_types` before every save.
     """
 
     uuid: str = attrs.field(factory=_new_uuid, converter=_to_uuid)
@@ -367,6 +369,40 @@ class Node:
         finally:
             _TRUSTED_JSON.reset(token)
 
+    def check_types(self) -> None:
+        """Check every field's type and shape again, without walking the dicts' contents.
+
+        For records changed by assignment (drivers do that): a wrong type
+        saved would make the record unreadable, so it is refused before
+        the save. What JSON cannot encode inside the dicts the store refuses.
+        """
+        # Inline rather than attrs.validate: this runs before every save.
+        for name in _OPTIONAL_TEXT_FIELDS:
+            value = getattr(self, name)
+            if value is not None and (type(value) is not str or "\x00" in value):
+                raise _bad(name, "a string without NUL characters, or None", value)
+        for name in _DICT_FIELDS:
+            value = getattr(self, name)
+            if type(value) is not dict and (value is not None or name not in _STEP_FIELDS):
+                raise _bad(name, "a dictionary", value)
+        for name in ("maintenance", "retired", "protected"):
+            value = getattr(self, name)
+            if value is not True and value is not False:
+                raise _bad(name, "True or False", value)
+        for name in _TIMESTAMP_FIELDS:
+            value = getattr(self, name)
+            if value is not None and (type(value) is not datetime or value.tzinfo is None):
+                _timestamp(self, _FIELDS_BY_NAME[name], value)
+        _text(self, _FIELDS_BY_NAME["driver"], self.driver)
+        _text(self, _FIELDS_BY_NAME["provision_state"], self.provision_state)
+        _optional_flag(self, _FIELDS_BY_NAME["automated_clean"], self.automated_clean)
+        _version(self, _FIELDS_BY_NAME["version"], self.version)
+        _traits(self, _FIELDS_BY_NAME["traits"], self.traits)
+        if type(self.uuid) is not str or not _CANONICAL_UUID.fullmatch(self.uuid):
+            raise _bad("uuid", "a UUID in canonical form", self.uuid)
+        if self.name is not None:
+            check_name(self.name)
+
     def interface_name(self, kind: str) -> str | None:
         """The interface implementation this node chose for ``kind``, if any."""
         return getattr(self, f"{kind}_interface")  # type: ignore[no-any-return]
@@ -410,3 +446,11 @@ def _copy_json(value: Any) -> Any:
 NODE_FIELDS: Final = tuple(f.name for f in attrs.fields(Node))
 _FIELD_SET: Final = frozenset(NODE_FIELDS)
 _FIELDS_BY_NAME: Final[dict[str, attrs.Attribute[Any]]] = attrs.fields_dict(Node)
+_STEP_FIELDS: Final = frozenset({"clean_step", "deploy_step", "service_step"})
+_DICT_FIELDS: Final = tuple(
+    n for n, f in _FIELDS_BY_NAME.items() if f.validator in (_json_dict, _optional_json_dict)
+)
+_OPTIONAL_TEXT_FIELDS: Final = tuple(
+    n for n, f in _FIELDS_BY_NAME.items() if f.validator is _optional_text
+)
+_TIMESTAMP_FIELDS: Final = tuple(sorted(_DATETIME_FIELDS))

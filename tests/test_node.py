@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import uuid
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import attrs
 import pytest
 
 from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.masking import MASK, is_secret_key, mask_secrets
-from ironic_fsm.node import INTERFACE_KINDS, NODE_FIELDS, Node
+from ironic_fsm.node import INTERFACE_KINDS, NODE_FIELDS, Node, check_field
 
 CONTRACT_FIELDS = [
     "uuid", "name", "driver", "driver_info", "driver_internal_info", "properties",
@@ -39,7 +41,8 @@ def test_contract_field_present(name: str) -> None:
 def test_interface_field_present(kind: str) -> None:
     assert f"{kind}_interface" in _field_names()
     assert Node().interface_name(kind) is None
-    assert Node(**{f"{kind}_interface": "custom"}).interface_name(kind) == "custom"
+    fields: dict[str, Any] = {f"{kind}_interface": "custom"}
+    assert Node(**fields).interface_name(kind) == "custom"
 
 
 def test_interface_kinds_are_the_ten_kinds() -> None:
@@ -287,7 +290,118 @@ def test_is_secret_key(key: object, secret: bool) -> None:
 
 
 def test_mask_secrets_returns_copy() -> None:
-    data = {"a": {"password": "x"}, "b": [{"token": "y"}], "c": ("z",)}
+    data: dict[str, Any] = {"a": {"password": "x"}, "b": [{"token": "y"}], "c": ("z",)}
     masked = mask_secrets(data)
     assert masked == {"a": {"password": MASK}, "b": [{"token": MASK}], "c": ("z",)}
     assert data["a"]["password"] == "x"
+
+
+# -- field checks (hostile input) ------------------------------------------------------
+
+
+def _deep(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(depth):
+        value = {"k": value}
+    return value
+
+
+AWARE = datetime(2030, 1, 1, tzinfo=timezone.utc)
+
+BAD_FIELDS = [
+    ("uuid", "not-a-uuid"),
+    ("uuid", None),
+    ("uuid", 123),
+    ("name", ""),
+    ("name", ["x"]),
+    ("name", "n" * 256),
+    ("name", "a\x00b"),
+    ("name", "a\nb"),
+    ("name", "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"),
+    ("name", "1BE26C0B03F24D2EAE87C02D7F33C123"),
+    ("driver", None),
+    ("driver", ""),
+    ("traits", "CUSTOM_X"),
+    ("traits", [1]),
+    ("traits", [""]),
+    ("driver_info", "str"),
+    ("driver_info", None),
+    ("driver_info", {"k": object()}),
+    ("driver_info", {"k": {1, 2}}),
+    ("driver_info", {1: "a"}),
+    ("driver_info", {"k": float("nan")}),
+    ("driver_info", {"k": (1, 2)}),
+    ("driver_info", {"k": "a\x00"}),
+    ("extra", _deep(100_000)),
+    ("properties", _deep(40)),
+    ("clean_step", "x"),
+    ("maintenance", "yes"),
+    ("maintenance", 1),
+    ("retired", None),
+    ("automated_clean", "yes"),
+    ("created_at", "2024-01-01"),
+    ("created_at", datetime(2024, 1, 1)),  # naive
+    ("updated_at", 1.5),
+    ("version", "1"),
+    ("version", -1),
+    ("version", True),
+    ("provision_state", None),
+    ("last_error", 1),
+    ("resource_class", "a\x00"),
+    ("power_interface", 1),
+]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), BAD_FIELDS, ids=[f"{f}-{i}" for i, (f, _) in enumerate(BAD_FIELDS)]
+)
+def test_bad_field_values_are_refused_on_construction(field: str, value: object) -> None:
+    with pytest.raises(InvalidParameterValue, match=field):
+        Node(**{field: value})  # type: ignore[arg-type]
+    with pytest.raises(InvalidParameterValue, match=field):
+        check_field(field, value)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("name", "node-1"),
+        ("name", "x" * 255),
+        ("name", None),
+        ("traits", ["CUSTOM_A"]),
+        ("extra", {"a": [1, 2.5, None, True, {"b": "c"}]}),
+        ("properties", _deep(31)),
+        ("created_at", AWARE),
+        ("automated_clean", None),
+    ],
+)
+def test_good_field_values_are_accepted(field: str, value: object) -> None:
+    assert getattr(Node(**{field: value}), field) == value  # type: ignore[arg-type]
+
+
+def test_uuid_is_normalised() -> None:
+    canonical = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
+    assert Node(uuid=canonical.upper()).uuid == canonical
+    assert Node(uuid=uuid.UUID(canonical)).uuid == canonical
+    assert check_field("uuid", "{" + canonical + "}") == canonical
+
+
+def test_from_dict_refuses_bad_timestamps_with_a_library_error() -> None:
+    with pytest.raises(InvalidParameterValue, match="created_at"):
+        Node.from_dict({"created_at": "yesterday"})
+    with pytest.raises(InvalidParameterValue, match="created_at"):
+        Node.from_dict({"created_at": "2024-01-01T00:00:00"})  # naive
+
+
+def test_from_json_refuses_garbage_with_a_library_error() -> None:
+    for text in ("not json", "[1]", '{"maintenance": "yes"}', '{"bogus": 1}'):
+        with pytest.raises(InvalidParameterValue):
+            Node.from_json(text)
+
+
+def test_check_types_catches_what_assignment_let_through() -> None:
+    node = Node()
+    node.check_types()
+    node.properties = "oops"  # type: ignore[assignment]
+    with pytest.raises(InvalidParameterValue, match="properties"):
+        node.check_types()
