@@ -112,18 +112,6 @@ def test_get_unknown_raises_not_found(store: Store) -> None:
         store.get("nope")
 
 
-def test_uuid_wins_over_name(store: Store) -> None:
-    named = make(store, name="same-ident")
-    other = force(Node(), uuid="same-ident")  # a UUID equal to another node's name
-    store.create(other)
-    assert store.get("same-ident").uuid == other.uuid
-    assert store.reserve("same-ident", "h1").uuid == other.uuid
-    store.release("same-ident", "h1")
-    assert store.get(named.uuid).reservation is None
-    store.delete("same-ident")
-    assert store.get("same-ident").uuid == named.uuid
-
-
 def test_list_filters(store: Store) -> None:
     a = make(store, name="a", driver="ipmi", resource_class="gpu")
     b = make(store, name="b", driver="redfish", maintenance=True)
