@@ -866,6 +866,8 @@ class _Connection:
                 )
             if login and "Unable to transmit" in text:
                 return BMCUnreachable(f"Node {self.node}: cannot reach {where}: {text}", **details)
+            if login and self.info.cipher_suite is not None:
+                text += f" (cipher suite {self.info.cipher_suite} only, ipmi_cipher_suite)"
             return BMCRequestFailed(
                 f"Node {self.node}: {where} refused IPMI {what}: {text}",
                 **details,

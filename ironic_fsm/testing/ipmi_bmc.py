@@ -21,7 +21,15 @@ a driver test needs:
   ``{"silent": true}`` drops every packet, ``{"completion_code": 0xC0}``
   answers power commands with that code, ``{"power_delay": seconds}``
   applies power changes late, ``{"reset_downtime": seconds}`` sets how long
-  the BMC is deaf after a reset (default 0.5 s).
+  the BMC is deaf after a reset (default 0.5 s), ``{"reset_code": 0xC1}``
+  refuses resets with that completion code, ``{"reset_no_reply": true}``
+  resets without answering first (as some real BMCs do).
+
+**One BMC per process.** ``--count N`` serves N BMCs from one process,
+but pyghmi's server routes packets to sessions by the client's address
+only, not by which BMC socket they reached: a client that talks to two
+BMCs of one process at once has its sessions mixed up. :func:`start_bmcs`
+therefore starts one process per BMC, like real hardware; keep it so.
 
 Run it as a child process; it binds 127.0.0.1 on kernel-chosen ports and
 prints ``READY <port>`` once per BMC, then serves until SIGTERM::
@@ -398,9 +406,14 @@ def _server_classes() -> tuple[type[Any], type[Any]]:
         # -- BMC reset --------------------------------------------------------------------
 
         def _bmc_reset(self, counter: str, session: Any) -> None:
+            code = int(self.faults().get("reset_code") or 0)
+            if code:  # refused: nothing resets
+                session.send_ipmi_response(code=code)
+                return
             self.counters[counter] += 1
             self.dump()
-            session.send_ipmi_response()
+            if not self.faults().get("reset_no_reply"):
+                session.send_ipmi_response()
             # A resetting BMC forgets every session and answers nothing for a while.
             downtime = self.faults().get("reset_downtime", DEFAULT_RESET_DOWNTIME)
             self.down_until = time.monotonic() + float(downtime)
