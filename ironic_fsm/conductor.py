@@ -58,7 +58,14 @@ from ironic_fsm.exceptions import (
 from ironic_fsm.hardware import HardwareType, load_hardware_type
 from ironic_fsm.machine import LIFECYCLE, Lifecycle
 from ironic_fsm.masking import mask_secrets, scrub, secret_values
-from ironic_fsm.node import INTERFACE_KINDS, NODE_FIELDS, Node, check_field, check_json
+from ironic_fsm.node import (
+    INTERFACE_KINDS,
+    NODE_FIELDS,
+    Node,
+    check_field,
+    check_json,
+    is_uuid_like,
+)
 from ironic_fsm.planner import (
     check_priority_conflicts,
     check_requested_steps,
@@ -207,7 +214,11 @@ def _shown(value: object) -> str:
 
 
 def _check_ident(ident: object) -> str:
-    """Refuse an identifier that cannot name a node, before any store sees it."""
+    """Refuse an identifier that cannot name a node, before any store sees it.
+
+    A UUID in another spelling (upper case, braces) is put in canonical
+    form: names cannot look like UUIDs, so nothing else could be meant.
+    """
     if type(ident) is not str or not ident or len(ident) > 255 or "\x00" in ident:
         shown = ident if type(ident) is str and len(ident) <= 64 else type(ident).__name__
         raise InvalidParameterValue(
@@ -215,7 +226,20 @@ def _check_ident(ident: object) -> str:
             f"NUL), not {shown!r}",
             node=None,
         )
+    if (len(ident) != 36 or not ident.islower()) and is_uuid_like(ident):
+        return str(_uuid.UUID(ident))
     return ident
+
+
+def _refuse_steps(ident: str, phase: Phase, steps: Any) -> None:
+    """Refuse a step list no driver could accept (see ``check_requested_steps``)."""
+    problems = check_requested_steps(
+        phase, steps, source=f"{phase}_steps", require_priority=phase == "deploy"
+    )
+    if problems:
+        raise InvalidParameterValue(
+            f"Node {ident}: invalid {phase} steps: {'; '.join(problems)}", node=ident
+        )
 
 
 def _process_start(pid: int) -> str | None:
@@ -555,10 +579,21 @@ class Conductor:
         self._executor.submit(run)
 
     def _guarded(self, task: Task, work: Callable[[Task], None]) -> None:
-        """Run a flow; a bug in it fails the node instead of leaving it stuck."""
+        """Run a flow; a bug in it fails the node instead of leaving it stuck.
+
+        A flow whose driver assigned a field a value the record cannot hold
+        fails too, from the last saved copy of the node: the failure state
+        is what gets saved, never the bad value.
+        """
         try:
             work(task)
+            task.node.check_types()  # what the final save will need
         except Exception as exc:
+            try:
+                task.node.check_types()
+            except InvalidParameterValue:
+                task.node = self.store.get(task.node.uuid)  # still reserved by us
+                task._pending_events = []  # they told of changes now dropped
             node = task.node
             message = _scrub(
                 node,
@@ -644,6 +679,7 @@ class Conductor:
                 ``protected`` set outside ``active``.
             NodeLocked: the node is busy.
         """
+        ident = _check_ident(ident)
         bad = sorted(set(fields) - set(NODE_FIELDS))
         if bad:
             raise InvalidParameterValue(f"Unknown node field(s): {', '.join(bad)}", fields=bad)
@@ -658,7 +694,7 @@ class Conductor:
         fields = {key: check_field(key, value) for key, value in fields.items()}
         # Every refusal is found on a plain read first, so that a refused
         # update never locks the node; the checks run again under the lock.
-        current = self.store.get(_check_ident(ident))
+        current = self.store.get(ident)
         self._check_update(current, dict(fields))
         if fields.get("name") is not None and fields["name"] != current.name:
             try:
@@ -741,7 +777,8 @@ class Conductor:
             InvalidStateRequested: the node is in another state.
             NodeProtected: the node is protected.
         """
-        self._check_delete(self.store.get(_check_ident(ident)))
+        ident = _check_ident(ident)
+        self._check_delete(self.store.get(ident))
         with self._reserved(ident) as task:
             self._check_delete(task.node)
             self.store.delete(task.node.uuid)
@@ -772,7 +809,7 @@ class Conductor:
         holding, ...); allowed in stable and failure states, so that an
         operator can act on a node in ``clean failed``.
         """
-        _check_ident(ident)
+        ident = _check_ident(ident)
         if not isinstance(power_state, str) or power_state not in s.POWER_STATES:
             shown = power_state if isinstance(power_state, str) else type(power_state).__name__
             raise InvalidParameterValue(
@@ -861,6 +898,7 @@ class Conductor:
         self, ident: str, clean_steps: Sequence[Any], disable_ramdisk: bool = False
     ) -> list[dict[str, Any]]:
         """Check a manual clean request without changing anything; return the plan."""
+        _refuse_steps(ident, "clean", clean_steps)
         node, steps = self._steps_for(ident, "clean")
         return validate_user_steps(
             "clean", steps, clean_steps, disallowed=self.config.disallow_clean_steps,
@@ -871,6 +909,7 @@ class Conductor:
         self, ident: str, service_steps: Sequence[Any], disable_ramdisk: bool = False
     ) -> list[dict[str, Any]]:
         """Check a service request without changing anything; return the plan."""
+        _refuse_steps(ident, "service", service_steps)
         node, steps = self._steps_for(ident, "service")
         return validate_user_steps(
             "service", steps, service_steps, disallowed=self.config.disallow_service_steps,
@@ -881,6 +920,8 @@ class Conductor:
         self, ident: str, deploy_steps: Sequence[Any] | None = None
     ) -> list[dict[str, Any]]:
         """Check a deploy request (templates included) without changing anything."""
+        if deploy_steps is not None:
+            _refuse_steps(ident, "deploy", deploy_steps)
         node, steps = self._steps_for(ident, "deploy")
         return self._plan_deploy(node, steps, deploy_steps)
 
@@ -924,7 +965,7 @@ class Conductor:
             NodeLocked: the node is busy.
             NodeInMaintenance, NodeProtected, NodeIsRetired: as Ironic refuses.
         """
-        _check_ident(ident)
+        ident = _check_ident(ident)
         if not isinstance(verb, str):
             raise InvalidParameterValue(
                 f"Node {ident}: the requested action must be a verb (a string), "
@@ -1325,6 +1366,7 @@ class Conductor:
 
     def continue_node_inspect(self, ident: str, inventory: Mapping[str, Any] | None = None) -> Node:
         """An asynchronous inspection reported back; finish it."""
+        ident = _check_ident(ident)
         if inventory is not None:
             if not isinstance(inventory, dict):
                 raise InvalidParameterValue(
@@ -1333,7 +1375,7 @@ class Conductor:
                     node=ident,
                 )
             check_json(inventory, "The inventory")
-        self._require_state_of(self.store.get(_check_ident(ident)), s.INSPECTWAIT,
+        self._require_state_of(self.store.get(ident), s.INSPECTWAIT,
                                "continue inspection")  # fmt: skip
         with self._reserved(ident) as task:
             self._require_state(task, s.INSPECTWAIT, "continue inspection")
@@ -1370,7 +1412,8 @@ class Conductor:
 
     def continue_node_rescue(self, ident: str) -> Node:
         """The rescue ramdisk is up: finish rescuing."""
-        self._require_state_of(self.store.get(_check_ident(ident)), s.RESCUEWAIT,
+        ident = _check_ident(ident)
+        self._require_state_of(self.store.get(ident), s.RESCUEWAIT,
                                "continue rescue")  # fmt: skip
         with self._reserved(ident) as task:
             self._require_state(task, s.RESCUEWAIT, "continue rescue")
@@ -1780,7 +1823,8 @@ class Conductor:
         return self._continue_verb(ident, _SERVICE)
 
     def _continue_verb(self, ident: str, phase: _PhaseInfo) -> Node:
-        self._require_state_of(self.store.get(_check_ident(ident)), phase.wait,
+        ident = _check_ident(ident)
+        self._require_state_of(self.store.get(ident), phase.wait,
                                f"continue {phase.name}ing")  # fmt: skip
         with self._reserved(ident) as task:
             self._require_state(task, phase.wait, f"continue {phase.name}ing")
@@ -1880,7 +1924,7 @@ class Conductor:
         except Exception as exc:
             node = task.node
             node.last_error = (node.last_error or "") + f" Also failed {what}: {_describe_exc(exc)}"
-            LOG.warning("Node %s: %s failed: %s", node.uuid, what, _describe_exc(exc))
+            LOG.warning("Node %s: %s failed: %s", node.uuid, what, _scrub(node, _describe_exc(exc)))
 
     # -- liveness and crash recovery ------------------------------------------------------
 

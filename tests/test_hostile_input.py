@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 import pytest
-from helpers import TEST_HW, build_hardware, make_conductor
+from helpers import TEST_HW, StepDeploy, build_hardware, make_conductor
 
 from ironic_fsm import Conductor, states
 from ironic_fsm.drivers.fake import FakeInspect, FakePower
@@ -38,7 +38,7 @@ from ironic_fsm.exceptions import (
 )
 from ironic_fsm.interfaces import VendorInterface
 from ironic_fsm.node import Node
-from ironic_fsm.steps import clean_step
+from ironic_fsm.steps import clean_step, deploy_step
 from ironic_fsm.stores import Store
 from ironic_fsm.task import Task
 
@@ -88,6 +88,19 @@ class HostileVendor(VendorInterface):
             raise _leak(task, "get_clean_steps")
         return super().get_clean_steps(task)
 
+    @clean_step(priority=0)
+    def corrupts(self, task: Task) -> None:
+        task.node.properties = "not a dict"  # type: ignore[assignment]
+
+
+class HostileDeploy(StepDeploy):
+    @deploy_step(priority=0)
+    def leak_deploy(self, task: Task) -> None:
+        raise _leak(task, "leak_deploy")
+
+    def take_over(self, task: Task) -> None:
+        raise _leak(task, "take_over")
+
 
 class HostileInspect(FakeInspect):
     def inspect_hardware(self, task: Task) -> str:
@@ -98,6 +111,13 @@ def _deep(depth: int) -> dict[str, Any]:
     value: dict[str, Any] = {}
     for _ in range(depth):
         value = {"k": value}
+    return value
+
+
+def _deep_list(depth: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
     return value
 
 
@@ -321,6 +341,12 @@ CASES: list[Case] = [
     _c("update-automated-clean-str", _update(automated_clean="false")),
     _c("update-ident-list", lambda x: x.conductor.update_node(["x"], name="y")),
     _c("update-ident-none", lambda x: x.conductor.update_node(None, name="y")),
+    _c("update-ident-deep", lambda x: x.conductor.update_node(_deep_list(10_000), name="y")),
+    _c(
+        "update-ident-deep-bad-field", lambda x: x.conductor.update_node(_deep_list(10_000), uuid=1)
+    ),
+    _c("get-deep", lambda x: x.conductor.get_node(_deep_list(100_000))),
+    _c("update-name-urn-uuid", _update(name=f"urn:uuid:{_uuid.uuid4()}")),
     _c("update-ident-missing", lambda x: x.conductor.update_node("nosuch", name="y"), NodeNotFound),
     # -- verbs ---------------------------------------------------------------------------
     _c("verb-list", _verb(["manage"])),
@@ -450,6 +476,7 @@ CASES: list[Case] = [
         "power-timeout-nan",
         lambda x: x.conductor.set_power_state(x.u, states.POWER_ON, float("nan")),
     ),
+    _c("power-timeout-bool", lambda x: x.conductor.set_power_state(x.u, states.POWER_ON, True)),
     _c("power-ident-list", lambda x: x.conductor.set_power_state(["x"], states.POWER_ON)),
     _c(
         "power-while-waiting",
@@ -473,6 +500,16 @@ CASES: list[Case] = [
         lambda x: x.conductor.continue_node_inspect(x.u, "x"),
         start=states.INSPECTWAIT,
     ),
+    _c(
+        "continue-inspect-deep-inventory",
+        lambda x: x.conductor.continue_node_inspect(x.u, _deep(100_000)),
+        start=states.INSPECTWAIT,
+    ),
+    _c(
+        "continue-inspect-deep-ident",
+        lambda x: x.conductor.continue_node_inspect(_deep_list(10_000), {}),
+        start=states.INSPECTWAIT,
+    ),
     # -- listing and step queries --------------------------------------------------------
     _c("list-state-unknown", lambda x: x.conductor.list_nodes(provision_state="bogus")),
     _c("list-state-list", lambda x: x.conductor.list_nodes(provision_state=["x"])),
@@ -480,6 +517,17 @@ CASES: list[Case] = [
     _c("list-maintenance-yes", lambda x: x.conductor.list_nodes(maintenance="yes")),
     _c("list-retired-int", lambda x: x.conductor.list_nodes(retired=1)),
     _c("list-driver-int", lambda x: x.conductor.list_nodes(driver=1)),
+    _c("list-uuid-bad", lambda x: x.conductor.list_nodes(uuid="nope")),
+    _c("list-name-list", lambda x: x.conductor.list_nodes(name=["x"])),
+    _c(
+        "validate-service-steps-set",
+        lambda x: x.conductor.validate_service_steps(x.u, [_step("vendor", "a", v={1})]),
+        start=states.ACTIVE,
+    ),
+    _c(
+        "validate-clean-steps-wait-inf",
+        lambda x: x.conductor.validate_clean_steps(x.u, _wait(float("inf"))),
+    ),
     _c("clean-steps-min-priority-str", lambda x: x.conductor.get_clean_steps(x.u, "x")),
     _c("validate-clean-steps-str", lambda x: x.conductor.validate_clean_steps(x.u, "x")),
     _c(
@@ -567,13 +615,40 @@ CASES: list[Case] = [
         driver=HOSTILE_HW,
         fields={"extra": {"hostile": "power"}},
     ),
+    _c(
+        "driver-step-corrupts-record",
+        _clean([_step("vendor", "corrupts")]),
+        None,
+        state=states.CLEANFAIL,
+        driver=HOSTILE_HW,
+    ),
+    _c(
+        "driver-deploy-step-raises",
+        _deploy([_dstep("deploy", "leak_deploy", 150)]),
+        None,
+        state=states.DEPLOYFAIL,
+        start=states.AVAILABLE,
+        driver=HOSTILE_HW,
+    ),
+    _c(
+        "driver-take-over-raises",
+        _verb("adopt"),
+        None,
+        state=states.ADOPTFAIL,
+        driver=HOSTILE_HW,
+    ),
 ]
 
 
 def _register(conductor: Conductor) -> None:
     conductor.register_hardware_type(
         HOSTILE_HW,
-        build_hardware(power=HostilePower(), vendor=HostileVendor(), inspect=HostileInspect()),
+        build_hardware(
+            power=HostilePower(),
+            vendor=HostileVendor(),
+            inspect=HostileInspect(),
+            deploy=HostileDeploy(),
+        ),
     )
 
 
