@@ -72,6 +72,9 @@ def test_sqlite_urls_of_every_form(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         assert path.is_file(), url
         with sqlite3.connect(path) as raw:
             assert raw.execute("SELECT uuid FROM nodes").fetchall() == [(node.uuid,)]
+    # SQLite's own URI form passes through (here read-write on an existing file).
+    with SQLStore(f"sqlite:///file:{tmp_path / 'relative.db'}?mode=rw&uri=true") as uri:
+        assert [n.name for n in uri.list()] == ["n"]
     for url in ("sqlite://", "sqlite:///:memory:"):
         with SQLStore(url) as memory:
             memory.create(Node(name="m"))

@@ -65,7 +65,7 @@ from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime, timezone
 from types import TracebackType
 from typing import Any, Final, Protocol
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ironic_fsm.exceptions import (
     ConcurrentUpdate,
@@ -254,9 +254,8 @@ def _open_sqlite(
         or database.startswith("file::memory:")
         or options.get("mode") == "memory"
     )
-    if uri:
-        target = f"{database}?{query}" if query else database
-        target = target.replace("uri=true", "").replace("&&", "&").rstrip("?&")
+    if uri:  # SQLite's own URI form, e.g. sqlite:///file:nodes.db?mode=ro&uri=true
+        target = f"{database}?{urlencode(options)}" if options else database
     else:
         target = ":memory:" if memory else database
     return SQLiteDB(
