@@ -406,3 +406,18 @@ def test_pyghmi_alone_sleeps_on_a_reply_already_received(session: Any) -> None:
         assert _await_reply_already_received(session) > 0.3
     finally:
         session.__class__ = _session_class(None)
+
+
+def test_sessions_do_not_pile_up_in_pyghmi_queues(peer: Peer) -> None:
+    # pyghmi notes every session that got a packet in a queue only its own
+    # loop empties; the driver's sessions never run that loop, so they
+    # remove themselves (else the queue grows per packet and keeps them alive).
+    import pyghmi.ipmi.private.session as pyghmi_session
+
+    task = make_task(peer.driver_info())
+    for _ in range(20):
+        task.driver.power.get_power_state(task)
+    task.driver.power.set_power_state(task, states.POWER_ON)
+    mine = [s for s in list(pyghmi_session.sessionqueue) if isinstance(s, _session_class(None))]
+    assert mine == []
+    assert not [s for s in pyghmi_session.Session.keepalive_sessions if s.port == peer.port]

@@ -371,6 +371,25 @@ _SESSION_CLASSES_LOCK = threading.Lock()
 _RESET_REPLY_WAIT: Final = 1.0
 
 
+def _forget_filed(mod: Any) -> None:
+    """Drop our sessions from pyghmi's queue of sessions that got packets.
+
+    The IO thread notes every session that received a packet in that queue,
+    and only pyghmi's ``Session.wait_for_rsp`` empties it, which the
+    driver's sessions never call: without this it would grow with every
+    packet and keep old sessions alive. Other sessions' entries are put
+    back for whoever runs pyghmi's loop.
+    """
+    queue_ = mod.sessionqueue
+    for _ in range(len(queue_)):
+        try:
+            entry = queue_.popleft()
+        except IndexError:
+            return
+        if not getattr(entry, "prompt", False):
+            queue_.append(entry)
+
+
 def _ignore_logon(response: Any) -> None:
     """pyghmi calls this when a login ends; the waiting loop reads the session instead."""
 
@@ -392,6 +411,7 @@ def _build_session_class(lib: _Pyghmi, suite: int | None) -> type[Any]:
         """A pyghmi client session whose waits never sleep on a reply already received."""
 
         cipher_suite = suite
+        prompt = True  # handles its own packets (see _forget_filed)
 
         def __init__(
             self, bmc: str, userid: bytes, password: bytes, port: int = 623, kg: Any = None,
@@ -411,8 +431,14 @@ def _build_session_class(lib: _Pyghmi, suite: int | None) -> type[Any]:
 
         # -- waiting ----------------------------------------------------------------------
 
-        def _wait_for_packet(self, deadline: float) -> None:
-            """Sleep until a packet for this session arrives, or ``deadline`` (monotonic)."""
+        def _wait_for_packet(
+            self, deadline: float, ready: Callable[[], bool] = lambda: False
+        ) -> None:
+            """Sleep until a packet for this session arrives, or ``deadline`` (monotonic).
+
+            ``ready()`` true after the waiter is queued also ends the wait:
+            another thread running pyghmi's loop may have handled the packet.
+            """
             woken = threading.Event()
             mod.ioqueue.append((deadline, woken, self.sockaddr))
             if deadline < mod.selectdeadline:
@@ -422,7 +448,7 @@ def _build_session_class(lib: _Pyghmi, suite: int | None) -> type[Any]:
                     waker.sendto(b"\x01", (mod.myself, waker.getsockname()[1]))
                 except (OSError, IndexError):
                     pass
-            if self.pktqueue:  # filed before the IO thread knew we wait: no wake-up comes
+            if self.pktqueue or ready():  # filed before the IO thread knew we wait
                 return
             woken.wait(max(deadline - time.monotonic(), 0.0) + 1.0)
 
@@ -443,30 +469,33 @@ def _build_session_class(lib: _Pyghmi, suite: int | None) -> type[Any]:
                 with mod.WAITING_SESSIONS:
                     waiting = self in mod.Session.waiting_sessions
                 deadline = self.expiration if waiting else time.monotonic() + 0.5
-                self._wait_for_packet(deadline)
+                self._wait_for_packet(deadline, done)
                 self.process_pktqueue()
                 if not done() and self._expired():
                     self._timedout()  # resend, re-login or give up: pyghmi decides
+            _forget_filed(mod)
 
         def awaitresponse(self, retry: bool, netfn: int, command: int) -> None:
             """Wait for the reply to the request just sent (pyghmi's contract)."""
             self.awaitingresponse = True
+
+            def answered() -> bool:
+                return not mod.unmatched(self.lastresponse, netfn, command)
+
             try:
                 give_up = time.monotonic() + 2 * self._getmaxtimeout()
                 while (
-                    retry
-                    and mod.unmatched(self.lastresponse, netfn, command)
-                    and (self.logging or self.logged or self.onlogpayload)
+                    retry and not answered() and (self.logging or self.logged or self.onlogpayload)
                 ):
                     if not self.pktqueue:
-                        self._wait_for_packet(self.expiration)
+                        self._wait_for_packet(self.expiration, answered)
                     while self.iterwaiters:
                         self.iterwaiters.pop()({"success": True})
                     self.process_pktqueue()
                     if time.monotonic() > give_up:
                         self._mark_broken()
                         raise lib.exceptions.IpmiException("Session no longer connected")
-                    if not mod.unmatched(self.lastresponse, netfn, command):
+                    if answered():
                         break
                     if self._expired():
                         if not self.lastpayload and not self.logging:
@@ -474,6 +503,7 @@ def _build_session_class(lib: _Pyghmi, suite: int | None) -> type[Any]:
                         self._timedout()
             finally:
                 self.awaitingresponse = False
+                _forget_filed(mod)
 
         def request_once(
             self, netfn: int, command: int, wait: float, data: tuple[int, ...] = ()
@@ -491,7 +521,7 @@ def _build_session_class(lib: _Pyghmi, suite: int | None) -> type[Any]:
             try:
                 while not replies and not self.broken and time.monotonic() < deadline:
                     if not self.pktqueue:
-                        self._wait_for_packet(deadline)
+                        self._wait_for_packet(deadline, lambda: bool(replies))
                     self.process_pktqueue()
             finally:
                 # raw_command leaves these to a caller that passes a callback.
