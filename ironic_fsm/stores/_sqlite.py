@@ -230,6 +230,9 @@ class SQLiteDB:
             raise
         conn.execute("COMMIT")
 
+    def open(self) -> None:
+        """Nothing to do: connections are opened on first use."""
+
     def close(self) -> None:
         with self._guard:
             idle, self._idle = self._idle, []

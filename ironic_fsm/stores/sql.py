@@ -175,6 +175,7 @@ class _Database(Protocol):
     def bind_time(self, value: datetime) -> Any: ...
     def read_time(self, value: Any) -> datetime: ...
     def timestamp_type(self) -> str: ...
+    def open(self) -> None: ...
     def close(self) -> None: ...
 
 
@@ -356,9 +357,7 @@ class SQLStore:
         self._build_statements(db.placeholder)
         try:
             self._prepare_schema()
-            opener = getattr(db, "open", None)
-            if opener is not None:
-                opener()
+            db.open()
         except BaseException:
             db.close()
             raise
