@@ -18,8 +18,10 @@ fake driver):
    max of 200 calls per operation (20 with ``--quick``; resets 20 and 2)
    after 2 warm-up rounds, and the count of calls over 100 ms. Beside them,
    pyghmi alone (``Command.get_power`` on one open session), which shows the
-   library's own 0.5-1 s stalls. Goal for every IPMI operation but the
-   reset: p99 < 50 ms and max < 100 ms.
+   library's own 0.5-1 s stalls. Goals: p99 < 50 ms and max < 100 ms for
+   the single-request IPMI operations (power status, boot device set), and
+   no call over 100 ms for the power changes (a change plus its
+   confirmation: 4-5 requests).
 2. **Failure deadlines**: how long the driver takes to raise against a dead
    BMC (closed port) and a silent one (IPMI: the peer told to drop every
    packet; Redfish: a TCP listener that accepts and never answers, and the
@@ -909,13 +911,24 @@ def run(quick: bool = False) -> Section:
         ],
     )
     for r in ops:
-        if r.driver.startswith("ipmi (") and "reset" not in r.operation:
+        single_call = r.operation in ("power status", "boot device set")
+        if r.driver.startswith("ipmi (") and single_call:
             section.summary.append(
                 SummaryRow(
                     f"{r.driver} {r.operation}: p99, max ({len(r.seconds)} calls)",
                     f"{_fmt_s(r.p99)}, {_fmt_s(max(r.seconds))}",
                     f"< {IPMI_P99_GOAL * 1e3:.0f} ms, < {IPMI_MAX_GOAL * 1e3:.0f} ms",
                     r.p99 < IPMI_P99_GOAL and max(r.seconds) < IPMI_MAX_GOAL,
+                )
+            )
+        elif r.driver.startswith("ipmi (") and "reset" not in r.operation:
+            # A change and its confirmation: 4-5 requests, on ipmi_sim each a fork.
+            section.summary.append(
+                SummaryRow(
+                    f"{r.driver} {r.operation}: calls over {STALL * 1e3:.0f} ms (p99, max)",
+                    f"{r.stalls} ({_fmt_s(r.p99)}, {_fmt_s(max(r.seconds))})",
+                    "0",
+                    r.stalls == 0,
                 )
             )
         elif r.driver.startswith("pyghmi alone") or (
