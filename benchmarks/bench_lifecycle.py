@@ -114,7 +114,9 @@ def worker(kind: str, n: int, threads: int, path: str, url: str | None) -> dict[
         or node.last_error is not None
         or node.reservation is not None
     ]
-    writes = conductors[0].get_node(uuids[0]).version - versions_before
+    # Saves bump the version; each verb's reservation is one more write that does not
+    # (a reservation is a lock, not data), and its release rides on the final save.
+    writes = conductors[0].get_node(uuids[0]).version - versions_before + len(VERBS)
     return {
         "store": kind,
         "n": n,
