@@ -657,7 +657,18 @@ def _records(store: Store) -> dict[str, tuple[str, str | None, int]]:
 
 
 def classify(case: Case, store: Store) -> tuple[str, str]:
-    """Run one case on ``store``; return (outcome, detail). ``ok`` is the only good outcome."""
+    """Run one case on ``store``; return (outcome, detail). ``ok`` is the only good outcome.
+
+    A store that can no longer list its records after the call counts as
+    a non-library exception: something unreadable was written.
+    """
+    try:
+        return _classify(case, store)
+    except Exception as exc:
+        return "non-library", f"store unreadable afterwards: {type(exc).__name__}: {exc}"[:300]
+
+
+def _classify(case: Case, store: Store) -> tuple[str, str]:
     conductor = make_conductor(store=store)
     _register(conductor)
     conductor.add_runbook("R", [_step("vendor", "step_a")])
