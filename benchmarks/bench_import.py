@@ -27,7 +27,14 @@ from typing import NamedTuple
 from _harness import Section, SummaryRow, Table, fmt_ns
 
 GOAL_IMPORT_MS = 100.0
-MUST_NOT_LOAD: tuple[str, ...] = ("sqlalchemy", "psycopg", "sqlite3", "pyghmi", "sushy", "stevedore")
+MUST_NOT_LOAD: tuple[str, ...] = (
+    "sqlalchemy",
+    "psycopg",
+    "sqlite3",
+    "pyghmi",
+    "sushy",
+    "stevedore",
+)
 NOTABLE: tuple[str, ...] = ("transitions", "attrs", "automaton", "json", "uuid", "socket")
 REPO = Path(__file__).resolve().parents[1]
 # Settings that would change what or how fast the child interpreter imports.
