@@ -170,7 +170,7 @@ def run(quick: bool = False) -> Section:
         ),
         SummaryRow("-X importtime cumulative for ironic_fsm", f"{cumulative_ms:.1f} ms", "-", None),
         SummaryRow(
-            "sqlalchemy/pyghmi/sushy/stevedore not imported",
+            "database drivers, pyghmi, sushy, stevedore not imported",
             "none loaded" if not forbidden else ", ".join(forbidden[:4]),
             "none loaded",
             not forbidden,
