@@ -108,6 +108,23 @@ def test_password_is_hidden_in_url_and_repr(pg_url: str) -> None:
         assert "***" in store.url
 
 
+def test_password_in_the_query_string_is_hidden_everywhere(pg_url: str) -> None:
+    # libpq also takes the password as a query parameter; it is as secret there.
+    sep = "&" if "?" in pg_url else "?"
+    with SQLStore(f"{pg_url}{sep}password=hunter2") as store:
+        assert "hunter2" not in repr(store)
+        assert "hunter2" not in store.url
+        assert "password=***" in store.url
+    with pytest.raises(StoreError) as info:
+        SQLStore("postgresql://nobody@127.0.0.1:1/none?connect_timeout=2&password=hunter2")
+    assert "hunter2" not in str(info.value)
+
+
+def test_sqlite_url_with_no_path_is_refused_not_taken_for_memory() -> None:
+    with pytest.raises(InvalidParameterValue, match="names no file"):
+        SQLStore("sqlite:///")
+
+
 def test_unreachable_postgres_fails_at_once_with_store_error() -> None:
     with pytest.raises(StoreError, match="PostgreSQL") as info:
         SQLStore("postgresql://nobody@127.0.0.1:1/none?connect_timeout=2")

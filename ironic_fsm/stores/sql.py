@@ -232,12 +232,22 @@ def _pick(rows: Sequence[Any], ident: str) -> Any:
 
 
 def _hide_password(url: str) -> str:
+    """``url`` fit for messages: a password in the user part or the query is masked.
+
+    libpq takes ``?password=...`` as well as ``user:password@``; both are secrets.
+    """
     parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = netloc[0].split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+    if parts.password is not None:
+        netloc = parts.netloc.rsplit("@", 1)
+        user = netloc[0].split(":", 1)[0]
+        parts = parts._replace(netloc=f"{user}:***@{netloc[1]}")
+    if "password" in parts.query.lower():
+        query = [
+            (key, "***" if "password" in key.lower() else value)
+            for key, value in parse_qsl(parts.query, keep_blank_values=True)
+        ]
+        parts = parts._replace(query=urlencode(query, safe="*"))
+    return urlunsplit(parts)
 
 
 def _open_sqlite(
@@ -247,6 +257,13 @@ def _open_sqlite(
 
     rest = url[len("sqlite://") :]
     path, _, query = rest.partition("?")
+    if path == "/":
+        # "sqlite:///" names no file; taking it for memory would drop every write silently.
+        raise InvalidParameterValue(
+            "The SQLite URL sqlite:/// names no file: use sqlite:///PATH for a file, "
+            "or sqlite:// for a private in-memory database",
+            url=url,
+        )
     database = path[1:] if path.startswith("/") else path
     options = dict(parse_qsl(query))
     uri = options.pop("uri", "").lower() == "true"
