@@ -1047,7 +1047,10 @@ class Conductor:
         if runbook is not None and verb in ("clean", "service"):
             self._runbook_steps(Task(node=node, driver=self._driver_for(node), config=self.config),
                                 runbook)  # fmt: skip
-        if event in (s.DEPLOY_EVENT, s.REBUILD_EVENT):
+        if event in (s.DEPLOY_EVENT, s.REBUILD_EVENT) and (
+            deploy_steps or node.instance_info.get("traits")
+        ):
+            # Only what the caller brought can make the plan fail here.
             task = Task(node=node, driver=self._driver_for(node), config=self.config)
             self._plan_deploy(node, self._driver_steps(task, "deploy"), deploy_steps)
 
