@@ -307,3 +307,69 @@ def test_last_error_names_the_node_once(name: str) -> None:
     assert node.last_error is not None
     assert node.last_error.count(node.uuid) == 1, node.last_error
     assert f"vendor.{name}" in node.last_error
+
+
+class CorruptingVendor(VendorInterface):
+    @clean_step(priority=0)
+    def corrupts(self, task: Task) -> None:
+        task.node.properties = "not a dict"  # type: ignore[assignment]
+
+
+def test_a_step_that_corrupts_the_record_fails_the_node_from_the_saved_copy() -> None:
+    conductor = make_conductor()
+    conductor.register_hardware_type("corrupting", build_hardware(vendor=CorruptingVendor()))
+    node = new_node(conductor, states.MANAGEABLE, driver="corrupting", properties={"cpus": 2})
+    conductor.do_provisioning_action(node.uuid, "clean", clean_steps=[step("vendor", "corrupts")])
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.CLEANFAIL
+    assert node.properties == {"cpus": 2}
+    assert node.last_error is not None
+    assert "properties" in node.last_error
+    assert node.reservation is None
+    # Every record stays readable.
+    assert [n.uuid for n in conductor.list_nodes()] == [node.uuid]
+
+
+def test_any_spelling_of_a_uuid_finds_the_node() -> None:
+    conductor = make_conductor()
+    node = new_node(conductor, states.MANAGEABLE)
+    for spelling in (node.uuid.upper(), "{" + node.uuid + "}", node.uuid.replace("-", "")):
+        assert conductor.get_node(spelling).uuid == node.uuid
+    updated = conductor.update_node(node.uuid.upper(), extra={"a": 1})
+    assert updated.extra == {"a": 1}
+
+
+class _Jobs:
+    """An executor that runs submitted work when told to."""
+
+    def __init__(self) -> None:
+        self.jobs: list[tuple[Any, tuple[Any, ...]]] = []
+
+    def submit(self, fn: Any, /, *args: Any) -> None:
+        self.jobs.append((fn, args))
+
+    def run_all(self) -> None:
+        while self.jobs:
+            fn, args = self.jobs.pop(0)
+            fn(*args)
+
+
+class _FailingFinalSave(_FailingSave):
+    def save(self, node: Node) -> None:
+        if node.provision_state == states.AVAILABLE:
+            raise _Boom("disk full")
+        self._store.save(node)
+
+
+def test_background_work_whose_final_save_fails_still_releases_the_node(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    executor = _Jobs()
+    conductor = Conductor(store=_FailingFinalSave(make_conductor().store), executor=executor)
+    node = conductor.create_node(driver="fake-hardware", provision_state=states.MANAGEABLE)
+    conductor.do_provisioning_action(node.uuid, "provide")
+    executor.run_all()
+    stored = conductor.get_node(node.uuid)
+    assert stored.reservation is None
+    assert stored.provision_state == states.CLEANING  # the last state that was saved
+    assert "ended unsaved" in caplog.text
