@@ -11,12 +11,18 @@ state's default target; reaching a stable state clears it) with one fix: a
 flow's explicit target, such as ``manageable`` for a manual clean, is kept
 through the flow events ``wait``, ``hold``, ``unhold``, ``resume``,
 ``abort`` and ``fail`` instead of being reset to the default.
+
+:meth:`Lifecycle.path` answers an operator loop's question "which verbs
+take a node from here to there?" from the same tables, so a derived
+lifecycle gets it without a table of verbs of its own.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from typing import Any, Final, NamedTuple
 
 import transitions as _transitions
@@ -24,12 +30,75 @@ import transitions as _transitions
 from ironic_fsm import states as s
 from ironic_fsm.exceptions import InvalidDefinition, InvalidState
 
-__all__ = ["FLOW_EVENTS", "LIFECYCLE", "Lifecycle", "StateSpec", "Transition"]
+__all__ = [
+    "FLOW_EVENTS",
+    "LIFECYCLE",
+    "PATH_EXCLUDED_VERBS",
+    "PATH_VERB_RANKS",
+    "Lifecycle",
+    "StateSpec",
+    "Transition",
+]
 
 #: Events that continue a flow; an explicit flow target survives them.
 FLOW_EVENTS: Final = frozenset(
     {s.WAIT_EVENT, s.HOLD_EVENT, s.UNHOLD_EVENT, s.RESUME_EVENT, s.ABORT_EVENT, s.FAIL_EVENT}
 )
+
+
+#: How reluctantly :meth:`Lifecycle.path` uses a verb. Rank 0 (every verb
+#: not listed, including a derived lifecycle's own) is a normal flow. A
+#: path uses as few verbs of the highest rank as it can, then of the next
+#: rank, and so on, and only then is it as short as it can be: ``adopt``
+#: imports an instance someone else deployed, so ``enroll -> active`` goes
+#: through ``provide`` and ``deploy`` although adopting is shorter.
+PATH_VERB_RANKS: Final[Mapping[str, int]] = MappingProxyType(
+    {
+        # re-images an instance that is already there
+        "rebuild": 1,
+        # a round trip to refresh data; an import, not a provisioning route
+        "inspect": 2,
+        "adopt": 2,
+        # needs a rescue password and boots a rescue ramdisk: only to reach rescue
+        "rescue": 3,
+        # stops a flow; from ``service failed`` it is how the flow is settled
+        "abort": 4,
+    }
+)
+
+#: Verbs :meth:`Lifecycle.path` never uses: ``clean`` and ``service`` need
+#: steps only the caller can choose (and the conductor, not the table, gives
+#: a manual clean its target); ``unhold`` only continues a paused flow.
+PATH_EXCLUDED_VERBS: Final = frozenset({"clean", "service", "unhold"})
+
+# Tie-break between paths of equal cost: the earlier verb in this order wins
+# (verbs not listed come after it, by name; the aliases ``active`` and
+# ``deleted`` last, so ``deploy`` and ``undeploy`` are the names shown).
+_PATH_PREFERENCE: Final = (
+    "manage",
+    "provide",
+    "deploy",
+    "undeploy",
+    "unrescue",
+    "rebuild",
+    "inspect",
+    "adopt",
+    "rescue",
+    "abort",
+)
+_PATH_ALIASES: Final = ("active", "deleted")
+
+# A path's cost, compared as a tuple: verbs per rank (highest rank first),
+# number of verbs, then the verbs' preference keys in order.
+_PathKey = tuple[tuple[int, ...], int, tuple[tuple[int, str], ...]]
+
+
+def _preference(verb: str) -> tuple[int, str]:
+    if verb in _PATH_PREFERENCE:
+        return _PATH_PREFERENCE.index(verb), ""
+    if verb in _PATH_ALIASES:
+        return len(_PATH_PREFERENCE) + 1, verb
+    return len(_PATH_PREFERENCE), verb
 
 
 class StateSpec(NamedTuple):
@@ -107,6 +176,14 @@ class Lifecycle:
             allowed[e.source].add(e.event)
         self._allowed = {name: tuple(sorted(evs)) for name, evs in allowed.items()}
         self._stable = frozenset(n for n, spec in self._specs.items() if spec.stable)
+        # Where a flow's ``fail`` lands, short of a stable state, a node rests
+        # until someone acts: Ironic's ``* failed`` states, read off the table.
+        self._failure = frozenset(
+            e.dest for e in self._edges if e.event == s.FAIL_EVENT and e.dest not in self._stable
+        )
+        self._resting = self._stable | self._failure
+        # path() answers, built on first use: {start: {wanted: verbs}}.
+        self._path_table: dict[str, dict[str, tuple[str, ...]]] | None = None
         # Precompute every (state, target, event) decision: deciding a
         # transition at run time is then a single dict lookup.
         targets: list[str | None] = [None, *sorted(self._stable)]
@@ -205,6 +282,16 @@ class Lifecycle:
         """States a node rests in until a user acts."""
         return self._stable
 
+    @property
+    def failure_states(self) -> frozenset[str]:
+        """Non-stable states a failed flow lands in (where ``fail`` leads)."""
+        return self._failure
+
+    @property
+    def resting_states(self) -> frozenset[str]:
+        """States a node stays in until someone acts: stable and failure states."""
+        return self._resting
+
     def _spec(self, state: str) -> StateSpec:
         try:
             return self._specs[state]
@@ -276,6 +363,113 @@ class Lifecycle:
             if not self._specs[dest].stable:
                 return dest, target_state
         return self._decide(Transition(state, event, dest), target)
+
+    def path(self, state: str, wanted: str) -> list[str]:
+        """The verbs that take a node resting in ``state`` to the stable state ``wanted``.
+
+        A verb counts for where its flow ends, not for the state it enters
+        first: ``provide`` from ``manageable`` ends in ``available`` after
+        cleaning, ``undeploy`` from ``active`` in ``available``. That end
+        is the stable target the lifecycle gives the flow (the default
+        target of the state the verb enters), or the state itself when a
+        verb leads straight into a stable state. From a failure state, the
+        verbs that settle the failed flow at its own target (``deploy``
+        from ``deploy failed``, ``adopt`` from ``adopt failed``, ``abort``
+        from ``service failed``) count as normal flows.
+
+        The path is the cheapest by :data:`PATH_VERB_RANKS`, then the
+        shortest; ties go to the verbs earlier in ``manage, provide, deploy,
+        undeploy, unrescue, rebuild, inspect, adopt, rescue, abort``.
+        :data:`PATH_EXCLUDED_VERBS` are never used. Every suffix of a path
+        is itself the path from where it starts, so an operator's loop can
+        issue the first verb and ask again once the node rests.
+
+        Returns:
+            The verbs in order (names from ``verbs``), ``[]`` when ``state``
+            is ``wanted``. A fresh list the caller may change.
+
+        Raises:
+            InvalidState: ``state`` is unknown or not resting (stable or a
+                failure state), ``wanted`` is unknown or not stable, or no
+                verbs lead from ``state`` to ``wanted``.
+        """
+        if state == wanted and state in self._stable:
+            return []
+        table = self._path_table
+        if table is None:
+            table = self._path_table = self._build_paths()
+        row = table.get(state)
+        if row is not None:
+            verbs = row.get(wanted)
+            if verbs is not None:
+                return list(verbs)
+        if state not in self._resting:
+            self._spec(state)
+            raise InvalidState(
+                f"State {state!r} is not a resting state (stable or failed); a node there is "
+                "still in a flow and has no path until it settles",
+                state=state,
+            )
+        if not self._spec(wanted).stable:
+            raise InvalidState(
+                f"Wanted state {wanted!r} is not a stable state "
+                f"(stable states: {', '.join(sorted(self._stable))})",
+                state=wanted,
+            )
+        raise InvalidState(
+            f"No path from {state!r} to {wanted!r}: no sequence of verbs leads there",
+            state=state,
+            wanted=wanted,
+        )
+
+    def _verb_moves(self) -> dict[str, list[tuple[str, str, int]]]:
+        """Per resting state, each usable verb as ``(verb, outcome, rank)``."""
+        by_event: dict[str, list[str]] = {}
+        for verb, event in self.verbs.items():
+            if verb not in PATH_EXCLUDED_VERBS:
+                by_event.setdefault(event, []).append(verb)
+        moves: dict[str, list[tuple[str, str, int]]] = {}
+        for state in self._resting:
+            own_target = self._specs[state].target if state in self._failure else None
+            out = moves[state] = []
+            for event in self._allowed[state]:
+                dest, target = self._moves[state, None, event]
+                outcome = dest if self._specs[dest].stable else target
+                if outcome is None:
+                    continue  # a flow with no stable end: not a route anywhere
+                for verb in by_event.get(event, ()):
+                    rank = 0 if outcome == own_target else PATH_VERB_RANKS.get(verb, 0)
+                    out.append((verb, outcome, rank))
+        return moves
+
+    def _build_paths(self) -> dict[str, dict[str, tuple[str, ...]]]:
+        """Every resting state's cheapest paths, by Dijkstra on the outcome graph."""
+        moves = self._verb_moves()
+        ranks = max([0, *PATH_VERB_RANKS.values()])
+        zero: tuple[int, ...] = (0,) * ranks
+        table: dict[str, dict[str, tuple[str, ...]]] = {}
+        for start in self._resting:
+            settled: dict[str, tuple[str, ...]] = {}
+            start_key: _PathKey = (zero, 0, ())
+            heap: list[tuple[_PathKey, str, tuple[str, ...]]] = [(start_key, start, ())]
+            while heap:
+                (counts, length, prefs), state, verbs = heapq.heappop(heap)
+                if state in settled:
+                    continue
+                settled[state] = verbs
+                for verb, outcome, rank in moves[state]:
+                    if outcome in settled:
+                        continue
+                    more = counts
+                    if rank:
+                        index = ranks - rank  # highest rank first
+                        more = (*counts[:index], counts[index] + 1, *counts[index + 1 :])
+                    key: _PathKey = (more, length + 1, (*prefs, _preference(verb)))
+                    heapq.heappush(heap, (key, outcome, (*verbs, verb)))
+            table[start] = {
+                wanted: verbs for wanted, verbs in settled.items() if wanted in self._stable
+            }
+        return table
 
     def _no_transition(self, state: str, event: str) -> InvalidState:
         spec = self._spec(state)
