@@ -206,6 +206,18 @@ def _driver_call(task: Task, kind: str, method: str, *args: Any, **kwargs: Any) 
         raise driver_error(exc, task.node, kind, method) from exc
 
 
+def _wait_is_over(wait_until: object, now: datetime) -> bool:
+    """Whether a ``wait`` step's recorded end has passed; an unreadable one has.
+
+    A driver may have overwritten the record; one bad value must neither
+    stall the node forever nor stop the periodic check for every other node.
+    """
+    try:
+        return datetime.fromisoformat(wait_until) <= now  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return True
+
+
 def _shown(value: object) -> str:
     """A short, safe rendering of a bad argument (it may be huge, deep or secret)."""
     if isinstance(value, (list, dict, tuple, set)):
@@ -2040,7 +2052,7 @@ class Conductor:
             if phase is not None:
                 wait_until = node.driver_internal_info.get(phase.wait_until_key)
                 if wait_until is not None:
-                    if datetime.fromisoformat(wait_until) <= now:
+                    if _wait_is_over(wait_until, now):
                         self._act_on(node.uuid, functools.partial(self._continue, phase=phase))
                         acted.append(node.uuid)
                     continue

@@ -11,7 +11,16 @@ import math
 from typing import Any
 
 import pytest
-from helpers import SECRET, TEST_HW, build_hardware, dstep, make_conductor, new_node, step
+from helpers import (
+    SECRET,
+    TEST_HW,
+    Clock,
+    build_hardware,
+    dstep,
+    make_conductor,
+    new_node,
+    step,
+)
 
 from ironic_fsm import Conductor, states
 from ironic_fsm.drivers.fake import FakePower
@@ -373,3 +382,19 @@ def test_background_work_whose_final_save_fails_still_releases_the_node(
     assert stored.reservation is None
     assert stored.provision_state == states.CLEANING  # the last state that was saved
     assert "ended unsaved" in caplog.text
+
+
+def test_an_unreadable_wait_deadline_neither_stalls_the_node_nor_the_check() -> None:
+    clock = Clock()
+    conductor = make_conductor(clock=clock)
+    waits = [step("vendor", "step_a"), step("deploy", "wait", seconds=60)]
+    bad, good = new_node(conductor, states.MANAGEABLE), new_node(conductor, states.MANAGEABLE)
+    for node in (bad, good):
+        conductor.do_provisioning_action(node.uuid, "clean", clean_steps=waits)
+    # A driver overwrote its bookkeeping.
+    record = conductor.store.get(bad.uuid)
+    record.driver_internal_info["clean_wait_until"] = "next tuesday"
+    conductor.store.save(record)
+    assert conductor.check_timeouts(now=clock.at(30)) == [bad.uuid]
+    assert conductor.get_node(bad.uuid).provision_state == states.MANAGEABLE
+    assert conductor.get_node(good.uuid).provision_state == states.CLEANWAIT
