@@ -422,3 +422,24 @@ def test_persistent_boot_device_without_continuous_is_set_before_every_boot(
     assert redfish.PERSISTENT_BOOT_DEVICE_KEY not in task.node.driver_internal_info
     assert quirky.system_state()["boot_enabled"] == "Continuous"
     hardware.power.set_power_state(task, states.POWER_OFF)
+
+
+# -- RAID volumes created without a Location -------------------------------------------------------
+
+
+@pytest.mark.parametrize("answer", ["sync", "accepted"])
+def test_volume_created_without_a_location_is_found_by_name(quirky: Emulator, answer: str) -> None:
+    quirky.set_quirks(volume_create=answer)  # 204, or 202 with nothing to follow
+    conductor = Conductor(config=Config())
+    node = manageable(conductor, quirky, redfish_task_timeout=5)  # a hang fails in 5 s
+    target = {"logical_disks": [{"size_gb": 50, "raid_level": "1", "volume_name": "root"}]}
+    conductor.update_node(node.uuid, target_raid_config=target)
+    node = clean(conductor, node, "raid", "create_configuration")
+    try:
+        assert node.provision_state == states.MANAGEABLE, node.last_error
+        volumes = quirky.volumes()
+        assert [v["Name"] for v in volumes] == ["root"]
+        assert node.raid_config["logical_disks"][0]["volume_id"] == volumes[0]["Id"]
+    finally:
+        node = clean(conductor, node, "raid", "delete_configuration")
+        assert quirky.volumes() == []

@@ -1529,6 +1529,34 @@ class RedfishRAID(_RedfishValidation, RAIDInterface):
             node=task.node.uuid,
         )
 
+    def _new_volume(
+        self, task: Task, info: RedfishInfo, storage: Any, name: str, before: set[str]
+    ) -> str:
+        """The id of the volume ``name`` that was not there ``before``, once the BMC lists it.
+
+        ``before`` holds member paths; only new members are read (sushy's
+        ``get_members`` would answer from its cache).
+        """
+        found: list[str] = []
+
+        def listed() -> bool:
+            with _bmc(task, info, "list RAID volumes"):
+                volumes = storage.volumes
+                volumes.refresh(force=True)
+                new = [volumes.get_member(p) for p in volumes.members_identities if p not in before]
+                found[:] = [str(v.identity) for v in new if v.name == name]
+            return bool(found)
+
+        _wait_for(
+            task,
+            info,
+            f"list the new RAID volume {name!r}",
+            info.task_timeout,
+            listed,
+            lambda: "not in the Volumes collection",
+        )
+        return str(found[0])
+
     @clean_step(priority=0, argsinfo=_RAID_ARGS, requires_ramdisk=False)
     @deploy_step(priority=0, argsinfo=_RAID_ARGS)
     def create_configuration(
@@ -1602,12 +1630,19 @@ class RedfishRAID(_RedfishValidation, RAIDInterface):
                         address=info.address,
                         status=None,
                     )
-                result = storage.volumes.create(payload)
+                before = set(storage.volumes.members_identities)
+                try:
+                    result = storage.volumes.create(payload)
+                except _sushy().exceptions.MissingHeaderError:
+                    result = None  # 202 with no task monitor: the volume will show
                 volume_id = getattr(result, "identity", None)
                 if volume_id is None:
+                    # A task to follow, or an answer (200, 204, 201 or 202 without
+                    # Location) that names no volume: find it in the collection.
                     _wait_task_monitor(
                         task, info, "RAID volume creation", result, info.task_timeout
                     )
+                    volume_id = self._new_volume(task, info, storage, payload["Name"], before)
                 used[storage.identity] |= {d.identity for d in chosen}
                 record = dict(disk)
                 record.update(

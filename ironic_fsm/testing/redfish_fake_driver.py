@@ -101,6 +101,8 @@ QUIRKS: dict[str, str] = {
     "mode are refused (400).",
     "reset_types": "list: ResetType@Redfish.AllowableValues of ComputerSystem.Reset exactly; "
     "other reset types are refused (400).",
+    "volume_create": "'created' (stock: 201 and Location), 'sync' (204, no Location) or "
+    "'accepted' (202, no Location): the volume is created either way.",
     "extra_processors": "[{'id', 'cores', 'threads'}]: more Processors members.",
     "processor_overrides": "{Id: {field: value}}: merged into that processor's document "
     "(e.g. {'ProcessorType': 'GPU'} or {'Status': {'State': 'Disabled'}}).",
@@ -707,6 +709,17 @@ def install(app: Any) -> PeerControl:
             enabled = boot.get("BootSourceOverrideEnabled")
             if enabled:
                 app.systems.set_boot_enabled(args["identity"], enabled)
+            return response
+        if (
+            request.method == "POST"
+            and endpoint == "volumes_collection"
+            and response.status_code == 201
+            and quirks_of(args.get("identity")).get("volume_create") in ("sync", "accepted")
+        ):
+            response.status_code = (
+                204 if quirks_of(args["identity"])["volume_create"] == "sync" else 202
+            )
+            response.headers.pop("Location", None)
             return response
         if request.method != "GET" or response.status_code != 200:
             return response
