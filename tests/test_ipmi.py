@@ -3,9 +3,10 @@
 Every test that talks to a BMC talks to :mod:`ironic_fsm.testing.ipmi_bmc`, a pyghmi
 server in a child process, over real UDP; nothing in pyghmi is mocked. The
 peer's state file shows what the BMC really did, and its faults file makes
-it misbehave. Fault tests use ``ipmi_timeout=2`` to stay quick. pyghmi
-stalls for 0.5 to 1 s now and then (bmc-peers.md, pitfall 5), so no test
-asserts a sub-second maximum.
+it misbehave. Fault tests use ``ipmi_timeout=2`` to stay quick. The same
+behaviour against OpenIPMI's ``ipmi_sim``, and the reproducer of pyghmi's
+0.5-1 s stalls (which the driver's sessions no longer have), are in
+``test_ipmi_sim.py``.
 """
 
 from __future__ import annotations
