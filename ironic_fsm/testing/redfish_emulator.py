@@ -8,7 +8,9 @@ kernel), waits until the Redfish root answers (bounded, ~15 s), and returns
 an :class:`Emulator`: its ``url``, ``system_id`` and credentials, helpers
 to read the emulator's own state (``state()``, ``system_state()``,
 ``get(path)``, ``requests_log()``), to inject faults (``set_faults``,
-``clear_faults``), and ``stop()`` (SIGTERM, then SIGKILL, by PID).
+``clear_faults``), to give the system shapes real BMCs have
+(``set_quirks``, or ``quirks=`` at start), and ``stop()`` (SIGTERM, then
+SIGKILL, by PID).
 
 One emulator per process: the sushy-tools Flask app is a per-process
 singleton, and each emulator gets its own state directory so that nothing
