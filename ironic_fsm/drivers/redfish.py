@@ -1232,6 +1232,28 @@ def _settings_outcome(resource: Any) -> tuple[Any, ...]:
     return (settings.get("Time"), repr(settings.get("Messages")))
 
 
+def _failures_read_by_sushy(
+    resource: Any, raw: list[dict[str, Any]]
+) -> list[tuple[str, str, list[str]]]:
+    """(message id, text, related properties) of the failures sushy's ``update_status`` reports."""
+    status = resource.update_status
+    if status.status != importlib.import_module("sushy.resources.settings").UPDATE_FAILURE:
+        return []
+    failed = []
+    for n, message in enumerate(status.messages or []):
+        if _value(message.severity) == "OK":
+            continue
+        related = raw[n].get("RelatedProperties") if n < len(raw) else None
+        failed.append(
+            (
+                str(message.message_id or ""),
+                str(message.message or ""),
+                [str(r) for r in related or [] if isinstance(r, str)],
+            )
+        )
+    return failed
+
+
 def _settings_rejection(
     task: Task,
     info: RedfishInfo,
@@ -1249,33 +1271,25 @@ def _settings_rejection(
     """
     if _settings_outcome(resource) == before:
         return None
-    raw = ((resource.json or {}).get("@Redfish.Settings") or {}).get("Messages") or []
-    failed: list[tuple[str, str, list[str]]] = []  # (message id, text, related properties)
-    if ((resource.json or {}).get("@Redfish.Settings") or {}).get("Time"):
-        status = resource.update_status
-        if status.status != importlib.import_module("sushy.resources.settings").UPDATE_FAILURE:
-            return None
-        for n, message in enumerate(status.messages or []):
-            if _value(message.severity) == "OK":
-                continue
-            related = raw[n].get("RelatedProperties") if n < len(raw) else None
-            failed.append(
-                (
-                    str(message.message_id or ""),
-                    str(message.message or ""),
-                    [str(r) for r in related or [] if isinstance(r, str)],
-                )
+    settings = (resource.json or {}).get("@Redfish.Settings") or {}
+    raw = [m for m in settings.get("Messages") or [] if isinstance(m, dict)]
+    failed: list[tuple[str, str, list[str]]] | None = None
+    if settings.get("Time"):
+        try:
+            failed = _failures_read_by_sushy(resource, raw)
+        except _sushy().exceptions.SushyError as exc:
+            # e.g. a registry the BMC fails to serve: the raw messages still tell.
+            LOG.debug("sushy could not read the settings status: %s", exc)
+    if failed is None:
+        failed = [
+            (
+                str(m.get("MessageId") or ""),
+                str(m.get("Message") or ""),
+                [str(r) for r in m.get("RelatedProperties") or []],
             )
-    else:
-        for message in raw:
-            if isinstance(message, dict) and message.get("Severity", "OK") != "OK":
-                failed.append(
-                    (
-                        str(message.get("MessageId") or ""),
-                        str(message.get("Message") or ""),
-                        [str(r) for r in message.get("RelatedProperties") or []],
-                    )
-                )
+            for m in raw
+            if m.get("Severity", "OK") != "OK"
+        ]
     if not failed:
         return None
     names: list[str] = []
