@@ -142,14 +142,19 @@ def test_rejected_bios_setting_raises_a_typed_error(quirky: Emulator, hardware: 
     assert quirky.url in str(info.value)
 
 
-def test_an_old_rejection_does_not_fail_the_next_change(quirky: Emulator, hardware: Any) -> None:
-    task = make_task(hardware, quirky.driver_info())
-    quirky.set_quirks(bios_reject={"NicBoot1": None})
+def test_an_old_rejection_does_not_fail_the_next_change(at_reboot: Emulator, hardware: Any) -> None:
+    # Until the next boot applies the new settings, the BMC still shows the verdict on the
+    # previous attempt: that must not count against this one.
+    task = make_task(hardware, at_reboot.driver_info())
+    hardware.power.set_power_state(task, states.POWER_OFF)
+    at_reboot.set_quirks(bios_reject={"NicBoot1": None})
     with pytest.raises(redfish.BIOSSettingsRejected):
         hardware.bios.apply_configuration(task, [{"name": "NicBoot1", "value": "Off"}])
-    quirky.set_quirks(bios_reject=None)
+    at_reboot.set_quirks(bios_reject=None)
+    settings = at_reboot.get(at_reboot.system_id + "/BIOS")["@Redfish.Settings"]
+    assert settings["Messages"][0]["MessageId"] == "Base.1.0.SettingsFailed"
     hardware.bios.apply_configuration(task, [{"name": "NicBoot1", "value": "Off"}])
-    assert quirky.system_state()["bios"]["NicBoot1"] == "Off"
+    assert at_reboot.system_state()["bios"]["NicBoot1"] == "Off"
     hardware.bios.factory_reset(task)
 
 
@@ -224,7 +229,6 @@ def test_rescue_validation_checks_the_cd_slot(quirky: Emulator, hardware: Any) -
     with pytest.raises(InvalidParameterValue, match="EjectMedia"):
         hardware.rescue.validate(task)
     assert hardware.boot.supports_virtual_media(task) is False
-    hardware.management.validate(task)  # the ISO is not its business: no BMC call needed
 
 
 def test_cd_slot_driven_by_patch_is_used(quirky: Emulator, hardware: Any, tmp_path: Path) -> None:
