@@ -1,4 +1,6 @@
-"""SQLStore without SQLAlchemy: URLs, old databases, driver errors, busy locks, file modes.
+"""SQLStore without SQLAlchemy: URLs, driver errors, busy locks, file modes.
+
+Old databases and their upgrade: ``test_store_migrations.py``.
 
 Everything runs on a real SQLite file and on the real PostgreSQL server of
 ``conftest.py``.
@@ -13,7 +15,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import timezone
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,6 @@ from ironic_fsm.exceptions import (
     InvalidParameterValue,
     IronicFSMError,
     MissingDependency,
-    NodeLocked,
     StoreBusy,
     StoreError,
 )
@@ -32,9 +33,6 @@ from ironic_fsm.node import Node
 from ironic_fsm.stores import SQLStore
 
 UTC = timezone.utc
-DATA = Path(__file__).parent / "data"
-OLD_RICH = "11111111-1111-4111-8111-111111111111"
-OLD_RESERVED = "22222222-2222-4222-8222-222222222222"
 
 
 def force(node: Node, **fields: Any) -> Node:
@@ -205,113 +203,6 @@ def test_import_loads_no_database_driver() -> None:
         "if m in sys.modules]; assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
-
-
-# -- databases created by the first (SQLAlchemy-based) release ------------------------------
-
-
-def _check_old_database(store: SQLStore) -> None:
-    rich = store.get("old-rich")
-    assert rich.uuid == OLD_RICH
-    assert (rich.version, rich.reservation, rich.provision_state) == (2, None, "available")
-    assert rich.driver_info["ipmi_password"] == "s3cr3t"
-    assert rich.extra == {"note": "ünïcødé ✓"}
-    assert rich.created_at == datetime(2024, 2, 29, 23, 59, 58, 123456, tzinfo=UTC)
-    held = store.get(OLD_RESERVED)
-    assert (held.reservation, held.version, held.retired) == ("old-conductor:1:abc", 2, True)
-    assert [n.uuid for n in store.list()] == [OLD_RICH, OLD_RESERVED]
-    assert [n.uuid for n in store.list(retired=True)] == [OLD_RESERVED]
-    assert [n.uuid for n in store.list(maintenance=True, driver="ipmi")] == [OLD_RICH]
-    assert store.holders() == {
-        "old-conductor:1:abc": datetime(2025, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
-    }
-    with pytest.raises(NodeLocked, match="old-conductor:1:abc"):
-        store.reserve(OLD_RESERVED, "new")
-    store.release(OLD_RESERVED, "old-conductor:1:abc")
-    taken = store.reserve("old-rich", "new")
-    taken.provision_state = "manageable"
-    taken.reservation = None
-    store.save(taken)
-    assert store.get(OLD_RICH).version == 3
-    new = Node(name="new-one")
-    store.create(new)
-    assert [n.uuid for n in store.list()] == [OLD_RICH, OLD_RESERVED, new.uuid]
-    store.heartbeat("new", datetime(2026, 1, 1, tzinfo=UTC))
-    assert store.holders()["new"] == datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def test_sqlite_database_of_the_first_release_opens_unchanged(tmp_path: Path) -> None:
-    path = tmp_path / "old.sqlite"
-    with sqlite3.connect(path) as raw:
-        raw.executescript((DATA / "store_v1_sqlite.sql").read_text())
-    schema_before = _sqlite_schema(path)
-    with SQLStore(f"sqlite:///{path}") as store:
-        _check_old_database(store)
-    assert _sqlite_schema(path) == schema_before
-    with sqlite3.connect(path) as raw:  # the v1 column formats, as the old code wrote them
-        row = raw.execute(
-            "SELECT maintenance, created_at FROM nodes WHERE name = 'new-one'"
-        ).fetchone()
-        assert row[0] == 0
-        assert datetime.strptime(row[1], "%Y-%m-%d %H:%M:%S.%f")
-        heartbeat = raw.execute("SELECT heartbeat FROM holders WHERE holder = 'new'").fetchone()
-        assert heartbeat == ("2026-01-01 00:00:00.000000",)
-
-
-def _sqlite_schema(path: Path) -> list[tuple[str, ...]]:
-    with sqlite3.connect(path) as raw:
-        rows = raw.execute("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name")
-        return [tuple(row) for row in rows]
-
-
-def test_new_sqlite_database_has_the_first_release_layout(tmp_path: Path) -> None:
-    old = tmp_path / "old.sqlite"
-    with sqlite3.connect(old) as raw:
-        raw.executescript((DATA / "store_v1_sqlite.sql").read_text())
-    SQLStore(f"sqlite:///{tmp_path / 'new.sqlite'}").close()
-    assert _sqlite_schema(tmp_path / "new.sqlite") == _sqlite_schema(old)
-
-
-def _pg_schema(conn: psycopg.Connection[Any]) -> dict[str, Any]:
-    columns = conn.execute(
-        "SELECT table_name, column_name, data_type, character_maximum_length, is_nullable "
-        "FROM information_schema.columns WHERE table_schema = current_schema() "
-        "ORDER BY table_name, ordinal_position"
-    ).fetchall()
-    constraints = conn.execute(
-        "SELECT table_name, constraint_name, constraint_type "
-        "FROM information_schema.table_constraints WHERE table_schema = current_schema() "
-        "AND constraint_type IN ('PRIMARY KEY', 'UNIQUE') ORDER BY constraint_name"
-    ).fetchall()
-    indexes = conn.execute(
-        "SELECT indexname, replace(indexdef, current_schema() || '.', '') FROM pg_indexes "
-        "WHERE schemaname = current_schema() ORDER BY indexname"
-    ).fetchall()
-    return {"columns": columns, "constraints": constraints, "indexes": indexes}
-
-
-def test_postgres_database_of_the_first_release_opens_unchanged(
-    postgres_server: Any, pg_url: str
-) -> None:
-    with SQLStore(pg_url) as fresh, fresh.connection() as conn:
-        new_layout = _pg_schema(conn)
-        conn.execute("DROP TABLE nodes, holders, ironic_fsm_schema")
-        conn.execute((DATA / "store_v1_postgres.sql").read_text())
-        old_layout = _pg_schema(conn)
-    assert new_layout == old_layout
-    with SQLStore(pg_url) as store:
-        _check_old_database(store)
-        with store.connection() as conn:
-            assert _pg_schema(conn) == old_layout
-
-
-def test_newer_schema_is_refused_on_an_old_layout_database(tmp_path: Path) -> None:
-    path = tmp_path / "old.sqlite"
-    with sqlite3.connect(path) as raw:
-        raw.executescript((DATA / "store_v1_sqlite.sql").read_text())
-        raw.execute("UPDATE ironic_fsm_schema SET version = 2")
-    with pytest.raises(InvalidParameterValue, match="schema version 2"):
-        SQLStore(f"sqlite:///{path}")
 
 
 # -- no raw driver exception leaves the store --------------------------------------------------

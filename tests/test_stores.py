@@ -27,6 +27,7 @@ from ironic_fsm.exceptions import (
 )
 from ironic_fsm.node import Node
 from ironic_fsm.stores import MemoryStore, SQLStore, Store
+from ironic_fsm.stores.sql import SCHEMA_VERSION
 
 UTC = timezone.utc
 
@@ -144,11 +145,15 @@ def test_list_filters(store: Store) -> None:
         store.list(colour="red", bogus=1)
 
 
-def test_list_is_in_creation_order_not_timestamp_order(store: Store) -> None:
+def test_list_is_in_created_at_order_then_creation_order(store: Store) -> None:
+    # The contract's default sort_key (DESIGN §11); an imported record keeps its age.
     now = datetime.now(UTC)
-    nodes = [make(store, created_at=now - timedelta(days=i)) for i in range(5)]
-    nodes += [make(store) for _ in range(5)]  # no created_at
-    assert [n.uuid for n in store.list()] == [n.uuid for n in nodes]
+    older = [make(store, created_at=now - timedelta(days=i)) for i in range(1, 5)]
+    same = [make(store, created_at=now - timedelta(days=9)) for _ in range(3)]  # ties
+    newer = [make(store) for _ in range(3)]  # no created_at: stored "now", in order
+    expected = [*same, *reversed(older), *newer]
+    assert [n.uuid for n in store.list()] == [n.uuid for n in expected]
+    assert [n.uuid for n in store.list(sort_dir="desc")] == [n.uuid for n in reversed(expected)]
 
 
 def test_round_trip_is_lossless(store: Store) -> None:
@@ -404,7 +409,7 @@ def test_schema_version_is_stamped_and_newer_is_refused(sql_url: str) -> None:
         make(first)
         with first.connection() as conn:
             rows = conn.execute("SELECT id, version FROM ironic_fsm_schema").fetchall()
-            assert [tuple(row) for row in rows] == [(1, 1)]
+            assert [tuple(row) for row in rows] == [(1, SCHEMA_VERSION)]
             assert {"nodes", "holders", "ironic_fsm_schema"} <= table_names(conn)
             conn.execute("UPDATE ironic_fsm_schema SET version = 999")
     with pytest.raises(InvalidParameterValue, match="schema version 999") as info:

@@ -1,24 +1,113 @@
-"""The :class:`Store` protocol and the helpers every built-in store shares."""
+"""The :class:`Store` protocol, its scan extension, and the helpers every built-in store shares.
+
+Two protocols, so that stores written for the first release keep working:
+
+* :class:`Store`: the nine methods the conductor has always needed.
+* :class:`ScanningStore`: a :class:`Store` whose ``list`` pages and sorts
+  (``limit``, ``marker``, ``sort_key``, ``sort_dir``) and that answers the
+  periodic scans from indexed columns: :meth:`~ScanningStore.reserved`
+  (crash recovery), :meth:`~ScanningStore.in_states` (callback timeouts,
+  power sync) and :meth:`~ScanningStore.waking` (``wait`` steps whose time
+  is up). Both built-in stores are scanning stores.
+
+Callers go through :func:`list_page`, :func:`reserved`, :func:`in_states`
+and :func:`waking`: they call the store's own method when it has one, and
+otherwise fall back to one ``list()`` filtered and sorted here. The
+fallback decodes the fleet, as the first release did; a store that wants
+scans to cost what is due implements the methods (or inherits
+:class:`ListScans`, which is correct but not faster).
+
+Filters, for every store: the fields of :data:`FILTER_FIELDS`, each equal to
+a value (``None`` for "not set"); a list, tuple or set of strings means any
+of them (``provision_state=['active', 'deploy failed']``). A value of the
+wrong type matches nothing. Any other field is refused rather than
+scanned, so a listing always costs what its indexes say.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+import builtins
+import heapq
+import inspect
+from collections.abc import Callable, Collection, Iterable, Sequence
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, runtime_checkable
 
 from ironic_fsm.exceptions import InvalidParameterValue, NodeLocked, NodeNotFound
 from ironic_fsm.node import NODE_FIELDS, Node
 
 __all__ = [
+    "BOOL_FILTERS",
+    "FILTER_FIELDS",
+    "SORT_KEYS",
+    "ListScans",
+    "Reserved",
+    "ScanningStore",
     "Store",
     "check_filters",
+    "check_page",
     "duplicate_name",
     "duplicate_uuid",
     "encode",
+    "in_states",
+    "list_page",
     "locked_error",
     "matches",
+    "normalize_filters",
     "not_found",
+    "reserved",
+    "sort_records",
+    "wake_time",
+    "waking",
 ]
+
+#: Keys ``list`` sorts on (Ironic's sortable node fields that we have).
+#: Ties are broken by creation order, then UUID, so pages never skip or repeat.
+SORT_KEYS: Final = (
+    "created_at",
+    "updated_at",
+    "uuid",
+    "name",
+    "provision_state",
+    "provision_updated_at",
+    "driver",
+)
+#: Sort keys whose value may be missing (``None`` sorts first ascending, last descending).
+NULLABLE_SORT_KEYS: Final = frozenset({"updated_at", "name", "provision_updated_at"})
+SORT_DIRS: Final = ("asc", "desc")
+#: Filters that take a string, ``None`` (not set) or a collection of strings (any of).
+STRING_FILTERS: Final = frozenset(
+    {
+        "uuid",
+        "name",
+        "driver",
+        "provision_state",
+        "target_provision_state",
+        "power_state",
+        "reservation",
+        "resource_class",
+        "fault",
+    }
+)
+#: Filters that take ``True`` or ``False``.
+BOOL_FILTERS: Final = frozenset({"maintenance", "retired", "protected"})
+#: Every field ``list`` filters on: each is a column of the SQL store.
+FILTER_FIELDS: Final = tuple(
+    sorted(STRING_FILTERS | BOOL_FILTERS | {"version"}, key=NODE_FIELDS.index)
+)
+#: The ``driver_internal_info`` keys that hold when a ``wait`` step's time is up
+#: (any key ending so: ``clean_wait_until``, ``deploy_wait_until``, ...).
+WAIT_UNTIL_SUFFIX: Final = "_wait_until"
+_UTC: Final = timezone.utc
+
+
+class Reserved(NamedTuple):
+    """A reserved node, as the recovery scan sees it: no record decoded."""
+
+    uuid: str
+    holder: str
+    #: The node's ``updated_at`` (the last sign of life of a holder without heartbeats).
+    updated_at: datetime | None
 
 
 @runtime_checkable
@@ -73,18 +162,375 @@ class Store(Protocol):
         """Every holder's last heartbeat."""
 
 
+@runtime_checkable
+class ScanningStore(Store, Protocol):
+    """A :class:`Store` that pages listings and answers periodic scans itself.
+
+    Every method reads only what it returns (plus index entries): none
+    decodes nodes it does not return, so a scan when nothing is due costs
+    the same for 100 nodes as for 100,000.
+    """
+
+    def list(
+        self,
+        *,
+        limit: int | None = None,
+        marker: str | None = None,
+        sort_key: str = "created_at",
+        sort_dir: str = "asc",
+        **filters: Any,
+    ) -> builtins.list[Node]:
+        """Copies of the nodes matching every filter, one page in ``sort_key`` order.
+
+        ``marker`` is the UUID of the last node of the previous page (the
+        page starts after it); ``limit`` caps the page (``None``: all).
+        Ties of ``sort_key`` are broken by creation order, then UUID.
+
+        Raises:
+            InvalidParameterValue: a marker that is no node's UUID, a bad
+                ``limit``, ``sort_key`` or ``sort_dir``, or a filter outside
+                :data:`FILTER_FIELDS`.
+        """
+
+    def reserved(self) -> builtins.list[Reserved]:
+        """Every reserved node's UUID, holder and ``updated_at``, in creation order."""
+
+    def in_states(
+        self,
+        states: Collection[str],
+        *,
+        updated_before: datetime | None = None,
+        limit: int | None = None,
+        **filters: Any,
+    ) -> builtins.list[Node]:
+        """Nodes in one of ``states`` (and matching ``filters``), oldest state change first.
+
+        With ``updated_before``, only nodes whose ``provision_updated_at`` is
+        set and earlier than it: the candidates of a callback timeout.
+        """
+
+    def waking(
+        self, before: datetime, *, limit: int | None = None, **filters: Any
+    ) -> builtins.list[Node]:
+        """Nodes whose ``wait`` step's time (see :func:`wake_time`) is at or before ``before``."""
+
+
+def wake_time(node: Node) -> datetime | None:
+    """When the node's current ``wait`` step is up: the earliest ``*_wait_until`` it holds.
+
+    The conductor records it in ``driver_internal_info`` as ISO 8601 text;
+    stores copy it into an indexed column so that :meth:`ScanningStore.waking`
+    needs no decoding. Unreadable values are ignored (never woken by the store).
+    """
+    earliest: datetime | None = None
+    for key, value in node.driver_internal_info.items():
+        if not (isinstance(key, str) and key.endswith(WAIT_UNTIL_SUFFIX)):
+            continue
+        if not isinstance(value, str):
+            continue
+        try:
+            when = datetime.fromisoformat(value)
+        except ValueError:
+            continue
+        when = when.replace(tzinfo=_UTC) if when.tzinfo is None else when.astimezone(_UTC)
+        if earliest is None or when < earliest:
+            earliest = when
+    return earliest
+
+
 def matches(node: Node, filters: dict[str, Any]) -> bool:
-    """Whether ``node``'s fields equal every filter (the semantics of ``list``)."""
-    return all(getattr(node, key) == value for key, value in filters.items())
+    """Whether ``node`` matches every normalised filter (see :func:`normalize_filters`)."""
+    for key, wanted in filters.items():
+        value = getattr(node, key)
+        if isinstance(wanted, frozenset):
+            if value not in wanted:
+                return False
+        elif value != wanted:
+            return False
+    return True
 
 
 def check_filters(filters: Iterable[str]) -> None:
-    """Refuse filters that are not node fields, naming them."""
-    unknown = sorted(set(filters) - set(NODE_FIELDS))
+    """Refuse filters that are not node fields, or that no store pushes down, naming them."""
+    names = set(filters)
+    unknown = sorted(names - set(NODE_FIELDS))
     if unknown:
         raise InvalidParameterValue(
             f"Cannot filter nodes on unknown field(s): {', '.join(unknown)}", fields=unknown
         )
+    unindexed = sorted(names - set(FILTER_FIELDS))
+    if unindexed:
+        raise InvalidParameterValue(
+            f"Cannot filter nodes on {', '.join(unindexed)}: stores filter only on "
+            f"{', '.join(FILTER_FIELDS)}",
+            fields=unindexed,
+        )
+
+
+def _valid_text(value: object) -> bool:
+    return type(value) is str and "\x00" not in value
+
+
+def normalize_filters(filters: dict[str, Any]) -> dict[str, Any] | None:
+    """Filters checked and put in one shape; ``None`` when no node can match.
+
+    Collections of strings become frozensets (any of); a value of the
+    wrong type, or containing NUL (no store keeps one), matches nothing.
+    """
+    check_filters(filters)
+    out: dict[str, Any] = {}
+    for key, value in filters.items():
+        if key in BOOL_FILTERS:
+            if type(value) is not bool:
+                return None
+        elif key == "version":
+            if type(value) is not int:
+                return None
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            value = frozenset(v for v in value if _valid_text(v))  # others match nothing
+            if not value:
+                return None
+        elif value is not None and not _valid_text(value):
+            return None
+        out[key] = value
+    return out
+
+
+def check_page(limit: object, marker: object, sort_key: object, sort_dir: object) -> None:
+    """Refuse a bad ``limit``, ``marker``, ``sort_key`` or ``sort_dir`` (Ironic answers 400)."""
+    if limit is not None and (type(limit) is not int or limit < 0):
+        raise InvalidParameterValue(
+            f"limit must be a non-negative integer or None, not {limit!r}", field="limit"
+        )
+    if marker is not None and not _valid_text(marker):
+        raise InvalidParameterValue(
+            f"marker must be the UUID of a node, not a value of type {type(marker).__name__}",
+            field="marker",
+        )
+    if sort_key not in SORT_KEYS:
+        raise InvalidParameterValue(
+            f"Cannot sort nodes on {sort_key!r}: the sort keys are {', '.join(SORT_KEYS)}",
+            field="sort_key",
+        )
+    if sort_dir not in SORT_DIRS:
+        raise InvalidParameterValue(
+            f"sort_dir must be 'asc' or 'desc', not {sort_dir!r}", field="sort_dir"
+        )
+
+
+def bad_marker(marker: str) -> InvalidParameterValue:
+    """The error for a marker no node has (Ironic answers 400, not 404)."""
+    return InvalidParameterValue(
+        f"The marker {marker} is not the UUID of a node", field="marker", marker=marker
+    )
+
+
+def sort_records(
+    records: Iterable[Any],
+    key_of: Callable[[Any], tuple[Any, ...]],
+    *,
+    limit: int | None,
+    marker_key: tuple[Any, ...] | None,
+    descending: bool,
+) -> list[Any]:
+    """The page of ``records`` after ``marker_key`` in ``key_of`` order, at most ``limit``.
+
+    ``key_of`` gives a total order (see :func:`order_key`). Uses a bounded
+    heap, so a page of ``limit`` costs O(n log limit), not a full sort.
+    """
+    if marker_key is not None:
+        if descending:
+            records = (r for r in records if key_of(r) < marker_key)
+        else:
+            records = (r for r in records if key_of(r) > marker_key)
+    if limit is None:
+        return sorted(records, key=key_of, reverse=descending)
+    pick = heapq.nlargest if descending else heapq.nsmallest
+    return pick(limit, records, key=key_of)
+
+
+def order_key(sort_key: str, value: Any, seq: int, uuid: str) -> tuple[Any, ...]:
+    """A total order matching the SQL store's: ``None`` first, then values; then seq, uuid."""
+    if sort_key == "uuid":
+        return (uuid,)
+    if value is None:
+        return (0, "", seq, uuid)
+    if isinstance(value, datetime):
+        value = value.astimezone(_UTC)
+    return (1, value, seq, uuid)
+
+
+# -- for callers: the store's own scans, or a fallback on list() ------------------------------
+
+
+def _pages(store: Store) -> bool:
+    """Whether ``store.list`` takes the paging keywords (built-in stores and scanning stores)."""
+    if isinstance(store, ScanningStore):
+        return True
+    try:
+        return "marker" in inspect.signature(store.list).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def list_page(
+    store: Store,
+    *,
+    limit: int | None = None,
+    marker: str | None = None,
+    sort_key: str = "created_at",
+    sort_dir: str = "asc",
+    **filters: Any,
+) -> list[Node]:
+    """``store.list`` with paging on any store: the store's own, else sorted here.
+
+    The fallback reads every matching node, so it costs what the store's
+    ``list`` costs; its order is the store's ``list`` order among ties.
+    """
+    if _pages(store):
+        paged: list[Node] = store.list(
+            limit=limit, marker=marker, sort_key=sort_key, sort_dir=sort_dir, **filters
+        )
+        return paged
+    check_page(limit, marker, sort_key, sort_dir)
+    wanted = normalize_filters(filters)
+    nodes = store.list()
+    positions = {node.uuid: i for i, node in enumerate(nodes)}
+    marker_key = None
+    if marker is not None:
+        found = next((n for n in nodes if n.uuid == marker), None)
+        if found is None:
+            raise bad_marker(marker)
+        marker_key = _node_key(found, sort_key, positions)
+    if wanted is None:
+        return []
+    chosen = [n for n in nodes if matches(n, wanted)]
+    return sort_records(
+        chosen,
+        lambda n: _node_key(n, sort_key, positions),
+        limit=limit,
+        marker_key=marker_key,
+        descending=sort_dir == "desc",
+    )
+
+
+def _node_key(node: Node, sort_key: str, positions: dict[str, int]) -> tuple[Any, ...]:
+    return order_key(sort_key, getattr(node, sort_key), positions[node.uuid], node.uuid)
+
+
+def reserved(store: Store) -> list[Reserved]:
+    """The store's reserved nodes, through :meth:`ScanningStore.reserved` when it has one."""
+    if isinstance(store, ScanningStore):
+        return store.reserved()
+    return [
+        Reserved(n.uuid, n.reservation, n.updated_at)
+        for n in store.list()
+        if n.reservation is not None
+    ]
+
+
+def in_states(
+    store: Store,
+    states: Collection[str],
+    *,
+    updated_before: datetime | None = None,
+    limit: int | None = None,
+    **filters: Any,
+) -> list[Node]:
+    """:meth:`ScanningStore.in_states` on any store (a filtered ``list()`` as fallback)."""
+    if isinstance(store, ScanningStore):
+        return store.in_states(states, updated_before=updated_before, limit=limit, **filters)
+    return ListScans.in_states(store, states, updated_before=updated_before, limit=limit, **filters)  # type: ignore[arg-type]
+
+
+def waking(
+    store: Store, before: datetime, *, limit: int | None = None, **filters: Any
+) -> list[Node]:
+    """:meth:`ScanningStore.waking` on any store (a filtered ``list()`` as fallback)."""
+    if isinstance(store, ScanningStore):
+        return store.waking(before, limit=limit, **filters)
+    return ListScans.waking(store, before, limit=limit, **filters)  # type: ignore[arg-type]
+
+
+class ListScans:
+    """The scans of :class:`ScanningStore` done on ``self.list()``: a mixin for own stores.
+
+    Correct on any store, but each call reads every node: inherit it to
+    satisfy :class:`ScanningStore`, and override what should be fast.
+    """
+
+    if TYPE_CHECKING:
+
+        def list(self, **filters: Any) -> builtins.list[Node]: ...
+
+    def reserved(self) -> builtins.list[Reserved]:
+        return [
+            Reserved(n.uuid, n.reservation, n.updated_at)
+            for n in self.list()
+            if n.reservation is not None
+        ]
+
+    def in_states(
+        self,
+        states: Collection[str],
+        *,
+        updated_before: datetime | None = None,
+        limit: int | None = None,
+        **filters: Any,
+    ) -> builtins.list[Node]:
+        wanted = _scan_filters(states, limit, filters)
+        if wanted is None:
+            return []
+        chosen = [
+            n
+            for n in self.list()
+            if matches(n, wanted)
+            and (
+                updated_before is None
+                or (n.provision_updated_at is not None and n.provision_updated_at < updated_before)
+            )
+        ]
+        return _oldest_first(chosen, lambda n: n.provision_updated_at, limit)
+
+    def waking(
+        self, before: datetime, *, limit: int | None = None, **filters: Any
+    ) -> builtins.list[Node]:
+        wanted = _scan_filters(None, limit, filters)
+        if wanted is None:
+            return []
+        chosen = []
+        for node in self.list():
+            when = wake_time(node)
+            if when is not None and when <= before and matches(node, wanted):
+                chosen.append(node)
+        return _oldest_first(chosen, wake_time, limit)
+
+
+def _scan_filters(
+    states: Collection[str] | None, limit: object, filters: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The filters of a scan, with ``states`` as a ``provision_state`` filter; checked."""
+    check_page(limit, None, "created_at", "asc")
+    if states is not None:
+        if isinstance(states, str) or not all(_valid_text(x) for x in states):
+            raise InvalidParameterValue(
+                f"states must be a collection of state names, not {states!r}", field="states"
+            )
+        if "provision_state" in filters:
+            raise InvalidParameterValue(
+                "Give the states as states, not also as a provision_state filter",
+                field="provision_state",
+            )
+        filters = {**filters, "provision_state": frozenset(states)}
+    return normalize_filters(filters)
+
+
+def _oldest_first(
+    nodes: Sequence[Node], when: Callable[[Node], datetime | None], limit: int | None
+) -> list[Node]:
+    far = datetime.max.replace(tzinfo=_UTC)
+    ordered = sorted(nodes, key=lambda n: when(n) or far)
+    return ordered if limit is None else ordered[:limit]
 
 
 def encode(node: Node) -> str:

@@ -2,41 +2,92 @@
 
 from __future__ import annotations
 
+import builtins
+import itertools
 import threading
-from datetime import datetime
-from typing import Any
+from collections.abc import Collection
+from datetime import datetime, timezone
+from typing import Any, Final
 
 from ironic_fsm.exceptions import ConcurrentUpdate
 from ironic_fsm.node import Node
 from ironic_fsm.stores.base import (
-    check_filters,
+    Reserved,
+    _scan_filters,
+    bad_marker,
+    check_page,
     duplicate_name,
     duplicate_uuid,
     encode,
     locked_error,
-    matches,
+    normalize_filters,
     not_found,
+    order_key,
+    sort_records,
+    wake_time,
 )
 
 __all__ = ["MemoryStore"]
 
+_UTC: Final = timezone.utc
+#: The node fields a record keeps as plain attributes: what filters and sorts read.
+_COPIED: Final = (
+    "uuid",
+    "name",
+    "driver",
+    "provision_state",
+    "target_provision_state",
+    "power_state",
+    "maintenance",
+    "retired",
+    "protected",
+    "resource_class",
+    "fault",
+    "updated_at",
+    "provision_updated_at",
+)
+
 
 class _Record:
-    """One stored node: its JSON text, and the fields the store itself checks."""
+    """One stored node: its JSON text, and the fields filters, sorts and scans read.
 
-    __slots__ = ("json", "name", "reservation", "version")
+    Those are plain attributes, so listing and scanning decode only the
+    nodes they return, as the SQL store reads only its columns.
+    """
 
-    def __init__(self, json: str, name: str | None, reservation: str | None, version: int) -> None:
+    __slots__ = ("json", "reservation", "version", "seq", "created_at", "wake", *_COPIED)
+
+    uuid: str
+    name: str | None
+    reservation: str | None
+    provision_updated_at: datetime | None
+    updated_at: datetime | None
+
+    def __init__(self, node: Node, json: str, version: int, seq: int, created: datetime) -> None:
         self.json = json
-        self.name = name
-        self.reservation = reservation
+        self.reservation = node.reservation
         self.version = version
+        self.seq = seq
+        self.created_at = created  # as SQL: the node's, else the time it was stored
+        self.wake = wake_time(node)
+        for field in _COPIED:
+            setattr(self, field, getattr(node, field))
 
     def node(self) -> Node:
         node = Node.from_json(self.json)
         node.reservation = self.reservation  # authoritative over the JSON
         node.version = self.version
         return node
+
+    def matches(self, filters: dict[str, Any]) -> bool:
+        for key, wanted in filters.items():
+            value = getattr(self, key)
+            if isinstance(wanted, frozenset):
+                if value not in wanted:
+                    return False
+            elif value != wanted:
+                return False
+        return True
 
 
 class MemoryStore:
@@ -45,12 +96,15 @@ class MemoryStore:
     Records are kept as JSON text, so callers never share objects with the
     store, as with a database. Every change is checked in full before
     anything is touched, so a refused call changes nothing. Thread-safe.
+    Listing and scans read plain attributes of each record and decode only
+    the nodes they return (a scan is linear in the fleet, but cheap).
     """
 
     def __init__(self) -> None:
         self._nodes: dict[str, _Record] = {}
         self._names: dict[str, str] = {}
         self._holders: dict[str, datetime] = {}
+        self._seq = itertools.count(1)
         self._lock = threading.Lock()
 
     def _uuid(self, ident: str) -> str:
@@ -63,25 +117,106 @@ class MemoryStore:
 
     def create(self, node: Node) -> None:
         data = encode(node)
+        created = node.created_at or datetime.now(_UTC)
         with self._lock:
             if node.uuid in self._nodes:
                 raise duplicate_uuid(node.uuid)
             if node.name is not None and (node.name in self._names or node.name in self._nodes):
                 raise duplicate_name(node.name)
-            self._nodes[node.uuid] = _Record(data, node.name, node.reservation, 1)
+            self._nodes[node.uuid] = _Record(node, data, 1, next(self._seq), created)
             if node.name is not None:
                 self._names[node.name] = node.uuid
         node.version = 1
+
+    def create_many(self, nodes: builtins.list[Node]) -> None:
+        """Create every node, as :meth:`create` one by one (the SQL store does it in bulk)."""
+        for node in nodes:
+            self.create(node)
 
     def get(self, ident: str) -> Node:
         with self._lock:
             return self._nodes[self._uuid(ident)].node()
 
-    def list(self, **filters: Any) -> list[Node]:
-        check_filters(filters)
+    def list(
+        self,
+        *,
+        limit: int | None = None,
+        marker: str | None = None,
+        sort_key: str = "created_at",
+        sort_dir: str = "asc",
+        **filters: Any,
+    ) -> builtins.list[Node]:
+        """One page of copies of the matching nodes; see :meth:`ScanningStore.list`."""
+        check_page(limit, marker, sort_key, sort_dir)
+        wanted = normalize_filters(filters)
+
+        def key(record: _Record) -> tuple[Any, ...]:
+            return order_key(sort_key, getattr(record, sort_key), record.seq, record.uuid)
+
         with self._lock:
-            nodes = [r.node() for r in self._nodes.values()]
-        return [n for n in nodes if matches(n, filters)]
+            marker_key = None
+            if marker is not None:
+                found = self._nodes.get(marker)
+                if found is None:
+                    raise bad_marker(marker)
+                marker_key = key(found)
+            if wanted is None:
+                return []
+            chosen = [r for r in self._nodes.values() if r.matches(wanted)]
+            page = sort_records(
+                chosen, key, limit=limit, marker_key=marker_key, descending=sort_dir == "desc"
+            )
+            return [r.node() for r in page]
+
+    def reserved(self) -> builtins.list[Reserved]:
+        with self._lock:
+            return [
+                Reserved(r.uuid, r.reservation, r.updated_at)
+                for r in self._nodes.values()
+                if r.reservation is not None
+            ]
+
+    def in_states(
+        self,
+        states: Collection[str],
+        *,
+        updated_before: datetime | None = None,
+        limit: int | None = None,
+        **filters: Any,
+    ) -> builtins.list[Node]:
+        wanted = _scan_filters(states, limit, filters)
+        if wanted is None:
+            return []
+        with self._lock:
+            chosen = [
+                r
+                for r in self._nodes.values()
+                if r.matches(wanted)
+                and (
+                    updated_before is None
+                    or (
+                        r.provision_updated_at is not None
+                        and r.provision_updated_at < updated_before
+                    )
+                )
+            ]
+            chosen.sort(key=lambda r: _oldest(r.provision_updated_at, r.seq))
+            return [r.node() for r in chosen[:limit]]
+
+    def waking(
+        self, before: datetime, *, limit: int | None = None, **filters: Any
+    ) -> builtins.list[Node]:
+        wanted = _scan_filters(None, limit, filters)
+        if wanted is None:
+            return []
+        with self._lock:
+            chosen = [
+                r
+                for r in self._nodes.values()
+                if r.wake is not None and r.wake <= before and r.matches(wanted)
+            ]
+            chosen.sort(key=lambda r: _oldest(r.wake, r.seq))
+            return [r.node() for r in chosen[:limit]]
 
     def save(self, node: Node) -> None:
         data = encode(node)  # first: a node that cannot be stored changes nothing
@@ -104,7 +239,8 @@ class MemoryStore:
                     self._names.pop(current.name, None)
                 if node.name is not None:
                     self._names[node.name] = node.uuid
-            self._nodes[node.uuid] = _Record(data, node.name, node.reservation, node.version + 1)
+            created = node.created_at or current.created_at
+            self._nodes[node.uuid] = _Record(node, data, node.version + 1, current.seq, created)
             node.version += 1
 
     def delete(self, ident: str) -> None:
@@ -136,3 +272,7 @@ class MemoryStore:
     def holders(self) -> dict[str, datetime]:
         with self._lock:
             return dict(self._holders)
+
+
+def _oldest(when: datetime | None, seq: int) -> tuple[datetime, int]:
+    return (when or datetime.max.replace(tzinfo=_UTC), seq)

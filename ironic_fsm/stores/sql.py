@@ -20,22 +20,40 @@ fleet needs next live anyway (``FOR UPDATE SKIP LOCKED``, advisory locks,
 connections, timestamps and the one mapping of driver errors per database;
 this module holds the statements and the Store semantics.
 
-Layout (schema version 1, unchanged from the first release, so databases it
-created open as they are):
+Layout (schema version 2; a database of an earlier version is upgraded in
+place when opened, see "Migrations" below):
 
 * ``nodes``: one row per node. ``data`` holds
   :meth:`Node.to_json() <ironic_fsm.node.Node.to_json>` (the same text
   :class:`~ironic_fsm.stores.MemoryStore` keeps) and is the source of truth
-  for every field but two; ``name``, ``driver``, ``provision_state``,
-  ``maintenance``, ``retired`` are copied into columns so that
-  :meth:`SQLStore.list` filters in SQL. ``reservation`` and ``version`` are
-  columns that win over ``data`` when a node is read back (reserving and
-  releasing change the ``reservation`` column alone). ``seq`` records
-  insertion order, the order of :meth:`SQLStore.list`.
+  for every field but two. The fields listings filter and sort on
+  (:data:`~ironic_fsm.stores.base.FILTER_FIELDS`, the timestamps) are
+  copied into columns on every write, and so is ``wait_until``, the
+  earliest ``*_wait_until`` of ``driver_internal_info``
+  (:func:`~ironic_fsm.stores.base.wake_time`), so that listings and the
+  periodic scans run in SQL on indexes and decode only the rows they
+  return. ``reservation`` and ``version`` are columns that win over
+  ``data`` when a node is read back (reserving and releasing change the
+  ``reservation`` column alone). ``seq`` records insertion order, the
+  tie-break of every sort (then ``uuid``, which is unique).
 * ``holders``: the last heartbeat of each reservation holder (crash recovery).
-* ``ironic_fsm_schema``: one row with the schema version, so that later
-  versions can migrate, and so that this code refuses a database written by
-  a newer ironic_fsm instead of corrupting it.
+* ``ironic_fsm_schema``: one row with the schema version.
+
+Indexes: one per sort key, on ``(key, seq, uuid)``, so that a page after a
+marker is a range scan of ``limit`` entries (keyset pagination: ``WHERE
+(key, seq, uuid) > (marker's)``), never an offset; ``(provision_state,
+provision_updated_at)`` for callback timeouts; ``reservation`` for crash
+recovery; ``wait_until`` for ``wait`` steps; ``resource_class``.
+
+Migrations: :data:`MIGRATIONS` maps each version N to the step that makes
+N + 1: DDL statements, and functions for what SQL alone cannot do (filling
+new columns from ``data``). Opening a database runs the missing steps in
+order, each in one transaction that also stamps its version: on SQLite
+under ``BEGIN IMMEDIATE``, on PostgreSQL holding an advisory lock, so two
+processes opening an old database at once migrate it once (the second finds
+the work done). A new database is created as version 1 and migrated like
+any other, so there is one path to the current layout. A database of a
+newer version than this code knows is refused, never touched.
 
 Durability on SQLite: files are opened in WAL mode. With the default
 ``sqlite_synchronous='NORMAL'`` a committed change survives the process being
@@ -59,8 +77,9 @@ contention :class:`~ironic_fsm.exceptions.StoreBusy`, anything else
 
 from __future__ import annotations
 
+import builtins
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime, timezone
 from types import TracebackType
@@ -75,18 +94,20 @@ from ironic_fsm.exceptions import (
 )
 from ironic_fsm.node import Node
 from ironic_fsm.stores.base import (
-    check_filters,
+    NULLABLE_SORT_KEYS,
+    Reserved,
+    _scan_filters,
+    bad_marker,
+    check_page,
     duplicate_name,
     encode,
     locked_error,
-    matches,
+    normalize_filters,
     not_found,
+    wake_time,
 )
 
-__all__ = ["DEFAULT_URL", "SCHEMA_VERSION", "SQLITE_BUSY_TIMEOUT", "SQLStore"]
-
-#: The schema version this code writes and understands.
-SCHEMA_VERSION: Final = 1
+__all__ = ["DEFAULT_URL", "MIGRATIONS", "SCHEMA_VERSION", "SQLITE_BUSY_TIMEOUT", "SQLStore"]
 
 #: The default database: a file in the current directory.
 DEFAULT_URL: Final = "sqlite:///ironic_fsm.sqlite"
@@ -101,11 +122,28 @@ POOL_SIZE: Final = 10
 POOL_TIMEOUT: Final = 30.0
 
 _SYNCHRONOUS_MODES: Final = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
-_STRING_COLUMNS: Final = frozenset({"provision_state", "driver", "name", "reservation"})
-_BOOL_COLUMNS: Final = frozenset({"retired", "maintenance"})
 #: Column widths of the v1 layout; checked for both databases (SQLite does not).
 _WIDTHS: Final = {"uuid": 36, "name": 255, "driver": 255, "provision_state": 64, "reservation": 255}
 _NULLABLE: Final = frozenset({"name", "reservation"})
+#: Text columns of v2: any length, may be unset.
+_FREE_TEXT: Final = ("target_provision_state", "power_state", "resource_class", "fault")
+#: The columns a write sets from the node, in statement order (``data`` and ``version`` apart).
+_COLUMNS: Final = (
+    "name",
+    "driver",
+    "provision_state",
+    "maintenance",
+    "retired",
+    "reservation",
+    "target_provision_state",
+    "power_state",
+    "protected",
+    "resource_class",
+    "fault",
+    "provision_updated_at",
+    "updated_at",
+    "wait_until",
+)
 _UTC: Final = timezone.utc
 _LOG: Final = logging.getLogger(__name__)
 
@@ -145,6 +183,63 @@ def _schema_ddl(timestamp: str) -> list[str]:
     ]
 
 
+def _v2_ddl(timestamp: str) -> list[str]:
+    """Schema 2: the columns and indexes listings and periodic scans need."""
+    return [
+        "ALTER TABLE nodes ADD COLUMN target_provision_state TEXT",
+        "ALTER TABLE nodes ADD COLUMN power_state TEXT",
+        "ALTER TABLE nodes ADD COLUMN protected BOOLEAN NOT NULL DEFAULT FALSE",
+        "ALTER TABLE nodes ADD COLUMN resource_class TEXT",
+        "ALTER TABLE nodes ADD COLUMN fault TEXT",
+        f"ALTER TABLE nodes ADD COLUMN provision_updated_at {timestamp}",
+        f"ALTER TABLE nodes ADD COLUMN updated_at {timestamp}",
+        f"ALTER TABLE nodes ADD COLUMN wait_until {timestamp}",
+        # v1's single-column indexes become (key, seq, uuid): sort and page on them.
+        "DROP INDEX nodes_provision_state_idx",
+        "DROP INDEX nodes_driver_idx",
+        "CREATE INDEX nodes_created_at_idx ON nodes (created_at, seq, uuid)",
+        "CREATE INDEX nodes_updated_at_idx ON nodes (updated_at, seq, uuid)",
+        "CREATE INDEX nodes_name_idx ON nodes (name, seq, uuid)",
+        "CREATE INDEX nodes_provision_state_idx ON nodes (provision_state, seq, uuid)",
+        "CREATE INDEX nodes_provision_updated_at_idx ON nodes (provision_updated_at, seq, uuid)",
+        "CREATE INDEX nodes_driver_idx ON nodes (driver, seq, uuid)",
+        "CREATE INDEX nodes_state_age_idx ON nodes (provision_state, provision_updated_at)",
+        "CREATE INDEX nodes_wait_until_idx ON nodes (wait_until)",
+        "CREATE INDEX nodes_resource_class_idx ON nodes (resource_class)",
+    ]
+
+
+def _v2_fill(store: SQLStore, conn: Any) -> None:
+    """Fill schema 2's new columns from each node's ``data`` (and nothing else)."""
+    q = store._q
+    rows = conn.execute("SELECT uuid, data FROM nodes").fetchall()
+    updates = []
+    for uuid, data in rows:
+        try:
+            node = Node.from_json(data)
+        except IronicFSMError as exc:  # kept as it is: readable by nobody, lost by nobody
+            _LOG.warning("Node %s: its record cannot be read (%s); columns left empty", uuid, exc)
+            continue
+        values = store._columns(node)
+        updates.append((*values[6:], uuid))
+    if updates:
+        names = ", ".join(f"{column} = {q}" for column in _COLUMNS[6:])
+        store._execute_many(conn, f"UPDATE nodes SET {names} WHERE uuid = {q}", updates)
+
+
+#: One schema step: DDL (given the dialect's timestamp type) or a function of the store
+#: and the connection, run in order.
+_Step = str | Callable[["SQLStore", Any], None]
+
+#: Version N -> the steps that make version N + 1 of it. Add a version by adding an entry.
+MIGRATIONS: Final[dict[int, Callable[[str], builtins.list[_Step]]]] = {
+    1: lambda timestamp: [*_v2_ddl(timestamp), _v2_fill],
+}
+
+#: The schema version this code writes and understands.
+SCHEMA_VERSION: Final = 1 + len(MIGRATIONS)
+
+
 class _Cursor(Protocol):
     rowcount: int
 
@@ -181,14 +276,14 @@ class _Database(Protocol):
 
 def _check_columns(node: Node) -> None:
     """Refuse, naming the field, a column value the database would reject or truncate."""
-    for field, width in _WIDTHS.items():
+    for field, width in [*_WIDTHS.items(), *((f, None) for f in _FREE_TEXT)]:
         value = getattr(node, field)
-        if value is None and field in _NULLABLE:
+        if value is None and (width is None or field in _NULLABLE):
             continue
         problem = None
         if not isinstance(value, str):
             problem = f"must be a string, not {type(value).__name__}"
-        elif len(value) > width:
+        elif width is not None and len(value) > width:
             problem = f"is {len(value)} characters long; at most {width} fit"
         elif "\x00" in value:
             problem = "contains a NUL character"
@@ -207,13 +302,6 @@ def _check_holder(holder: str) -> None:
             f"not {holder!r}",
             field="reservation",
         )
-
-
-def _pushable(key: str, value: Any) -> bool:
-    """Whether ``list`` can filter ``key == value`` in SQL (else on the decoded nodes)."""
-    if key in _BOOL_COLUMNS:
-        return isinstance(value, bool)
-    return key in _STRING_COLUMNS and isinstance(value, str) and "\x00" not in value
 
 
 def _to_node(data: str, reservation: str | None, version: int) -> Node:
@@ -395,50 +483,85 @@ class SQLStore:
         self._q_release = (
             f"UPDATE nodes SET reservation = NULL WHERE uuid = {q} AND reservation = {q}"
         )
+        sets = ", ".join(f"{column} = {q}" for column in _COLUMNS)
         self._q_save = (
-            f"UPDATE nodes SET name = {q}, driver = {q}, provision_state = {q}, "
-            f"maintenance = {q}, retired = {q}, reservation = {q}, version = {q}, "
+            f"UPDATE nodes SET {sets}, version = {q}, "
             f"created_at = COALESCE({q}, created_at), data = {q} "
             f"WHERE uuid = {q} AND version = {q}"
         )
         self._q_version = f"SELECT version FROM nodes WHERE uuid = {q}"
+        names = ", ".join(_COLUMNS)
+        marks = ", ".join(q for _ in _COLUMNS)
         self._q_create = (
-            "INSERT INTO nodes (uuid, name, driver, provision_state, maintenance, retired, "
-            "reservation, version, seq, created_at, data) VALUES "
-            f"({q}, {q}, {q}, {q}, {q}, {q}, {q}, 1, "
-            f"(SELECT COALESCE(MAX(seq), 0) + 1 FROM nodes), {q}, {q})"
+            f"INSERT INTO nodes (uuid, {names}, version, seq, created_at, data) VALUES "
+            f"({q}, {marks}, 1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM nodes), {q}, {q})"
+        )
+        self._q_create_seq = (
+            f"INSERT INTO nodes (uuid, {names}, version, seq, created_at, data) VALUES "
+            f"({q}, {marks}, 1, {q}, {q}, {q})"
         )
         self._q_uuid_exists = f"SELECT 1 FROM nodes WHERE uuid = {q}"
         self._q_delete = f"DELETE FROM nodes WHERE uuid = {q}"
         self._q_delete_by_name = f"DELETE FROM nodes WHERE name = {q}"
         self._q_select = "SELECT data, reservation, version FROM nodes"
-        self._q_order = " ORDER BY seq, uuid"
         self._q_heartbeat = (
             f"INSERT INTO holders (holder, heartbeat) VALUES ({q}, {q}) "
             "ON CONFLICT (holder) DO UPDATE SET heartbeat = excluded.heartbeat"
         )
         self._q_holders = "SELECT holder, heartbeat FROM holders"
+        self._q_reserved = (
+            "SELECT uuid, reservation, updated_at FROM nodes WHERE reservation IS NOT NULL "
+            "ORDER BY seq, uuid"
+        )
         self._q = q
 
     def _prepare_schema(self) -> None:
-        """Create what is missing, stamp version 1, refuse a newer schema."""
+        """Create what is missing, run the missing migrations, refuse a newer schema."""
         db = self._db
         with db.setup() as conn:
             version = self._schema_version(conn)
             if version == SCHEMA_VERSION:
                 return  # the common case: nothing to create, no write lock taken
             self._refuse_newer(version)
-            with db.schema_transaction(conn):
-                for statement in _schema_ddl(db.timestamp_type()):
-                    conn.execute(statement)
-                version = self._schema_version(conn)
-                self._refuse_newer(version)
-                if version is None:
-                    conn.execute(
-                        f"INSERT INTO ironic_fsm_schema (id, version) VALUES (1, {self._q})",
-                        (SCHEMA_VERSION,),
-                    )
-        # Version 1 is the first schema: later versions migrate from here.
+            if version is None:
+                with db.schema_transaction(conn):
+                    for statement in _schema_ddl(db.timestamp_type()):
+                        conn.execute(statement)
+                    if self._schema_version(conn) is None:
+                        conn.execute(
+                            f"INSERT INTO ironic_fsm_schema (id, version) VALUES (1, {self._q})",
+                            (1,),
+                        )
+            while True:
+                with db.schema_transaction(conn):
+                    # Read again under the lock: another process may have migrated meanwhile.
+                    version = self._schema_version(conn)
+                    self._refuse_newer(version)
+                    if version is None or version >= SCHEMA_VERSION:
+                        return
+                    self._migrate(conn, version)
+
+    def _migrate(self, conn: Any, version: int) -> None:
+        """Run the step from ``version`` to the next and stamp it, in the caller's transaction."""
+        _LOG.info("%s: upgrading the schema from version %d to %d", self.url, version, version + 1)
+        for step in MIGRATIONS[version](self._db.timestamp_type()):
+            if isinstance(step, str):
+                if self._echo:
+                    self._log(step)
+                conn.execute(step)
+            else:
+                step(self, conn)
+        conn.execute(
+            f"UPDATE ironic_fsm_schema SET version = {self._q} WHERE id = 1", (version + 1,)
+        )
+
+    def _execute_many(self, conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """One statement for many rows: a batch on both drivers."""
+        if self._db.name == "sqlite":
+            conn.executemany(sql, rows)
+        else:
+            with conn.cursor() as cursor:
+                cursor.executemany(sql, rows)
 
     def _schema_version(self, conn: _Connection) -> int | None:
         (exists,) = conn.execute(self._db.table_exists_sql).fetchall()[0]
@@ -462,20 +585,68 @@ class SQLStore:
 
     # -- conversions ------------------------------------------------------------------
 
-    def _row(self, node: Node) -> tuple[str, tuple[Any, ...]]:
-        """The node's JSON and column values, checked before anything is written."""
-        data = encode(node)
-        _check_columns(node)
-        created = None if node.created_at is None else self._db.bind_time(node.created_at)
-        columns = (
+    def _time(self, node: Node, field: str) -> Any:
+        value = getattr(node, field)
+        if value is None:
+            return None
+        if not isinstance(value, datetime):
+            raise InvalidParameterValue(
+                f"Node {node.uuid} cannot be stored: {field} must be a datetime, "
+                f"not {type(value).__name__}",
+                node=node.uuid,
+                field=field,
+            )
+        return self._db.bind_time(value)
+
+    def _columns(self, node: Node) -> tuple[Any, ...]:
+        """The values of :data:`_COLUMNS` for ``node``."""
+        wake = wake_time(node)
+        return (
             node.name,
             node.driver,
             node.provision_state,
             bool(node.maintenance),
             bool(node.retired),
             node.reservation,
+            node.target_provision_state,
+            node.power_state,
+            bool(node.protected),
+            node.resource_class,
+            node.fault,
+            self._time(node, "provision_updated_at"),
+            self._time(node, "updated_at"),
+            None if wake is None else self._db.bind_time(wake),
         )
-        return data, (*columns, created)
+
+    def _row(self, node: Node) -> tuple[str, tuple[Any, ...]]:
+        """The node's JSON and column values, checked before anything is written."""
+        data = encode(node)
+        _check_columns(node)
+        return data, (*self._columns(node), self._time(node, "created_at"))
+
+    def _where(self, filters: dict[str, Any]) -> tuple[list[str], list[Any]]:
+        """SQL conditions for filters normalised by :func:`~.base.normalize_filters`."""
+        where: list[str] = []
+        params: list[Any] = []
+        for key, value in filters.items():
+            if value is None:
+                where.append(f"{key} IS NULL")
+            elif isinstance(value, frozenset):
+                where.append(f"{key} IN ({', '.join(self._q for _ in value)})")
+                params.extend(sorted(value))
+            else:
+                where.append(f"{key} = {self._q}")
+                params.append(value)
+        return where, params
+
+    def _select(self, conn: Any, where: Sequence[str], params: Sequence[Any], tail: str) -> Any:
+        sql = self._q_select
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += tail
+        if self._echo:
+            self._log(sql)
+        return conn.execute(sql, params).fetchall()
 
     # -- the Store protocol --------------------------------------------------------------
 
@@ -483,7 +654,7 @@ class SQLStore:
         """Add a new record (uuid and name unused, name not another node's uuid); version 1."""
         data, (*columns, created) = self._row(node)
         if created is None:
-            created = self._db.bind_time(datetime.now(_UTC))  # orders nothing; just set it
+            created = self._db.bind_time(datetime.now(_UTC))  # as an import, ordered by it
         check_name = node.name is not None and node.name != node.uuid
         if self._echo:
             self._log(self._q_create)
@@ -492,6 +663,36 @@ class SQLStore:
             if check_name and conn.execute(self._q_uuid_exists, (node.name,)).fetchall():
                 raise duplicate_name(node.name)
         node.version = 1
+
+    def create_many(self, nodes: builtins.list[Node]) -> None:
+        """Create every node in one transaction and one batched ``INSERT``: all or none.
+
+        For importing a fleet: the checks are those of :meth:`create`, but a
+        refusal names no node when the database is the one that refuses (a
+        duplicate UUID or name among thousands).
+        """
+        if not nodes:
+            return
+        now = self._db.bind_time(datetime.now(_UTC))
+        rows = []
+        for node in nodes:
+            data, (*columns, created) = self._row(node)
+            rows.append((node.uuid, *columns, created or now, data))
+        names = [n.name for n in nodes if n.name is not None]
+        with self._db.transaction() as conn:
+            (last,) = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM nodes").fetchall()[0]
+            rows = [(*row[:-2], last + i, *row[-2:]) for i, row in enumerate(rows, 1)]
+            self._execute_many(conn, self._q_create_seq, rows)
+            for start in range(0, len(names), 500):
+                chunk = names[start : start + 500]
+                marks = ", ".join(self._q for _ in chunk)
+                taken = conn.execute(
+                    f"SELECT uuid FROM nodes WHERE uuid IN ({marks})", chunk
+                ).fetchall()
+                if taken:
+                    raise duplicate_name(taken[0][0])
+        for node in nodes:
+            node.version = 1
 
     def get(self, ident: str) -> Node:
         """A fresh copy of the node with this UUID or name; :class:`NodeNotFound` if none."""
@@ -506,33 +707,132 @@ class SQLStore:
             raise not_found(ident)
         return _to_node(row[1], row[2], row[3])
 
-    def list(self, **filters: Any) -> list[Node]:
-        """Copies of the nodes whose fields equal every filter, in insertion order.
+    def list(
+        self,
+        *,
+        limit: int | None = None,
+        marker: str | None = None,
+        sort_key: str = "created_at",
+        sort_dir: str = "asc",
+        **filters: Any,
+    ) -> builtins.list[Node]:
+        """One page of copies of the matching nodes, in ``sort_key`` order, then creation order.
 
-        Filters on indexed columns run in SQL; the others on the decoded nodes.
+        Filters and order run in SQL on indexes; a page after ``marker`` is
+        a keyset range (``(key, seq, uuid) > marker's``), so it reads
+        ``limit`` rows wherever it starts. A nullable key is read in two
+        ranges, its unset rows (first ascending, last descending) and the
+        others, each on the index. See
+        :meth:`~ironic_fsm.stores.base.ScanningStore.list`.
         """
-        check_filters(filters)
-        where: list[str] = []
-        params: list[Any] = []
-        rest: dict[str, Any] = {}
-        for key, value in filters.items():
-            if key in _STRING_COLUMNS and value is None:
-                where.append(f"{key} IS NULL")
-            elif _pushable(key, value):
-                where.append(f"{key} = {self._q}")
-                params.append(value)
-            else:
-                rest[key] = value
-        sql = self._q_select
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += self._q_order
-        if self._echo:
-            self._log(sql)
+        check_page(limit, marker, sort_key, sort_dir)
+        wanted = normalize_filters(filters)
+        q = self._q
+        desc = sort_dir == "desc"
+        op, way = ("<", " DESC") if desc else (">", "")
+        keyed = sort_key != "uuid"
+        nullable = sort_key in NULLABLE_SORT_KEYS
         with self._db.connection() as conn:
-            rows = conn.execute(sql, params).fetchall()
-        nodes = [_to_node(r[0], r[1], r[2]) for r in rows]
-        return [node for node in nodes if matches(node, rest)] if rest else nodes
+            after: Any = None
+            if marker is not None:
+                column = f"{sort_key}, seq" if keyed else "uuid"
+                rows = conn.execute(
+                    f"SELECT {column} FROM nodes WHERE uuid = {q}", (marker,)
+                ).fetchall()
+                if not rows:
+                    raise bad_marker(marker)
+                after = rows[0]
+            if wanted is None or limit == 0:
+                return []
+            where, params = self._where(wanted)
+            # The ranges in page order: (condition, its parameters, ORDER BY).
+            ranges: builtins.list[tuple[builtins.list[str], builtins.list[Any], str]] = []
+            if not keyed:
+                cond = [] if after is None else [f"uuid {op} {q}"]
+                ranges.append((cond, [] if after is None else [marker], f"uuid{way}"))
+            else:
+                order = f"{sort_key}{way}, seq{way}, uuid{way}"
+                nulls_order = f"seq{way}, uuid{way}"
+                at_null = after is not None and after[0] is None
+                valued: tuple[builtins.list[str], builtins.list[Any], str] | None = None
+                nulls: tuple[builtins.list[str], builtins.list[Any], str] | None = None
+                if after is None:
+                    valued = ([f"{sort_key} IS NOT NULL"] if nullable else [], [], order)
+                    nulls = ([f"{sort_key} IS NULL"], [], nulls_order) if nullable else None
+                elif at_null:
+                    valued = None if desc else ([f"{sort_key} IS NOT NULL"], [], order)
+                    nulls = (
+                        [f"{sort_key} IS NULL", f"(seq, uuid) {op} ({q}, {q})"],
+                        [after[1], marker],
+                        nulls_order,
+                    )
+                else:
+                    valued = (
+                        [f"({sort_key}, seq, uuid) {op} ({q}, {q}, {q})"],
+                        [after[0], after[1], marker],
+                        order,
+                    )
+                    nulls = (
+                        ([f"{sort_key} IS NULL"], [], nulls_order) if nullable and desc else None
+                    )
+                first, second = (nulls, valued) if not desc else (valued, nulls)
+                ranges.extend(r for r in (first, second) if r is not None)
+            found: builtins.list[Any] = []
+            for cond, extra, order in ranges:
+                left = None if limit is None else limit - len(found)
+                if left == 0:
+                    break
+                tail = f" ORDER BY {order}" + ("" if left is None else f" LIMIT {int(left)}")
+                found.extend(self._select(conn, [*where, *cond], [*params, *extra], tail))
+        return [_to_node(r[0], r[1], r[2]) for r in found]
+
+    def reserved(self) -> builtins.list[Reserved]:
+        """Every reserved node's UUID, holder and ``updated_at``: one index range, no decoding."""
+        with self._db.connection() as conn:
+            rows = conn.execute(self._q_reserved).fetchall()
+        return [
+            Reserved(r[0], r[1], None if r[2] is None else self._db.read_time(r[2])) for r in rows
+        ]
+
+    def in_states(
+        self,
+        states: Collection[str],
+        *,
+        updated_before: datetime | None = None,
+        limit: int | None = None,
+        **filters: Any,
+    ) -> builtins.list[Node]:
+        """Nodes in ``states`` (changed before ``updated_before``), oldest first; on indexes."""
+        wanted = _scan_filters(states, limit, filters)
+        if wanted is None:
+            return []
+        where, params = self._where(wanted)
+        if updated_before is not None:
+            where.append(f"provision_updated_at < {self._q}")
+            params.append(self._db.bind_time(updated_before))
+        return self._scan(where, params, "provision_updated_at", limit)
+
+    def waking(
+        self, before: datetime, *, limit: int | None = None, **filters: Any
+    ) -> builtins.list[Node]:
+        """Nodes whose ``wait`` step is up at ``before``, earliest first; on an index."""
+        wanted = _scan_filters(None, limit, filters)
+        if wanted is None:
+            return []
+        where, params = self._where(wanted)
+        where.append(f"wait_until <= {self._q}")
+        params.append(self._db.bind_time(before))
+        return self._scan(where, params, "wait_until", limit)
+
+    def _scan(
+        self, where: builtins.list[str], params: builtins.list[Any], by: str, limit: int | None
+    ) -> builtins.list[Node]:
+        tail = f" ORDER BY {by} IS NULL, {by}, seq, uuid"
+        if limit is not None:
+            tail += f" LIMIT {int(limit)}"
+        with self._db.connection() as conn:
+            rows = self._select(conn, where, params, tail)
+        return [_to_node(r[0], r[1], r[2]) for r in rows]
 
     def save(self, node: Node) -> None:
         """Write ``node`` if its version is current; bump ``node.version`` in place.

@@ -1,0 +1,331 @@
+"""Schema migrations: a database of the first release is upgraded in place, losing nothing.
+
+The v1 dumps under ``tests/data`` are databases as the first release wrote
+them (SQLite and PostgreSQL). Each test loads one into a real SQLite file or
+a private schema of the real PostgreSQL server, then opens it with today's
+``SQLStore``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from ironic_fsm.exceptions import InvalidParameterValue, NodeLocked
+from ironic_fsm.node import Node
+from ironic_fsm.stores import SQLStore, sql
+from ironic_fsm.stores.base import Reserved
+from ironic_fsm.stores.sql import MIGRATIONS, SCHEMA_VERSION
+
+UTC = timezone.utc
+DATA = Path(__file__).parent / "data"
+OLD_RICH = "11111111-1111-4111-8111-111111111111"
+OLD_RESERVED = "22222222-2222-4222-8222-222222222222"
+BUSY = "33333333-3333-4333-8333-333333333333"
+T0 = datetime(2025, 6, 1, 12, 0, 0, 250000, tzinfo=UTC)
+
+#: Columns the upgrade adds, filled from each node's data.
+NEW_COLUMNS = (
+    "target_provision_state",
+    "power_state",
+    "protected",
+    "resource_class",
+    "fault",
+    "provision_updated_at",
+    "updated_at",
+    "wait_until",
+)
+
+
+def busy_node() -> Node:
+    """A node in the middle of cleaning, with every field the upgrade copies out set."""
+    return Node(
+        uuid=BUSY,
+        name="old-busy",
+        driver="redfish",
+        driver_info={"redfish_password": "pw"},
+        driver_internal_info={
+            "clean_wait_until": (T0 + timedelta(minutes=3)).isoformat(),
+            "deploy_wait_until": "not a time",  # unreadable: ignored, never woken
+        },
+        resource_class="baremetal.gpu",
+        provision_state="clean wait",
+        target_provision_state="available",
+        power_state="power on",
+        fault="power failure",
+        protected=True,
+        protected_reason="keep",
+        clean_step={"interface": "deploy", "step": "erase_devices"},
+        provision_updated_at=T0,
+        created_at=T0 - timedelta(days=1),
+        updated_at=T0 + timedelta(seconds=1),
+        version=5,
+    )
+
+
+def _v1_insert(q: str) -> str:
+    return (
+        "INSERT INTO nodes (uuid, name, driver, provision_state, maintenance, retired, "
+        f"reservation, version, seq, created_at, data) VALUES ({', '.join([q] * 11)})"
+    )
+
+
+def _busy_row(created: Any) -> tuple[Any, ...]:
+    node = busy_node()
+    return (BUSY, node.name, node.driver, node.provision_state, False, False, None, 5, 3,
+            created, node.to_json())  # fmt: skip
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def v1_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A URL of a database in the v1 layout: the first release's dump plus one busy node."""
+    if request.param == "sqlite":
+        path = tmp_path / "old.sqlite"
+        with sqlite3.connect(path) as raw:
+            raw.executescript((DATA / "store_v1_sqlite.sql").read_text())
+            raw.execute(_v1_insert("?"), _busy_row("2025-05-31 12:00:00.250000"))
+        yield f"sqlite:///{path}"
+        return
+    from conftest import fresh_postgres_url
+
+    for url in fresh_postgres_url(request.getfixturevalue("postgres_server")):
+        with raw_pg(url) as raw:
+            raw.execute((DATA / "store_v1_postgres.sql").read_text())
+            raw.execute(_v1_insert("%s"), _busy_row(T0 - timedelta(days=1)))
+        yield url
+
+
+def raw_pg(url: str) -> psycopg.Connection[Any]:
+    return psycopg.connect("postgresql" + url[url.index("://") :], autocommit=True)
+
+
+def raw_rows(url: str, sql_text: str) -> list[tuple[Any, ...]]:
+    """Rows read past the store, with the database's own driver."""
+    if url.startswith("sqlite"):
+        with sqlite3.connect(url[len("sqlite:///") :]) as conn:
+            return [tuple(r) for r in conn.execute(sql_text).fetchall()]
+    with raw_pg(url) as conn:
+        return [tuple(r) for r in conn.execute(sql_text).fetchall()]
+
+
+def layout(url: str) -> Any:
+    """Tables, columns, constraints and indexes, as the database describes them."""
+    if url.startswith("sqlite"):
+        return raw_rows(url, "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name")
+    with raw_pg(url) as conn:
+        columns = conn.execute(
+            "SELECT table_name, column_name, data_type, character_maximum_length, is_nullable, "
+            "column_default FROM information_schema.columns "
+            "WHERE table_schema = current_schema() ORDER BY table_name, column_name"
+        ).fetchall()
+        indexes = conn.execute(
+            "SELECT indexname, replace(indexdef, current_schema() || '.', '') FROM pg_indexes "
+            "WHERE schemaname = current_schema() ORDER BY indexname"
+        ).fetchall()
+    return {"columns": columns, "indexes": indexes}
+
+
+def schema_version(url: str) -> int:
+    return int(raw_rows(url, "SELECT version FROM ironic_fsm_schema")[0][0])
+
+
+def expected_nodes(url: str) -> dict[str, Node]:
+    """Every node as the v1 rows hold it (data, with the reservation and version columns)."""
+    out = {}
+    for uuid, data, reservation, version in raw_rows(
+        url, "SELECT uuid, data, reservation, version FROM nodes"
+    ):
+        node = Node.from_json(data)
+        node.reservation, node.version = reservation, version
+        out[uuid] = node
+    return out
+
+
+def as_utc(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+# -- the upgrade -------------------------------------------------------------------------------
+
+
+def test_v1_database_is_upgraded_in_place_losing_nothing(v1_url: str) -> None:
+    assert schema_version(v1_url) == 1
+    before = expected_nodes(v1_url)
+    data_before = sorted(raw_rows(v1_url, "SELECT uuid, data, seq FROM nodes"))
+    holders_before = raw_rows(v1_url, "SELECT holder, heartbeat FROM holders")
+    assert set(before) == {OLD_RICH, OLD_RESERVED, BUSY}
+
+    with SQLStore(v1_url) as store:
+        assert schema_version(v1_url) == SCHEMA_VERSION == 2
+        for uuid, node in before.items():  # every node round-trips equal
+            got = store.get(uuid)
+            assert got == node
+            assert got.to_json() == node.to_json()
+        # The records themselves were not rewritten; the heartbeats are untouched.
+        assert sorted(raw_rows(v1_url, "SELECT uuid, data, seq FROM nodes")) == data_before
+        assert raw_rows(v1_url, "SELECT holder, heartbeat FROM holders") == holders_before
+
+        # The new columns hold each node's own values.
+        rows = raw_rows(v1_url, f"SELECT uuid, {', '.join(NEW_COLUMNS)} FROM nodes")
+        for uuid, *values in rows:
+            node = before[uuid]
+            assert values[:2] == [node.target_provision_state, node.power_state]
+            assert bool(values[2]) is node.protected
+            assert values[3:5] == [node.resource_class, node.fault]
+            assert as_utc(values[5]) == node.provision_updated_at
+            assert as_utc(values[6]) == node.updated_at
+            wake = T0 + timedelta(minutes=3) if uuid == BUSY else None
+            assert as_utc(values[7]) == wake
+        busy = dict(zip(("uuid", *NEW_COLUMNS), next(r for r in rows if r[0] == BUSY), strict=True))
+        assert busy["resource_class"] == "baremetal.gpu"
+        assert busy["fault"] == "power failure"
+
+        # Listing, filters and scans work on the upgraded rows.
+        assert [n.uuid for n in store.list()] == [OLD_RICH, OLD_RESERVED, BUSY]
+        assert [n.uuid for n in store.list(sort_key="name")] == [OLD_RESERVED, BUSY, OLD_RICH]
+        assert [n.uuid for n in store.list(protected=True)] == [BUSY]
+        assert [n.uuid for n in store.list(resource_class="baremetal.gpu")] == [BUSY]
+        assert [n.uuid for n in store.list(retired=True)] == [OLD_RESERVED]
+        assert [n.uuid for n in store.list(maintenance=True, driver="ipmi")] == [OLD_RICH]
+        assert store.reserved() == [Reserved(OLD_RESERVED, "old-conductor:1:abc", None)]
+        assert [n.uuid for n in store.in_states(["clean wait"], updated_before=T0)] == []
+        late = T0 + timedelta(seconds=1)
+        assert [n.uuid for n in store.in_states(["clean wait"], updated_before=late)] == [BUSY]
+        assert store.waking(T0 + timedelta(minutes=2)) == []
+        assert [n.uuid for n in store.waking(T0 + timedelta(minutes=3))] == [BUSY]
+
+        # And it goes on working as a store: lock, save, create.
+        with pytest.raises(NodeLocked, match="old-conductor:1:abc"):
+            store.reserve(OLD_RESERVED, "new")
+        taken = store.reserve("old-rich", "new")
+        taken.provision_state, taken.reservation = "manageable", None
+        store.save(taken)
+        assert store.get(OLD_RICH).version == 3
+        assert [n.uuid for n in store.list(provision_state="manageable")] == [OLD_RICH]
+        new = Node(name="new-one")
+        store.create(new)
+        assert [n.uuid for n in store.list()] == [OLD_RICH, OLD_RESERVED, BUSY, new.uuid]
+
+    with SQLStore(v1_url) as again:  # reopening an upgraded database changes nothing
+        assert schema_version(v1_url) == SCHEMA_VERSION
+        assert again.get(BUSY) == before[BUSY]
+
+
+def test_a_new_database_has_the_layout_of_an_upgraded_one(
+    v1_url: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    SQLStore(v1_url).close()
+    upgraded = layout(v1_url)
+    if v1_url.startswith("sqlite"):
+        fresh_url = f"sqlite:///{tmp_path / 'new.sqlite'}"
+        SQLStore(fresh_url).close()
+        assert layout(fresh_url) == upgraded
+        return
+    from conftest import fresh_postgres_url
+
+    for fresh_url in fresh_postgres_url(request.getfixturevalue("postgres_server")):
+        SQLStore(fresh_url).close()
+        assert layout(fresh_url) == upgraded
+
+
+def test_a_newer_schema_is_refused_and_left_untouched(v1_url: str) -> None:
+    newer = SCHEMA_VERSION + 1
+    if v1_url.startswith("sqlite"):
+        with sqlite3.connect(v1_url[len("sqlite:///") :]) as conn:
+            conn.execute("UPDATE ironic_fsm_schema SET version = ?", (newer,))
+    else:
+        with raw_pg(v1_url) as conn:
+            conn.execute("UPDATE ironic_fsm_schema SET version = %s", (newer,))
+    before = layout(v1_url)
+    with pytest.raises(InvalidParameterValue, match=f"schema version {newer}"):
+        SQLStore(v1_url)
+    assert layout(v1_url) == before
+    assert schema_version(v1_url) == newer
+
+
+def test_a_failed_migration_step_changes_nothing(
+    v1_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(store: SQLStore, conn: Any) -> None:
+        raise RuntimeError("disk on fire")
+
+    step = MIGRATIONS[1]
+    monkeypatch.setitem(MIGRATIONS, 1, lambda timestamp: [*step(timestamp), broken])
+    before = layout(v1_url)
+    rows = sorted(raw_rows(v1_url, "SELECT * FROM nodes"))
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        SQLStore(v1_url)
+    assert layout(v1_url) == before  # the added columns and indexes were rolled back
+    assert sorted(raw_rows(v1_url, "SELECT * FROM nodes")) == rows
+    assert schema_version(v1_url) == 1
+
+
+def test_two_openers_at_once_migrate_once(v1_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    fills: list[int] = []
+    fill = sql._v2_fill
+
+    def counted(store: SQLStore, conn: Any) -> None:
+        fills.append(1)
+        fill(store, conn)
+
+    monkeypatch.setattr(sql, "_v2_fill", counted)
+    start = threading.Barrier(3)
+    errors: list[BaseException] = []
+
+    def open_it() -> None:
+        start.wait()
+        try:
+            SQLStore(v1_url).close()
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_it) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    assert fills == [1]
+    assert schema_version(v1_url) == SCHEMA_VERSION
+
+
+def test_a_later_version_is_one_more_entry(v1_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # What the next engineer does for a history table: one entry, a few lines of DDL.
+    history: Callable[[str], list[Any]] = lambda timestamp: [  # noqa: E731
+        f"CREATE TABLE probe_history (id INTEGER NOT NULL PRIMARY KEY, at {timestamp})",
+        "CREATE INDEX probe_history_at_idx ON probe_history (at)",
+    ]
+    monkeypatch.setitem(MIGRATIONS, SCHEMA_VERSION, history)
+    monkeypatch.setattr(sql, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    before = expected_nodes(v1_url)
+    with SQLStore(v1_url) as store:
+        assert schema_version(v1_url) == SCHEMA_VERSION + 1
+        assert raw_rows(v1_url, "SELECT COUNT(*) FROM probe_history") == [(0,)]
+        assert {uuid: store.get(uuid) for uuid in before} == before
+
+
+def test_an_unreadable_v1_record_is_kept_as_it_is(v1_url: str) -> None:
+    bad = "44444444-4444-4444-8444-444444444444"
+    q = "?" if v1_url.startswith("sqlite") else "%s"
+    row = (bad, None, "ipmi", "available", False, False, None, 1, 4, T0, "{not json")
+    if v1_url.startswith("sqlite"):
+        with sqlite3.connect(v1_url[len("sqlite:///") :]) as conn:
+            conn.execute(_v1_insert(q), (*row[:9], "2025-01-01 00:00:00.000000", row[10]))
+    else:
+        with raw_pg(v1_url) as conn:
+            conn.execute(_v1_insert(q), row)
+    with SQLStore(v1_url) as store:
+        assert schema_version(v1_url) == SCHEMA_VERSION
+        assert raw_rows(v1_url, f"SELECT data FROM nodes WHERE uuid = '{bad}'") == [("{not json",)]
+        assert store.get(OLD_RICH).name == "old-rich"
