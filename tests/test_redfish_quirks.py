@@ -296,10 +296,16 @@ def test_synchronous_update_that_changed_nothing_fails_clearly(quirky: Emulator)
 # -- inspection: what the BMC says is enabled ------------------------------------------------------
 
 
-def test_inspection_skips_disabled_nics_and_the_host_interface(quirky: Emulator) -> None:
+@pytest.mark.parametrize("host_nic_id", ["ToManager", "usb0"])
+def test_inspection_skips_disabled_nics_and_the_host_interface(
+    quirky: Emulator, host_nic_id: str
+) -> None:
+    # "ToManager" is known by its Id; "usb0" only through the manager's HostInterfaces.
     macs = quirky.macs
     quirky.set_quirks(
-        nic_states={macs[1]: "Disabled", macs[2]: "StandbyOffline"}, host_interface=macs[3]
+        nic_states={macs[1]: "Disabled", macs[2]: "StandbyOffline"},
+        host_interface=macs[3],
+        host_interface_id=host_nic_id,
     )
     conductor = Conductor(config=Config())
     node = manageable(conductor, quirky)

@@ -1738,9 +1738,39 @@ def _enabled(resource: Any) -> bool:
 _HOST_INTERFACE_IDS: Final = frozenset({"tomanager"})
 
 
-def _node_nic(eth: Any) -> bool:
+def _host_interface_nics(system: Any) -> set[str]:
+    """Paths of the system NICs its managers list as their host interfaces' (Redfish's way).
+
+    sushy has no HostInterface resource: the three small documents are
+    read through the system's own sushy connector, so sushy's errors,
+    retries and timeouts apply.
+    """
+    conn = system._conn
+
+    def get(path: Any) -> dict[str, Any]:
+        doc = None
+        if isinstance(path, str):
+            with contextlib.suppress(ValueError):  # not JSON: nothing listed
+                doc = conn.get(path).json()
+        return doc if isinstance(doc, dict) else {}
+
+    def links(doc: dict[str, Any]) -> list[Any]:
+        return [m.get("@odata.id") for m in doc.get("Members") or [] if isinstance(m, dict)]
+
+    found: set[str] = set()
+    for manager in system.managers:
+        collection = ((manager.json or {}).get("HostInterfaces") or {}).get("@odata.id")
+        for member in links(get(collection)) if collection else []:
+            nics = (get(member).get("HostEthernetInterfaces") or {}).get("@odata.id")
+            found |= {str(p).rstrip("/") for p in links(get(nics)) if p} if nics else set()
+    return found
+
+
+def _node_nic(eth: Any, host_interface_nics: set[str]) -> bool:
     """Whether an EthernetInterface is one of the node's own, usable NICs."""
     if not eth.mac_address or not _enabled(eth):
+        return False
+    if str(eth.path).rstrip("/") in host_interface_nics:
         return False
     return str(eth.identity or "").lower() not in _HOST_INTERFACE_IDS
 
@@ -1819,6 +1849,9 @@ class RedfishInspect(_RedfishValidation, InspectInterface):
                 # Ironic's convention: the largest disk, minus 1 GiB for partitioning.
                 found["local_gb"] = max(0, max(sizes) // _GIB - 1)
             no_macs: list[str] = []
+            host_nics = _optional(
+                task, info, "host interfaces", lambda: _host_interface_nics(system), set[str]()
+            )
             macs = _optional(
                 task,
                 info,
@@ -1827,7 +1860,7 @@ class RedfishInspect(_RedfishValidation, InspectInterface):
                     {
                         str(eth.mac_address).lower()
                         for eth in system.ethernet_interfaces.get_members()
-                        if _node_nic(eth)
+                        if _node_nic(eth, host_nics)
                     }
                 ),
                 no_macs,

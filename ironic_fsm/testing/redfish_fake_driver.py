@@ -91,7 +91,10 @@ QUIRKS: dict[str, str] = {
     "update": "'task' (stock: 202 and a task monitor), 'sync' (204 without Location, "
     "nothing changes) or 'sync-bump' (204 without Location, the version is bumped at once).",
     "nic_states": "{mac: State}: the NIC's Status.State (e.g. 'Disabled', 'StandbyOffline').",
-    "host_interface": "mac: that NIC is the host interface to the BMC, Id 'ToManager'.",
+    "host_interface": "mac: that NIC is the host side of the BMC's host interface: Id "
+    "'ToManager' (Lenovo XCC) or host_interface_id, and listed in the manager's "
+    "HostInterfaces/1/HostEthernetInterfaces.",
+    "host_interface_id": "the Id of the host interface's NIC (default 'ToManager').",
     "boot_targets": "list: BootSourceOverrideTarget@Redfish.AllowableValues exactly; [] "
     "publishes none. PATCHes of another target are refused (400).",
     "boot_enabled": "list: BootSourceOverrideEnabled@Redfish.AllowableValues (e.g. "
@@ -226,9 +229,11 @@ class PeerFakeDriver(fakedriver.FakeDriver):  # type: ignore[misc]
 
     def get_nics(self, identity: str) -> list[dict[str, Any]]:
         system = self._get(identity)
-        host = (system.get("quirks") or {}).get("host_interface")
+        quirks = system.get("quirks") or {}
+        host = quirks.get("host_interface")
+        host_id = quirks.get("host_interface_id") or "ToManager"
         return [
-            {"id": "ToManager" if nic.get("mac") == host else nic.get("mac"), "mac": nic.get("mac")}
+            {"id": host_id if nic.get("mac") == host else nic.get("mac"), "mac": nic.get("mac")}
             for nic in system.get("nics") or []
         ]
 
@@ -799,6 +804,10 @@ def install(app: Any) -> PeerControl:
                     }
                 versions = app.systems.get_versions(doc["UUID"])
                 doc["FirmwareVersion"] = versions.get("BmcVersion", "1.00")
+                if quirks_of(doc["UUID"]).get("host_interface"):
+                    doc["HostInterfaces"] = {
+                        "@odata.id": f"/redfish/v1/Managers/{manager_id}/HostInterfaces"
+                    }
                 _set_json(response, doc)
         elif endpoint == "volume":
             doc = _json_of(response)
@@ -821,6 +830,54 @@ def install(app: Any) -> PeerControl:
                 app.volumes.delete_volume(system_uuid, stg_id, vol)
                 return flask.Response(status=204)
         raise error.NotFound(f"Volume {vol_id} not found")
+
+    def host_interface_nic(identity: str) -> str:
+        """The path of the system NIC behind this manager's host interface (404 if none)."""
+        system_uuid = app.systems.uuid(identity)
+        mac = quirks_of(system_uuid).get("host_interface")
+        for nic in app.systems.get_nics(system_uuid) if mac else []:
+            if nic["mac"] == mac:
+                return f"/redfish/v1/Systems/{system_uuid}/EthernetInterfaces/{nic['id']}"
+        raise error.NotFound("This manager has no host interface")
+
+    def collection(path: str, name: str, members: list[str]) -> Any:
+        doc = {
+            "@odata.id": path,
+            "Name": name,
+            "Members@odata.count": len(members),
+            "Members": [{"@odata.id": m} for m in members],
+        }
+        return flask.Response(json.dumps(doc), status=200, content_type="application/json")
+
+    @app.route("/redfish/v1/Managers/<identity>/HostInterfaces", methods=["GET"])
+    def peer_host_interfaces(identity: str) -> Any:
+        host_interface_nic(identity)
+        path = f"/redfish/v1/Managers/{identity}/HostInterfaces"
+        return collection(path, "Host Interface Collection", [f"{path}/1"])
+
+    @app.route("/redfish/v1/Managers/<identity>/HostInterfaces/1", methods=["GET"])
+    def peer_host_interface(identity: str) -> Any:
+        host_interface_nic(identity)
+        path = f"/redfish/v1/Managers/{identity}/HostInterfaces/1"
+        doc = {
+            "@odata.type": "#HostInterface.v1_3_0.HostInterface",
+            "@odata.id": path,
+            "Id": "1",
+            "Name": "Host Interface",
+            "HostInterfaceType": "NetworkHostInterface",
+            "InterfaceEnabled": True,
+            "HostEthernetInterfaces": {"@odata.id": f"{path}/HostEthernetInterfaces"},
+        }
+        return flask.Response(json.dumps(doc), status=200, content_type="application/json")
+
+    @app.route(
+        "/redfish/v1/Managers/<identity>/HostInterfaces/1/HostEthernetInterfaces",
+        methods=["GET"],
+    )
+    def peer_host_ethernet_interfaces(identity: str) -> Any:
+        nic = host_interface_nic(identity)
+        path = f"/redfish/v1/Managers/{identity}/HostInterfaces/1/HostEthernetInterfaces"
+        return collection(path, "Host Ethernet Interface Collection", [nic])
 
     @app.route("/redfish/v1/Managers/<identity>/Actions/Manager.Reset", methods=["POST"])
     def peer_manager_reset(identity: str) -> Any:
