@@ -1,12 +1,14 @@
 """The ``redfish`` driver against BMC shapes the schema allows but our stock emulator never served.
 
-Each test switches on one quirk of the project's emulator
-(:data:`ironic_fsm.testing.redfish_fake_driver.QUIRKS`) and checks that the
-driver believes what the BMC says rather than what the schema would allow:
-BIOS settings the BMC rejected after accepting the PATCH, a virtual CD that
-cannot be driven, a firmware update that completes within the request,
-NICs that are not enabled or lead to the BMC itself, processors that are
-not CPUs, and narrower boot target and boot mode lists.
+Each test switches on one quirk of the project's emulator (``QUIRKS`` in
+:mod:`ironic_fsm.testing.redfish_fake_driver`, which runs in the
+emulator's process, not this one) and checks that the driver believes
+what the BMC says rather than what the schema would allow: BIOS settings
+the BMC rejected after accepting the PATCH, a virtual CD that cannot be
+driven, a firmware update or a volume creation that completes within the
+request, NICs that are not enabled or lead to the BMC itself, processors
+that are not CPUs, and narrower reset type, boot target, boot mode and
+boot override lists.
 """
 
 from __future__ import annotations
@@ -24,10 +26,8 @@ from ironic_fsm.exceptions import BMCRequestFailed, InvalidParameterValue
 from ironic_fsm.node import Node
 from ironic_fsm.task import Task
 from ironic_fsm.testing.redfish_emulator import Emulator, FileServer, start_emulator
-from ironic_fsm.testing.redfish_fake_driver import QUIRKS
 
 PASSWORD = "Quirky-Secret-77"
-NO_QUIRKS = dict.fromkeys(QUIRKS)
 
 
 def _start(tmp_path_factory: pytest.TempPathFactory, name: str, **kwargs: Any) -> Emulator:
@@ -46,10 +46,10 @@ def quirky_bmc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
 @pytest.fixture
 def quirky(quirky_bmc: Emulator) -> Iterator[Emulator]:
     """The shared quirky emulator with no quirk set, power off, and an empty request log."""
-    quirky_bmc.set_quirks(**NO_QUIRKS)
+    quirky_bmc.clear_quirks()
     quirky_bmc.clear_requests_log()
     yield quirky_bmc
-    quirky_bmc.set_quirks(**NO_QUIRKS)
+    quirky_bmc.clear_quirks()
 
 
 @pytest.fixture(scope="module")

@@ -142,6 +142,12 @@ class Emulator:
         reply = self._peer("POST", "/_peer/quirks", {"system": self.system_uuid, "quirks": quirks})
         return dict(reply["quirks"])
 
+    def clear_quirks(self) -> None:
+        """Back to the stock shapes: no quirk at all."""
+        self._peer(
+            "POST", "/_peer/quirks", {"system": self.system_uuid, "quirks": {}, "replace": True}
+        )
+
     def set_faults(self, *rules: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Replace the fault rules (see :mod:`redfish_fake_driver`); returns them."""
         return list(

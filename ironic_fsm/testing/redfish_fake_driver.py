@@ -211,12 +211,14 @@ class PeerFakeDriver(fakedriver.FakeDriver):  # type: ignore[misc]
     def quirks(self, identity: str) -> dict[str, Any]:
         return dict(self._get(identity).get("quirks") or {})
 
-    def set_quirks(self, identity: str, changes: dict[str, Any]) -> dict[str, Any]:
-        """Merge ``changes`` into the system's quirks (``None`` removes one)."""
+    def set_quirks(
+        self, identity: str, changes: dict[str, Any], replace: bool = False
+    ) -> dict[str, Any]:
+        """Merge ``changes`` into the system's quirks (``None`` removes one), or replace them."""
         unknown = sorted(set(changes) - set(QUIRKS))
         if unknown:
             raise error.BadRequest(f"Unknown quirk(s): {', '.join(unknown)}")
-        quirks = self.quirks(identity)
+        quirks = {} if replace else self.quirks(identity)
         for key, value in changes.items():
             if value is None:
                 quirks.pop(key, None)
@@ -581,7 +583,9 @@ class PeerControl:
                 systems = self.flask_app.systems
                 identity = body.get("system") or systems.systems[0]
                 try:
-                    quirks = systems.set_quirks(identity, body["quirks"])
+                    quirks = systems.set_quirks(
+                        identity, body["quirks"], replace=bool(body.get("replace"))
+                    )
                 except error.FishyError as exc:
                     return self._reply(start_response, 400, {"error": str(exc)})
             return self._reply(start_response, 200, {"quirks": quirks})
