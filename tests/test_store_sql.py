@@ -80,6 +80,15 @@ def test_sqlite_urls_of_every_form(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         assert not (tmp_path / ":memory:").exists()
 
 
+def test_a_sqlite_url_is_shown_as_given(tmp_path: Path) -> None:
+    # An absolute path has four slashes; the shown URL must name the same file.
+    url = f"sqlite:///{tmp_path / 'shown.sqlite'}"
+    assert url.startswith("sqlite:////")
+    with SQLStore(url) as store:
+        assert store.url == url
+        assert repr(store) == f"SQLStore({url!r})"
+
+
 def test_postgres_urls_with_and_without_the_driver_name(pg_url: str) -> None:
     assert pg_url.startswith("postgresql+psycopg://")
     plain = "postgresql://" + pg_url.split("://", 1)[1]

@@ -325,6 +325,8 @@ def _hide_password(url: str) -> str:
     libpq takes ``?password=...`` as well as ``user:password@``; both are secrets.
     """
     parts = urlsplit(url)
+    if parts.password is None and "password" not in parts.query.lower():
+        return url  # as given: rebuilding drops the empty host of sqlite:////abs/path
     if parts.password is not None:
         netloc = parts.netloc.rsplit("@", 1)
         user = netloc[0].split(":", 1)[0]
@@ -509,9 +511,10 @@ class SQLStore:
             "ON CONFLICT (holder) DO UPDATE SET heartbeat = excluded.heartbeat"
         )
         self._q_holders = "SELECT holder, heartbeat FROM holders"
+        # ">= ''" is "IS NOT NULL" for text, but SQLite searches its index only for a range.
+        # No ORDER BY (sorted after): the reservation index finds the few, in any order.
         self._q_reserved = (
-            "SELECT uuid, reservation, updated_at FROM nodes WHERE reservation IS NOT NULL "
-            "ORDER BY seq, uuid"
+            "SELECT uuid, reservation, updated_at, seq FROM nodes WHERE reservation >= ''"
         )
         self._q = q
 
@@ -788,8 +791,11 @@ class SQLStore:
 
     def reserved(self) -> builtins.list[Reserved]:
         """Every reserved node's UUID, holder and ``updated_at``: one index range, no decoding."""
+        if self._echo:
+            self._log(self._q_reserved)
         with self._db.connection() as conn:
             rows = conn.execute(self._q_reserved).fetchall()
+        rows.sort(key=lambda r: (r[3], r[0]))
         return [
             Reserved(r[0], r[1], None if r[2] is None else self._db.read_time(r[2])) for r in rows
         ]
@@ -827,12 +833,19 @@ class SQLStore:
     def _scan(
         self, where: builtins.list[str], params: builtins.list[Any], by: str, limit: int | None
     ) -> builtins.list[Node]:
-        tail = f" ORDER BY {by} IS NULL, {by}, seq, uuid"
-        if limit is not None:
-            tail += f" LIMIT {int(limit)}"
+        """Candidates on the ``WHERE``'s index, sorted here (unset ``by`` last), then decoded.
+
+        No ``ORDER BY``: it could make the planner walk an index in order
+        instead of searching the one that finds the few candidates.
+        """
+        sql = f"SELECT {by}, seq, uuid, data, reservation, version FROM nodes"
+        sql += " WHERE " + " AND ".join(where)
+        if self._echo:
+            self._log(sql)
         with self._db.connection() as conn:
-            rows = self._select(conn, where, params, tail)
-        return [_to_node(r[0], r[1], r[2]) for r in rows]
+            rows = conn.execute(sql, params).fetchall()
+        rows.sort(key=lambda r: (r[0] is None, r[0] if r[0] is not None else "", r[1], r[2]))
+        return [_to_node(r[3], r[4], r[5]) for r in rows[:limit]]
 
     def save(self, node: Node) -> None:
         """Write ``node`` if its version is current; bump ``node.version`` in place.
