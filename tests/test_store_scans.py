@@ -22,7 +22,7 @@ import pytest
 from ironic_fsm import states
 from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.node import Node
-from ironic_fsm.stores import MemoryStore, SQLStore, Store
+from ironic_fsm.stores import MemoryStore, SQLStore, Store, sql
 from ironic_fsm.stores import base as store_base
 from ironic_fsm.stores.base import SORT_KEYS, Reserved, ScanningStore
 
@@ -459,3 +459,44 @@ def test_a_page_costs_the_same_anywhere_in_a_large_fleet(
 
     first, deep = best(None), best(uuids[200])  # desc: the marker is near the far end
     assert deep < first * 3 + 0.005
+
+
+def test_columns_always_agree_with_the_record_across_stores_and_saves(sql_url: str) -> None:
+    # A save writes only the columns that changed since this store's last write of that
+    # version; another store's saves, reservations and deletes must never leave a stale one.
+    first, second = SQLStore(sql_url), SQLStore(sql_url)
+    rng = random.Random(11)
+    try:
+        nodes = [Node(name=f"c{i}", provision_state="enroll") for i in range(6)]
+        for node in nodes:
+            first.create(node)
+        for step in range(120):
+            store = first if rng.random() < 0.5 else second
+            uuid = rng.choice(nodes).uuid
+            node = store.get(uuid)
+            if rng.random() < 0.2:
+                taken = store.reserve(uuid, f"h{step}")
+                store.release(uuid, taken.reservation or "")
+                continue
+            node.provision_state = rng.choice(STATES)
+            node.provision_updated_at = T0 + timedelta(seconds=step)
+            node.updated_at = T0 + timedelta(seconds=step) if rng.random() < 0.8 else None
+            node.maintenance = rng.random() < 0.3
+            node.fault = rng.choice([None, "power failure"])
+            node.name = rng.choice([None, f"c-{step}", node.name])
+            if rng.random() < 0.3:
+                node.driver_internal_info["clean_wait_until"] = (
+                    T0 + timedelta(seconds=step)
+                ).isoformat()
+            else:
+                node.driver_internal_info.pop("clean_wait_until", None)
+            store.save(node)
+        with first.connection() as conn:
+            columns = ", ".join(sql._COLUMNS)
+            rows = conn.execute(f"SELECT data, {columns}, created_at FROM nodes").fetchall()
+        for data, *values in rows:
+            expected = first._row(Node.from_json(data))[1]
+            assert tuple(values[:-1]) == expected[:-1]  # created_at: stored "now" when unset
+    finally:
+        first.close()
+        second.close()

@@ -144,6 +144,11 @@ _COLUMNS: Final = (
     "updated_at",
     "wait_until",
 )
+_RESERVATION: Final = _COLUMNS.index("reservation")
+#: Index of ``created_at`` in a row's values (after :data:`_COLUMNS`).
+_CREATED: Final = len(_COLUMNS)
+#: Most nodes whose last written columns a store remembers (see ``_save_statement``).
+_WRITTEN_CAP: Final = 50_000
 _UTC: Final = timezone.utc
 _LOG: Final = logging.getLogger(__name__)
 
@@ -485,12 +490,9 @@ class SQLStore:
         self._q_release = (
             f"UPDATE nodes SET reservation = NULL WHERE uuid = {q} AND reservation = {q}"
         )
-        sets = ", ".join(f"{column} = {q}" for column in _COLUMNS)
-        self._q_save = (
-            f"UPDATE nodes SET {sets}, version = {q}, "
-            f"created_at = COALESCE({q}, created_at), data = {q} "
-            f"WHERE uuid = {q} AND version = {q}"
-        )
+        self._written: dict[str, tuple[int, tuple[Any, ...]]] = {}
+        self._bound: dict[datetime, Any] = {}
+        self._save_sql: dict[tuple[int, ...], str] = {}
         self._q_version = f"SELECT version FROM nodes WHERE uuid = {q}"
         names = ", ".join(_COLUMNS)
         marks = ", ".join(q for _ in _COLUMNS)
@@ -599,7 +601,12 @@ class SQLStore:
                 node=node.uuid,
                 field=field,
             )
-        return self._db.bind_time(value)
+        bound = self._bound.get(value)
+        if bound is None:  # formatting costs more than the rest of a column: once per instant
+            if len(self._bound) >= _WRITTEN_CAP:
+                self._bound.clear()
+            bound = self._bound[value] = self._db.bind_time(value)
+        return bound
 
     def _columns(self, node: Node) -> tuple[Any, ...]:
         """The values of :data:`_COLUMNS` for ``node``."""
@@ -665,6 +672,7 @@ class SQLStore:
             conn.execute(self._q_create, (node.uuid, *columns, created, data))
             if check_name and conn.execute(self._q_uuid_exists, (node.name,)).fetchall():
                 raise duplicate_name(node.name)
+        self._remember(node.uuid, 1, (*columns, created))
         node.version = 1
 
     def create_many(self, nodes: builtins.list[Node]) -> None:
@@ -858,14 +866,15 @@ class SQLStore:
             InvalidParameterValue: another node has this name, or a value
                 cannot be stored (the message names the field).
         """
-        data, (*columns, created) = self._row(node)
+        data, values = self._row(node)
         new_version = node.version + 1
-        params = (*columns, new_version, created, data, node.uuid, node.version)
+        sql, params = self._save_statement(node, values)
+        params.extend((new_version, data, node.uuid, node.version))
         if self._echo:
-            self._log(self._q_save)
+            self._log(sql)
         rows: list[Any] = []
         with self._db.connection(node) as conn:
-            written = conn.execute(self._q_save, params).rowcount
+            written = conn.execute(sql, params).rowcount
             if written == 0:
                 rows = conn.execute(self._q_version, (node.uuid,)).fetchall()
         if written == 0:
@@ -876,18 +885,62 @@ class SQLStore:
                 f"{rows[0][0]}, ours {node.version}); re-read it and retry",
                 node=node.uuid,
             )
+        self._remember(node.uuid, new_version, values)
         node.version = new_version
+
+    def _remember(self, uuid: str, version: int, values: tuple[Any, ...]) -> None:
+        if len(self._written) >= _WRITTEN_CAP:
+            self._written.clear()  # only a cost: the next saves set every column
+        self._written[uuid] = (version, values)
+
+    def _save_statement(
+        self, node: Node, values: tuple[Any, ...]
+    ) -> tuple[str, builtins.list[Any]]:
+        """The ``UPDATE`` for this save: only the columns that differ from what we last wrote.
+
+        Every column set costs its indexes an update, even to the same
+        value, and most saves change two or three of fourteen. What this
+        store last wrote at ``node.version`` is what the row holds, since
+        any other change of these columns bumps the version (and then the
+        ``WHERE version`` refuses the save). ``reservation`` is always set:
+        reserving changes it without a new version.
+        """
+        known = self._written.get(node.uuid)
+        if known is None or known[0] != node.version:
+            changed = tuple(range(len(values)))
+        else:
+            old = known[1]
+            changed = tuple(
+                i
+                for i, value in enumerate(values)
+                if i == _RESERVATION or (value != old[i] and (i != _CREATED or value is not None))
+            )
+        sql = self._save_sql.get(changed)
+        if sql is None:
+            q = self._q
+            sets = [
+                f"created_at = COALESCE({q}, created_at)"
+                if i == _CREATED
+                else f"{_COLUMNS[i]} = {q}"
+                for i in changed
+            ]
+            sql = (
+                f"UPDATE nodes SET {', '.join(sets)}, version = {q}, data = {q} "
+                f"WHERE uuid = {q} AND version = {q}"
+            )
+            self._save_sql[changed] = sql
+        return sql, [values[i] for i in changed]
 
     def delete(self, ident: str) -> None:
         """Remove the node with this UUID (or else this name); :class:`NodeNotFound` if none."""
         if "\x00" in ident:
             raise not_found(ident)
+        self._written.pop(ident, None)
         with self._db.connection() as conn:
-            if (
-                conn.execute(self._q_delete, (ident,)).rowcount == 0
-                and conn.execute(self._q_delete_by_name, (ident,)).rowcount == 0
-            ):
-                raise not_found(ident)
+            if conn.execute(self._q_delete, (ident,)).rowcount == 0:
+                if conn.execute(self._q_delete_by_name, (ident,)).rowcount == 0:
+                    raise not_found(ident)
+                self._written.clear()  # deleted by name: its uuid is unknown here
 
     def reserve(self, ident: str, holder: str) -> Node:
         """Atomically set ``reservation = holder`` if the node is free; nothing else changes.
