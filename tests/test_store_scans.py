@@ -435,11 +435,15 @@ def test_a_page_of_a_large_fleet_reads_only_its_rows_through_indexes(
             logged.waking(now, reservation=None)
         statements = [r.getMessage().partition(": ")[2] for r in caplog.records]
         assert len(statements) == 3
+        indexes = ["nodes_reservation_idx", "nodes_state_age_idx", "nodes_wait_until_idx"]
         with logged.connection() as conn:
-            for sql_text in statements:
+            for sql_text, index in zip(statements, indexes, strict=True):
                 blanks = [None] * sql_text.count("?")
                 plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql_text, blanks)]
-                assert all(step.startswith("SEARCH") for step in plan), (sql_text, plan)
+                # The index that finds the candidates (not "reservation IS NULL": every free node).
+                assert all(
+                    step.startswith(f"SEARCH nodes USING INDEX {index} (") for step in plan
+                ), (sql_text, plan)
     finally:
         logged.close()
 

@@ -516,7 +516,8 @@ class SQLStore:
         # ">= ''" is "IS NOT NULL" for text, but SQLite searches its index only for a range.
         # No ORDER BY (sorted after): the reservation index finds the few, in any order.
         self._q_reserved = (
-            "SELECT uuid, reservation, updated_at, seq FROM nodes WHERE reservation >= ''"
+            f"SELECT uuid, reservation, updated_at, seq FROM nodes"
+            f"{self._index_hint('nodes_reservation_idx')} WHERE reservation >= ''"
         )
         self._q = q
 
@@ -824,7 +825,7 @@ class SQLStore:
         if updated_before is not None:
             where.append(f"provision_updated_at < {self._q}")
             params.append(self._db.bind_time(updated_before))
-        return self._scan(where, params, "provision_updated_at", limit)
+        return self._scan(where, params, "provision_updated_at", limit, "nodes_state_age_idx")
 
     def waking(
         self, before: datetime, *, limit: int | None = None, **filters: Any
@@ -836,17 +837,28 @@ class SQLStore:
         where, params = self._where(wanted)
         where.append(f"wait_until <= {self._q}")
         params.append(self._db.bind_time(before))
-        return self._scan(where, params, "wait_until", limit)
+        return self._scan(where, params, "wait_until", limit, "nodes_wait_until_idx")
+
+    def _index_hint(self, index: str) -> str:
+        """SQLite: use ``index``. Without statistics its planner takes ``reservation IS NULL``
+        for a selective term and walks every free node; PostgreSQL's planner has statistics."""
+        return f" INDEXED BY {index}" if self._db.name == "sqlite" else ""
 
     def _scan(
-        self, where: builtins.list[str], params: builtins.list[Any], by: str, limit: int | None
+        self,
+        where: builtins.list[str],
+        params: builtins.list[Any],
+        by: str,
+        limit: int | None,
+        index: str,
     ) -> builtins.list[Node]:
-        """Candidates on the ``WHERE``'s index, sorted here (unset ``by`` last), then decoded.
+        """Candidates through ``index``, sorted here (unset ``by`` last), then decoded.
 
         No ``ORDER BY``: it could make the planner walk an index in order
         instead of searching the one that finds the few candidates.
         """
         sql = f"SELECT {by}, seq, uuid, data, reservation, version FROM nodes"
+        sql += self._index_hint(index)
         sql += " WHERE " + " AND ".join(where)
         if self._echo:
             self._log(sql)
