@@ -27,6 +27,7 @@ from types import ModuleType
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_bmc
+import bench_fleet
 import bench_import
 import bench_lifecycle
 import bench_machine
@@ -41,6 +42,7 @@ BENCHMARKS: dict[str, ModuleType] = {
     "import": bench_import,
     "lifecycle": bench_lifecycle,
     "bmc": bench_bmc,
+    "fleet": bench_fleet,
 }
 
 
