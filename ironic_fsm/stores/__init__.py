@@ -16,19 +16,46 @@ Built in: :class:`MemoryStore` (:mod:`ironic_fsm.stores.memory`), and
 library, PostgreSQL through psycopg), loaded only when first used so that
 ``import ironic_fsm`` loads no database driver. Applications may pass any
 object with the methods of :class:`Store`.
+
+Both built-in stores are scanning stores (:class:`ScanningStore`): ``list`` pages and
+sorts (``limit``, ``marker``, ``sort_key``, ``sort_dir``), and the periodic
+scans (``reserved``, ``in_states``, ``waking``) read only their candidates.
+Callers reach any store through :func:`~ironic_fsm.stores.base.list_page`,
+:func:`~ironic_fsm.stores.base.reserved`,
+:func:`~ironic_fsm.stores.base.in_states` and
+:func:`~ironic_fsm.stores.base.waking`, which fall back on ``list()`` for a
+store that has only the first release's methods.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ironic_fsm.stores.base import Store, check_filters, locked_error, matches
+from ironic_fsm.stores.base import (
+    ListScans,
+    Reserved,
+    ScanningStore,
+    Store,
+    check_filters,
+    locked_error,
+    matches,
+)
 from ironic_fsm.stores.memory import MemoryStore
 
 if TYPE_CHECKING:
     from ironic_fsm.stores.sql import SQLStore
 
-__all__ = ["MemoryStore", "SQLStore", "Store", "check_filters", "locked_error", "matches"]
+__all__ = [
+    "ListScans",
+    "MemoryStore",
+    "Reserved",
+    "SQLStore",
+    "ScanningStore",
+    "Store",
+    "check_filters",
+    "locked_error",
+    "matches",
+]
 
 
 def __getattr__(name: str) -> Any:
