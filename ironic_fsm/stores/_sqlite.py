@@ -29,7 +29,6 @@ from ironic_fsm.stores.base import duplicate_name, duplicate_uuid
 __all__ = ["SQLiteDB"]
 
 _UTC: Final = timezone.utc
-_TIME_FORMAT: Final = "%Y-%m-%d %H:%M:%S.%f"  # what the v1 (SQLAlchemy) layout stored
 _SQLITE_BUSY: Final = 5
 _SQLITE_LOCKED: Final = 6
 
@@ -196,7 +195,8 @@ class SQLiteDB:
         """A timestamp as the v1 layout stores it: naive UTC text (naive input is UTC)."""
         if value.tzinfo is not None:
             value = value.astimezone(_UTC).replace(tzinfo=None)
-        return value.strftime(_TIME_FORMAT)
+        # The v1 text, "%Y-%m-%d %H:%M:%S.%f", but several times faster than strftime.
+        return value.isoformat(" ", "microseconds")
 
     @staticmethod
     def read_time(value: Any) -> datetime:

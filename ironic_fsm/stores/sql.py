@@ -127,6 +127,10 @@ _WIDTHS: Final = {"uuid": 36, "name": 255, "driver": 255, "provision_state": 64,
 _NULLABLE: Final = frozenset({"name", "reservation"})
 #: Text columns of v2: any length, may be unset.
 _FREE_TEXT: Final = ("target_provision_state", "power_state", "resource_class", "fault")
+_CHECKED: Final[tuple[tuple[str, int | None], ...]] = (
+    *_WIDTHS.items(),
+    *((field, None) for field in _FREE_TEXT),
+)
 #: The columns a write sets from the node, in statement order (``data`` and ``version`` apart).
 _COLUMNS: Final = (
     "name",
@@ -281,7 +285,7 @@ class _Database(Protocol):
 
 def _check_columns(node: Node) -> None:
     """Refuse, naming the field, a column value the database would reject or truncate."""
-    for field, width in [*_WIDTHS.items(), *((f, None) for f in _FREE_TEXT)]:
+    for field, width in _CHECKED:
         value = getattr(node, field)
         if value is None and (width is None or field in _NULLABLE):
             continue
