@@ -57,21 +57,27 @@ class _Record:
 
     __slots__ = ("json", "reservation", "version", "seq", "created_at", "wake", *_COPIED)
 
-    uuid: str
-    name: str | None
-    reservation: str | None
-    provision_updated_at: datetime | None
-    updated_at: datetime | None
-
     def __init__(self, node: Node, json: str, version: int, seq: int, created: datetime) -> None:
         self.json = json
         self.reservation = node.reservation
         self.version = version
         self.seq = seq
         self.created_at = created  # as SQL: the node's, else the time it was stored
-        self.wake = wake_time(node)
-        for field in _COPIED:
-            setattr(self, field, getattr(node, field))
+        self.wake = wake_time(node) if node.driver_internal_info else None
+        # One by one rather than a loop over _COPIED: this runs on every save.
+        self.uuid = node.uuid
+        self.name = node.name
+        self.driver = node.driver
+        self.provision_state = node.provision_state
+        self.target_provision_state = node.target_provision_state
+        self.power_state = node.power_state
+        self.maintenance = node.maintenance
+        self.retired = node.retired
+        self.protected = node.protected
+        self.resource_class = node.resource_class
+        self.fault = node.fault
+        self.updated_at = node.updated_at
+        self.provision_updated_at = node.provision_updated_at
 
     def node(self) -> Node:
         node = Node.from_json(self.json)
