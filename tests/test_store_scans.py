@@ -504,3 +504,31 @@ def test_columns_always_agree_with_the_record_across_stores_and_saves(sql_url: s
     finally:
         first.close()
         second.close()
+
+
+class _OldStoreWithScans(store_base.ListScans, _OldStore):
+    """A first-release store that inherits the scans, keeping its ``list(**filters)``."""
+
+
+def test_a_store_inheriting_list_scans_is_scanned_and_paged_through_list() -> None:
+    own, reference = _OldStoreWithScans(), MemoryStore()
+    assert isinstance(own, ScanningStore)
+    for i in range(8):
+        fields: dict[str, Any] = {
+            "name": f"s{i}",
+            "provision_state": "deploy wait" if i % 2 else "active",
+            "provision_updated_at": T0 - timedelta(minutes=i),
+            "driver_internal_info": {"deploy_wait_until": T0.isoformat()} if i == 3 else {},
+        }
+        own.create(Node(**fields))
+        reference.create(Node(**{**fields, "uuid": own.get(f"s{i}").uuid}))
+    own.reserve("s5", "h")
+    reference.reserve("s5", "h")
+    assert store_base.reserved(own) == reference.reserved()
+    cut = T0 - timedelta(minutes=2)
+    assert store_base.in_states(own, ["deploy wait"], updated_before=cut) == reference.in_states(
+        ["deploy wait"], updated_before=cut
+    )
+    assert store_base.waking(own, T0) == reference.waking(T0)
+    page = store_base.list_page(own, limit=3, sort_key="name", sort_dir="desc")
+    assert [n.name for n in page] == ["s7", "s6", "s5"]

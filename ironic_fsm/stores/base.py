@@ -364,13 +364,23 @@ def order_key(sort_key: str, value: Any, seq: int, uuid: str) -> tuple[Any, ...]
 
 
 def _pages(store: Store) -> bool:
-    """Whether ``store.list`` takes the paging keywords (built-in stores and scanning stores)."""
-    if isinstance(store, ScanningStore):
-        return True
-    try:
-        return "marker" in inspect.signature(store.list).parameters
-    except (TypeError, ValueError):
-        return False
+    """Whether ``store.list`` takes the paging keywords (its signature names ``marker``).
+
+    Asked of the signature, not of :class:`ScanningStore`: a store may
+    inherit :class:`ListScans` and keep the first release's ``list``.
+    """
+    kind = type(store)
+    known = _PAGING.get(kind)
+    if known is None:
+        try:
+            known = "marker" in inspect.signature(store.list).parameters
+        except (TypeError, ValueError):
+            known = False
+        _PAGING[kind] = known
+    return known
+
+
+_PAGING: dict[type, bool] = {}
 
 
 def list_page(
@@ -455,8 +465,9 @@ def waking(
 class ListScans:
     """The scans of :class:`ScanningStore` done on ``self.list()``: a mixin for own stores.
 
-    Correct on any store, but each call reads every node: inherit it to
-    satisfy :class:`ScanningStore`, and override what should be fast.
+    Correct on any store, but each call reads every node: inherit it, and
+    override what should be fast. A ``list`` without the paging keywords is
+    paged by :func:`list_page` as for any first-release store.
     """
 
     if TYPE_CHECKING:
