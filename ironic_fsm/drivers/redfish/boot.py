@@ -8,8 +8,8 @@ from typing import Any, Final
 
 from ironic_fsm.drivers.common import secrets_of
 from ironic_fsm.drivers.redfish.driver_info import _info, _RedfishValidation
-from ironic_fsm.drivers.redfish.session import _bmc, _get_system, _sushy, _value
-from ironic_fsm.exceptions import BMCRequestFailed, InvalidParameterValue
+from ironic_fsm.drivers.redfish.session import _bmc, _get_system, _refusal, _sushy, _value
+from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.interfaces import BootInterface
 from ironic_fsm.masking import scrub
 from ironic_fsm.task import Task
@@ -124,12 +124,11 @@ class RedfishBoot(_RedfishValidation, BootInterface):
         with _bmc(task, info, "insert virtual media"):
             devices, problems = _usable_cd_devices(_get_system(info))
             if not devices:
-                raise BMCRequestFailed(
-                    f"Node {task.node.uuid}: BMC {info.address} offers no usable virtual CD/DVD "
+                raise _refusal(
+                    task,
+                    info,
+                    f"BMC {info.address} offers no usable virtual CD/DVD "
                     f"for {key}" + (f": {'; '.join(problems)}" if problems else ""),
-                    node=task.node.uuid,
-                    address=info.address,
-                    status=None,
                 )
             device = devices[0]
             if device.inserted:

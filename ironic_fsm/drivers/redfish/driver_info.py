@@ -274,24 +274,8 @@ def parse_driver_info(node: Node) -> RedfishInfo:
             node=node.uuid,
             keys=sorted(checked.problems),
         )
-    values = checked.values
-    return RedfishInfo(
-        address=values["redfish_address"],
-        system_id=values["redfish_system_id"],
-        username=values["redfish_username"],
-        password=values["redfish_password"],
-        verify_ca=values["redfish_verify_ca"],
-        connect_timeout=values["redfish_connect_timeout"],
-        read_timeout=values["redfish_read_timeout"],
-        server_side_retries=values["redfish_server_side_retries"],
-        server_side_retries_delay=values["redfish_server_side_retries_delay"],
-        boot_mode=values["redfish_boot_mode"],
-        deploy_iso=values["redfish_deploy_iso"],
-        rescue_iso=values["redfish_rescue_iso"],
-        power_timeout=values["redfish_power_timeout"],
-        task_timeout=values["redfish_task_timeout"],
-        firmware_update_timeout=values["redfish_firmware_update_timeout"],
-    )
+    # The fields are the keys without their prefix.
+    return RedfishInfo(**{k.removeprefix("redfish_"): v for k, v in checked.values.items()})
 
 
 def _info(task: Task) -> RedfishInfo:

@@ -15,10 +15,11 @@ from ironic_fsm.drivers.redfish.session import (
     _connection,
     _enum,
     _get_system,
+    _refusal,
     _sushy,
     _wait_task_monitor,
 )
-from ironic_fsm.exceptions import BMCRequestFailed, InvalidParameterValue
+from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.interfaces import FirmwareInterface
 from ironic_fsm.steps import clean_step, service_step
 from ironic_fsm.task import Task
@@ -164,12 +165,11 @@ class RedfishFirmware(_RedfishValidation, FirmwareInterface):
         with _bmc(task, info, f"read the version after the {what}"):
             new = _firmware_version(_get_system(info), component)
         if old is not None and new == old:
-            raise BMCRequestFailed(
-                f"Node {task.node.uuid}: Redfish {what} on BMC {info.address} answered as done "
+            raise _refusal(
+                task,
+                info,
+                f"Redfish {what} on BMC {info.address} answered as done "
                 f"(no task to follow), but the BMC still reports version {old}",
-                node=task.node.uuid,
-                address=info.address,
-                status=None,
             )
         LOG.info(
             "Node %s: BMC %s completed the %s at once: version %s -> %s",

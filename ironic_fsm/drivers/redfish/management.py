@@ -19,6 +19,7 @@ from ironic_fsm.drivers.redfish.session import (
     _enum,
     _forget,
     _get_system,
+    _refusal,
     _value,
     _wait_for,
 )
@@ -241,11 +242,10 @@ class RedfishManagement(_RedfishValidation, ManagementInterface):
         with _bmc(task, info, "reset BMC"):
             managers = _get_system(info).managers
             if not managers:
-                raise BMCRequestFailed(
-                    f"Node {task.node.uuid}: BMC {info.address} lists no manager to reset",
-                    node=task.node.uuid,
-                    address=info.address,
-                    status=None,
+                raise _refusal(
+                    task,
+                    info,
+                    f"BMC {info.address} lists no manager to reset",
                 )
             managers[0].reset_manager(_enum("ResetType", reset_type))
         _forget(info)

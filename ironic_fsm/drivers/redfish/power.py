@@ -9,8 +9,8 @@ from typing import Any, Final
 from ironic_fsm import states
 from ironic_fsm.drivers.redfish.driver_info import RedfishInfo, _info, _RedfishValidation
 from ironic_fsm.drivers.redfish.management import _restore_boot_device
-from ironic_fsm.drivers.redfish.session import _bmc, _enum, _get_system, _value, _wait_for
-from ironic_fsm.exceptions import BMCRequestFailed, InvalidParameterValue
+from ironic_fsm.drivers.redfish.session import _bmc, _enum, _get_system, _refusal, _value, _wait_for
+from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.interfaces import PowerInterface
 from ironic_fsm.task import Task
 
@@ -30,11 +30,10 @@ def _power_of(task: Task, info: RedfishInfo, system: Any) -> str:
     raw = _value(system.power_state)
     power = _POWER_MAP.get(raw or "")
     if power is None:
-        raise BMCRequestFailed(
-            f"Node {task.node.uuid}: BMC {info.address} reports an unknown power state {raw!r}",
-            node=task.node.uuid,
-            address=info.address,
-            status=None,
+        raise _refusal(
+            task,
+            info,
+            f"BMC {info.address} reports an unknown power state {raw!r}",
         )
     return power
 
@@ -96,12 +95,11 @@ class RedfishPower(_RedfishValidation, PowerInterface):
         choices = _RESET_ALTERNATIVES.get(reset_type, (reset_type,))
         chosen = next((c for c in choices if c in allowed), None)
         if chosen is None:
-            raise BMCRequestFailed(
-                f"Node {task.node.uuid}: BMC {info.address} does not allow the reset type "
+            raise _refusal(
+                task,
+                info,
+                f"BMC {info.address} does not allow the reset type "
                 f"{' or '.join(choices)}; it allows {', '.join(sorted(allowed)) or 'none'}",
-                node=task.node.uuid,
-                address=info.address,
-                status=None,
             )
         LOG.info("Node %s: Redfish reset %s on BMC %s", task.node.uuid, chosen, info.address)
         system.reset_system(_enum("ResetType", chosen))

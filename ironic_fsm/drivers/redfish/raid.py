@@ -11,12 +11,13 @@ from ironic_fsm.drivers.redfish.driver_info import RedfishInfo, _info, _RedfishV
 from ironic_fsm.drivers.redfish.session import (
     _bmc,
     _get_system,
+    _refusal,
     _sushy,
     _value,
     _wait_for,
     _wait_task_monitor,
 )
-from ironic_fsm.exceptions import BMCRequestFailed, InvalidParameterValue
+from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.interfaces import RAIDInterface
 from ironic_fsm.steps import clean_step, deploy_step
 from ironic_fsm.task import Task
@@ -201,11 +202,10 @@ class RedfishRAID(_RedfishValidation, RAIDInterface):
         """The storage subsystems with drives, and the drive ids their volumes already use."""
         storages = [s for s in system.storage.get_members() if s.drives_identities]
         if not storages:
-            raise BMCRequestFailed(
-                f"Node {task.node.uuid}: BMC {info.address} reports no storage with drives",
-                node=task.node.uuid,
-                address=info.address,
-                status=None,
+            raise _refusal(
+                task,
+                info,
+                f"BMC {info.address} reports no storage with drives",
             )
         used: dict[str, set[str]] = {}
         for storage in storages:
@@ -241,13 +241,12 @@ class RedfishRAID(_RedfishValidation, RAIDInterface):
         if not supported:
             payload["VolumeType"] = volume_type  # older BMCs know only VolumeType
         elif raid_type not in supported:
-            raise BMCRequestFailed(
-                f"Node {task.node.uuid}: storage {storage.identity} on BMC {info.address} "
+            raise _refusal(
+                task,
+                info,
+                f"storage {storage.identity} on BMC {info.address} "
                 f"does not support {raid_type}; it supports "
                 f"{', '.join(sorted(str(s) for s in supported))}",
-                node=task.node.uuid,
-                address=info.address,
-                status=None,
             )
         return payload, capacity
 

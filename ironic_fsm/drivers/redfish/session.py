@@ -262,6 +262,13 @@ def _bmc(task: Task, info: RedfishInfo, what: str) -> Iterator[None]:
         ) from exc
 
 
+def _refusal(task: Task, info: RedfishInfo, text: str) -> BMCRequestFailed:
+    """The error for a BMC that answered, but not as the driver needs (no HTTP status)."""
+    return BMCRequestFailed(
+        f"Node {task.node.uuid}: {text}", node=task.node.uuid, address=info.address, status=None
+    )
+
+
 def _call(task: Task, info: RedfishInfo, what: str, fn: Callable[[], T]) -> T:
     with _bmc(task, info, what):
         return fn()
