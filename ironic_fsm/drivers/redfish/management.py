@@ -242,11 +242,7 @@ class RedfishManagement(_RedfishValidation, ManagementInterface):
         with _bmc(task, info, "reset BMC"):
             managers = _get_system(info).managers
             if not managers:
-                raise _refusal(
-                    task,
-                    info,
-                    f"BMC {info.address} lists no manager to reset",
-                )
+                raise _refusal(task, info, f"BMC {info.address} lists no manager to reset")
             managers[0].reset_manager(_enum("ResetType", reset_type))
         _forget(info)
 

@@ -30,11 +30,7 @@ def _power_of(task: Task, info: RedfishInfo, system: Any) -> str:
     raw = _value(system.power_state)
     power = _POWER_MAP.get(raw or "")
     if power is None:
-        raise _refusal(
-            task,
-            info,
-            f"BMC {info.address} reports an unknown power state {raw!r}",
-        )
+        raise _refusal(task, info, f"BMC {info.address} reports an unknown power state {raw!r}")
     return power
 
 

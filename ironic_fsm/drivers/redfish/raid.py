@@ -202,11 +202,7 @@ class RedfishRAID(_RedfishValidation, RAIDInterface):
         """The storage subsystems with drives, and the drive ids their volumes already use."""
         storages = [s for s in system.storage.get_members() if s.drives_identities]
         if not storages:
-            raise _refusal(
-                task,
-                info,
-                f"BMC {info.address} reports no storage with drives",
-            )
+            raise _refusal(task, info, f"BMC {info.address} reports no storage with drives")
         used: dict[str, set[str]] = {}
         for storage in storages:
             used[storage.identity] = set()

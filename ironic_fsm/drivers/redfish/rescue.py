@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-
 from ironic_fsm import states
 from ironic_fsm.drivers.common import power_on_or_reboot
 from ironic_fsm.drivers.redfish.boot import RedfishBoot, _check_virtual_media
@@ -12,8 +10,6 @@ from ironic_fsm.interfaces import RescueInterface
 from ironic_fsm.task import Task
 
 __all__ = ["RedfishRescue"]
-
-LOG = logging.getLogger(__name__)
 
 
 class RedfishRescue(_RedfishValidation, RescueInterface):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 import os
 import re
 import threading
@@ -33,8 +32,6 @@ from ironic_fsm.exceptions import (
 )
 from ironic_fsm.masking import scrub
 from ironic_fsm.task import Task
-
-LOG = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
