@@ -17,6 +17,7 @@ import attrs
 from ironic_fsm.exceptions import DriverNotFound, InvalidParameterValue, MissingDependency
 from ironic_fsm.interfaces import (
     INTERFACE_CLASSES,
+    INTERFACE_KINDS,
     BaseInterface,
     BIOSInterface,
     BootInterface,
@@ -29,7 +30,6 @@ from ironic_fsm.interfaces import (
     RescueInterface,
     VendorInterface,
 )
-from ironic_fsm.node import INTERFACE_KINDS
 
 __all__ = [
     "HARDWARE_TYPES_NAMESPACE",

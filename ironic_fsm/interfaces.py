@@ -31,6 +31,7 @@ __all__ = [
     "DeployInterface",
     "FirmwareInterface",
     "INTERFACE_CLASSES",
+    "INTERFACE_KINDS",
     "InspectInterface",
     "ManagementInterface",
     "PowerInterface",
@@ -365,3 +366,8 @@ INTERFACE_CLASSES: Final[Mapping[str, type[BaseInterface]]] = {
     "vendor": VendorInterface,
     "firmware": FirmwareInterface,
 }
+
+#: The interface kinds a hardware type provides, in Ironic's order. Owned
+#: here, beside the classes, so that ``hardware`` and the drivers need not
+#: import ``node``; ``ironic_fsm.node`` re-exports it.
+INTERFACE_KINDS: Final[tuple[str, ...]] = tuple(INTERFACE_CLASSES)

@@ -22,6 +22,7 @@ import attrs
 
 from ironic_fsm import states
 from ironic_fsm.exceptions import InvalidParameterValue
+from ironic_fsm.interfaces import INTERFACE_KINDS  # re-exported: its home is interfaces
 from ironic_fsm.masking import mask_secrets
 
 __all__ = [
@@ -34,20 +35,6 @@ __all__ = [
     "check_name",
     "is_uuid_like",
 ]
-
-#: The interface kinds a hardware type provides, in Ironic's order.
-INTERFACE_KINDS: Final = (
-    "power",
-    "management",
-    "deploy",
-    "boot",
-    "bios",
-    "raid",
-    "inspect",
-    "rescue",
-    "vendor",
-    "firmware",
-)
 
 
 def _masked_repr(value: Any) -> str:

@@ -17,8 +17,8 @@ from ironic_fsm.hardware import (
     load_hardware_type,
     noop_interface,
 )
-from ironic_fsm.interfaces import INTERFACE_CLASSES, BootInterface, PowerInterface
-from ironic_fsm.node import INTERFACE_KINDS, Node
+from ironic_fsm.interfaces import INTERFACE_CLASSES, INTERFACE_KINDS, BootInterface, PowerInterface
+from ironic_fsm.node import Node
 from ironic_fsm.task import Task
 
 

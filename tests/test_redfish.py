@@ -173,6 +173,17 @@ def test_validate_refuses_credentials_in_the_address(hardware: Any) -> None:
     assert PASSWORD not in str(info.value)
 
 
+def test_an_address_with_credentials_is_never_shown_whatever_else_is_wrong(hardware: Any) -> None:
+    # A scheme other than http(s) used to be reported first, with the address
+    # (and the password in it) quoted in the message.
+    for address in (f"ftp://admin:{PASSWORD}@10.0.0.1", f"https://admin:{PASSWORD}@"):
+        task = make_task(hardware, {"redfish_address": address})
+        with pytest.raises(InvalidParameterValue, match="must not contain credentials") as info:
+            hardware.power.validate(task)
+        assert PASSWORD not in str(info.value)
+        assert info.value.details["keys"] == ["redfish_address"]
+
+
 def test_defaults_are_fast_and_zero_is_not_sushys_default(hardware: Any) -> None:
     info = redfish.parse_driver_info(Node(driver_info={"redfish_address": "10.0.0.1"}))
     assert info.address == "https://10.0.0.1"

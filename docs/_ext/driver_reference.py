@@ -131,6 +131,15 @@ class _HardwareTypeDirective(SphinxDirective):
 # -- driver-interfaces --------------------------------------------------------------------
 
 
+def _documented_name(cls: type, package: str) -> str:
+    """Where the API reference documents ``cls``: the driver package re-exports its classes
+    from one module per interface, and autodoc documents them under the package."""
+    module = importlib.import_module(package)
+    if getattr(module, cls.__name__, None) is cls:
+        return f"{package}.{cls.__qualname__}"
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
 def _summary(cls: type) -> str:
     doc = inspect.getdoc(cls) or ""
     return doc.strip().split("\n\n", 1)[0].replace("\n", " ")
@@ -143,13 +152,14 @@ class DriverInterfaces(_HardwareTypeDirective):
         hardware_type = self.load()
         if hardware_type is None:
             return []
+        package = self.arguments[0].partition(":")[0]
         rows = []
         for kind, iface in hardware_type.interfaces():
             cls = type(iface)
             if iface is noop_interface(kind):
                 rows.append([_entry(kind), _entry("(no-op)"), _entry("Not offered: does nothing.")])
                 continue
-            name = f"{cls.__module__}.{cls.__qualname__}"
+            name = _documented_name(cls, package)
             xref = self.parse_text_to_nodes(f":class:`~{name}`")
             # Docstrings are reStructuredText: ``literals`` and roles render.
             summary = self.parse_text_to_nodes(_summary(cls)) or [_paragraph("")]

@@ -1,0 +1,252 @@
+"""What the built-in BMC drivers share: ``driver_info`` checking, value parsing, secrets.
+
+The ``ipmi`` and ``redfish`` hardware types read their settings the same
+way: a table maps each ``driver_info`` key to a check that parses its value
+or says what is wrong with it. The table, not the message text, knows which
+key a problem belongs to, so an :class:`~ironic_fsm.exceptions.InvalidParameterValue`
+can list the keys exactly.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+from ironic_fsm import states
+from ironic_fsm.interfaces import INTERFACE_KINDS
+from ironic_fsm.masking import MASK, is_secret_key, scrub
+
+if TYPE_CHECKING:
+    from ironic_fsm.node import Node
+    from ironic_fsm.task import Task
+
+__all__ = [
+    "GIB",
+    "SETTABLE_POWER_STATES",
+    "BadValue",
+    "Check",
+    "CheckedInfo",
+    "DriverInfoValidation",
+    "capabilities",
+    "check_driver_info",
+    "fake_alternatives",
+    "number",
+    "parse_bool",
+    "poll",
+    "power_on_or_reboot",
+    "positive_seconds",
+    "scrubbed",
+    "secrets_of",
+]
+
+#: Every power state a BMC driver can be asked for, in Ironic's order.
+SETTABLE_POWER_STATES: Final = (
+    states.POWER_ON,
+    states.POWER_OFF,
+    states.REBOOT,
+    states.SOFT_POWER_OFF,
+    states.SOFT_REBOOT,
+)
+
+#: Bytes in a GiB (Redfish reports capacities in bytes, Ironic in GiB).
+GIB: Final = 1024**3
+
+_TRUE: Final = frozenset({"true", "yes", "1", "on"})
+_FALSE: Final = frozenset({"false", "no", "0", "off"})
+
+
+# -- values ---------------------------------------------------------------------------------
+
+
+def number(value: object) -> float | None:
+    """A finite number from an int, float or numeric string (JSON and CLI input); else None.
+
+    ``True`` is not 1 here: a Boolean where a number belongs is a mistake.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        result = float(value)
+    elif isinstance(value, str):
+        try:
+            result = float(value.strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    return result if math.isfinite(result) else None
+
+
+def parse_bool(value: object) -> bool | None:
+    """A Boolean, or its usual spellings as a string (``'yes'``, ``'off'``, ...); else None."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in _TRUE:
+            return True
+        if word in _FALSE:
+            return False
+    return None
+
+
+def capabilities(node: Node) -> dict[str, str]:
+    """``node.properties['capabilities']`` as a dict, whether stored as one or as ``'k:v,k:v'``."""
+    raw = (node.properties or {}).get("capabilities")
+    if isinstance(raw, Mapping):
+        return {str(k): str(v) for k, v in raw.items()}
+    found: dict[str, str] = {}
+    if isinstance(raw, str):
+        for item in raw.split(","):
+            key, sep, value = item.partition(":")
+            if sep and key.strip():
+                found[key.strip()] = value.strip()
+    return found
+
+
+def fake_alternatives() -> dict[str, list[str]]:
+    """``supported`` for a BMC hardware type: any kind may be swapped for its fake.
+
+    Say, to rehearse a flow without touching a BMC: ``node.<kind>_interface = "fake"``.
+    """
+    return {kind: ["fake"] for kind in INTERFACE_KINDS}
+
+
+# -- secrets --------------------------------------------------------------------------------
+
+
+def secrets_of(password: str | None) -> set[str]:
+    """The values to scrub from messages (too short a password would mask ordinary words)."""
+    return {password} if password and len(password) >= 3 else set()
+
+
+def scrubbed(text: str, password: str | None) -> str:
+    """``text`` with any echo of ``password`` masked: BMC libraries' messages may repeat it."""
+    return scrub(text, secrets_of(password))
+
+
+# -- driver_info, checked by a table ------------------------------------------------------------
+
+
+class BadValue(ValueError):
+    """A check's verdict on one ``driver_info`` value: what is wrong, after the key's name."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """How to read one ``driver_info`` key.
+
+    ``parse(value, driver_info)`` returns the parsed value or raises
+    :class:`BadValue`; it sees the whole ``driver_info`` for checks that
+    involve another key. An absent key (or ``None``, unless ``none_is_set``)
+    takes ``default``, or is reported missing when ``required``.
+    """
+
+    parse: Callable[[Any, Mapping[str, Any]], Any]
+    default: Any = None
+    required: bool = False
+    none_is_set: bool = False
+
+
+@dataclass
+class CheckedInfo:
+    """What :func:`check_driver_info` found: values (defaults where unset) and problems.
+
+    ``problems`` maps each bad or missing key to its message, in table order.
+    """
+
+    values: dict[str, Any] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+    problems: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def invalid(self) -> list[str]:
+        """The keys that are set but malformed (missing ones are not), sorted."""
+        return sorted(k for k in self.problems if k not in self.missing)
+
+
+def check_driver_info(info: Mapping[str, Any], checks: Mapping[str, Check]) -> CheckedInfo:
+    """Run every check of the table on ``info``, collecting all problems at once.
+
+    A secret key's value never shows in a message, whatever its check wrote.
+    """
+    result = CheckedInfo()
+    for key, check in checks.items():
+        raw = info.get(key, None)
+        if raw is None and not (check.none_is_set and key in info):
+            if check.required:
+                result.missing.append(key)
+                result.problems[key] = f"{key} is missing"
+            result.values[key] = check.default
+            continue
+        try:
+            result.values[key] = check.parse(raw, info)
+        except BadValue as bad:
+            message = f"{key} {bad}"
+            if is_secret_key(key) and isinstance(raw, str) and len(raw) >= 3:
+                message = message.replace(raw, MASK)
+            result.problems[key] = message
+            result.values[key] = check.default
+    return result
+
+
+def positive_seconds(value: Any, info: Mapping[str, Any]) -> float:
+    """A ``driver_info`` check: a positive number of seconds."""
+    seconds = number(value)
+    if seconds is None or seconds <= 0:
+        raise BadValue(f"must be a positive number of seconds, got {value!r}")
+    return seconds
+
+
+class DriverInfoValidation:
+    """``get_properties`` and ``validate`` for interfaces that all read one ``driver_info``.
+
+    Subclasses set ``driver_info_keys`` and implement ``check_driver_info``
+    (which raises :class:`~ironic_fsm.exceptions.InvalidParameterValue`).
+    Validation never contacts the BMC.
+    """
+
+    driver_info_keys: ClassVar[Mapping[str, str]] = {}
+
+    def get_properties(self) -> dict[str, str]:
+        return dict(self.driver_info_keys)
+
+    def validate(self, task: Task) -> None:
+        self.check_driver_info(task.node)
+
+    def check_driver_info(self, node: Node) -> None:
+        raise NotImplementedError
+
+
+# -- waiting --------------------------------------------------------------------------------
+
+
+def poll(check: Callable[[], bool], timeout: float, first: float, most: float) -> bool:
+    """Call ``check`` until it holds (True) or ``timeout`` seconds pass (False).
+
+    The pause between calls starts at ``first`` and doubles up to ``most``:
+    quick answers are seen at once, slow ones cost the BMC few requests.
+    ``check`` is called at least once, and once more at the deadline.
+    """
+    deadline = time.monotonic() + timeout
+    pause = first
+    while True:
+        if check():
+            return True
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        time.sleep(min(pause, left))
+        pause = min(pause * 2, most)
+
+
+def power_on_or_reboot(task: Task) -> None:
+    """Boot the node now: reboot it if it is on, power it on if it is off."""
+    power = task.driver.power
+    if power.get_power_state(task) == states.POWER_ON:
+        power.reboot(task)
+    else:
+        power.set_power_state(task, states.POWER_ON)
