@@ -168,6 +168,12 @@ def test_every_indexed_filter_is_pushed_down(store: Store) -> None:
     assert uuids(power_state="power on") == [a.uuid]
     assert uuids(target_provision_state="active") == [b.uuid]
     assert uuids(reservation="conductor-1") == [c.uuid]
+    assert uuids(reserved=True) == [c.uuid]  # Ironic's filter: held by anyone
+    assert uuids(reserved=False) == [a.uuid, b.uuid]
+    assert uuids(reserved=True, reservation="conductor-1") == [c.uuid]
+    assert uuids(reserved=True, reservation=None) == []
+    assert uuids(reserved=False, reservation="conductor-1") == []
+    assert uuids(reserved="yes") == []
     assert uuids(provision_state=("deploy wait", "enroll"), retired=True) == [c.uuid]
     assert uuids(provision_state=[]) == []
     assert uuids(uuid=[a.uuid, c.uuid]) == [a.uuid, c.uuid]

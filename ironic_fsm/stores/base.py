@@ -39,6 +39,7 @@ from ironic_fsm.node import NODE_FIELDS, Node
 __all__ = [
     "BOOL_FILTERS",
     "FILTER_FIELDS",
+    "SET",
     "SORT_KEYS",
     "ListScans",
     "Reserved",
@@ -92,9 +93,24 @@ STRING_FILTERS: Final = frozenset(
 #: Filters that take ``True`` or ``False``.
 BOOL_FILTERS: Final = frozenset({"maintenance", "retired", "protected"})
 #: Every field ``list`` filters on: each is a column of the SQL store.
-FILTER_FIELDS: Final = tuple(
-    sorted(STRING_FILTERS | BOOL_FILTERS | {"version"}, key=NODE_FIELDS.index)
+#: Ironic's ``reserved`` filter: ``True`` for nodes someone holds, ``False`` for free ones.
+#: Not a field; stores see it as ``reservation`` equal to :data:`SET` (or to ``None``).
+RESERVED: Final = "reserved"
+FILTER_FIELDS: Final = (
+    *sorted(STRING_FILTERS | BOOL_FILTERS | {"version"}, key=NODE_FIELDS.index),
+    RESERVED,
 )
+
+
+class _Set:
+    """The filter value "any value but ``None``" (``reserved=True``)."""
+
+    def __repr__(self) -> str:
+        return "SET"
+
+
+#: A normalised filter value matching every value but ``None``.
+SET: Final = _Set()
 #: The ``driver_internal_info`` keys that hold when a ``wait`` step's time is up
 #: (any key ending so: ``clean_wait_until``, ``deploy_wait_until``, ...).
 WAIT_UNTIL_SUFFIX: Final = "_wait_until"
@@ -245,6 +261,9 @@ def matches(node: Node, filters: dict[str, Any]) -> bool:
         if isinstance(wanted, frozenset):
             if value not in wanted:
                 return False
+        elif wanted is SET:
+            if value is None:
+                return False
         elif value != wanted:
             return False
     return True
@@ -253,7 +272,7 @@ def matches(node: Node, filters: dict[str, Any]) -> bool:
 def check_filters(filters: Iterable[str]) -> None:
     """Refuse filters that are not node fields, or that no store pushes down, naming them."""
     names = set(filters)
-    unknown = sorted(names - set(NODE_FIELDS))
+    unknown = sorted(names - set(NODE_FIELDS) - {RESERVED})
     if unknown:
         raise InvalidParameterValue(
             f"Cannot filter nodes on unknown field(s): {', '.join(unknown)}", fields=unknown
@@ -274,12 +293,15 @@ def _valid_text(value: object) -> bool:
 def normalize_filters(filters: dict[str, Any]) -> dict[str, Any] | None:
     """Filters checked and put in one shape; ``None`` when no node can match.
 
-    Collections of strings become frozensets (any of); a value of the
-    wrong type, or containing NUL (no store keeps one), matches nothing.
+    Collections of strings become frozensets (any of); ``reserved`` becomes
+    a ``reservation`` filter (:data:`SET` or ``None``); a value of the wrong
+    type, or containing NUL (no store keeps one), matches nothing.
     """
     check_filters(filters)
     out: dict[str, Any] = {}
     for key, value in filters.items():
+        if key == RESERVED:
+            continue
         if key in BOOL_FILTERS:
             if type(value) is not bool:
                 return None
@@ -293,6 +315,14 @@ def normalize_filters(filters: dict[str, Any]) -> dict[str, Any] | None:
         elif value is not None and not _valid_text(value):
             return None
         out[key] = value
+    if RESERVED in filters:
+        held = filters[RESERVED]
+        if type(held) is not bool:
+            return None
+        holder = out.get("reservation", SET if held else None)
+        if (holder is None) is held:  # reserved=True with reservation=None, or the reverse
+            return None
+        out["reservation"] = holder
     return out
 
 

@@ -12,6 +12,7 @@ from typing import Any, Final
 from ironic_fsm.exceptions import ConcurrentUpdate
 from ironic_fsm.node import Node
 from ironic_fsm.stores.base import (
+    SET,
     Reserved,
     _scan_filters,
     bad_marker,
@@ -90,6 +91,9 @@ class _Record:
             value = getattr(self, key)
             if isinstance(wanted, frozenset):
                 if value not in wanted:
+                    return False
+            elif wanted is SET:
+                if value is None:
                     return False
             elif value != wanted:
                 return False

@@ -95,6 +95,7 @@ from ironic_fsm.exceptions import (
 from ironic_fsm.node import Node
 from ironic_fsm.stores.base import (
     NULLABLE_SORT_KEYS,
+    SET,
     Reserved,
     _scan_filters,
     bad_marker,
@@ -646,6 +647,8 @@ class SQLStore:
         for key, value in filters.items():
             if value is None:
                 where.append(f"{key} IS NULL")
+            elif value is SET:
+                where.append(f"{key} IS NOT NULL")
             elif isinstance(value, frozenset):
                 where.append(f"{key} IN ({', '.join(self._q for _ in value)})")
                 params.extend(sorted(value))
