@@ -182,6 +182,27 @@ def test_every_indexed_filter_is_pushed_down(store: Store) -> None:
     assert uuids(version=1) == [a.uuid, b.uuid, c.uuid]
 
 
+def test_create_many_creates_all_or_none(store: Store) -> None:
+    create_many = store.create_many  # type: ignore[attr-defined]
+    first = [Node(name=f"bulk-{i}", created_at=T0) for i in range(5)]
+    create_many(first)
+    assert [n.version for n in first] == [1] * 5
+    assert [n.uuid for n in store.list()] == [n.uuid for n in first]  # ties: creation order
+    assert store.get("bulk-3") == first[3]
+    before = [n.to_json() for n in store.list()]
+    refused: list[list[Node]] = [
+        [Node(name="new-1"), Node(uuid=first[0].uuid, name="new-2")],  # a UUID in use
+        [Node(name="new-1"), Node(name="bulk-2")],  # a name in use
+        [Node(name="twin"), Node(name="twin")],  # a name twice in the batch
+    ]
+    for batch in refused:
+        with pytest.raises(InvalidParameterValue, match=r"already exists|cannot be stored"):
+            create_many(batch)
+        assert [n.to_json() for n in store.list()] == before
+    create_many([])
+    assert [n.to_json() for n in store.list()] == before
+
+
 # -- candidate queries ---------------------------------------------------------------------------
 
 

@@ -118,7 +118,8 @@ class PostgresDB:
             if constraint == "nodes_pkey":
                 return duplicate_uuid(node.uuid)
         if isinstance(exc, (psycopg.IntegrityError, psycopg.DataError, UnicodeError)):
-            return InvalidParameterValue(f"Node {uuid} cannot be stored: {text}", node=uuid)
+            what = "A node" if uuid is None else f"Node {uuid}"
+            return InvalidParameterValue(f"{what} cannot be stored: {text}", node=uuid)
         if isinstance(
             exc,
             (

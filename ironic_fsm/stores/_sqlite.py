@@ -175,7 +175,8 @@ class SQLiteDB:
             if "nodes.uuid" in text:
                 return duplicate_uuid(node.uuid)
         if isinstance(exc, (sqlite3.IntegrityError, sqlite3.DataError, UnicodeError)):
-            return InvalidParameterValue(f"Node {uuid} cannot be stored: {text}", node=uuid)
+            what = "A node" if uuid is None else f"Node {uuid}"
+            return InvalidParameterValue(f"{what} cannot be stored: {text}", node=uuid)
         if isinstance(exc, sqlite3.OperationalError) and _is_busy(exc):
             return StoreBusy(
                 f"Another writer held the lock on the SQLite database {self.target} for "

@@ -139,9 +139,29 @@ class MemoryStore:
         node.version = 1
 
     def create_many(self, nodes: builtins.list[Node]) -> None:
-        """Create every node, as :meth:`create` one by one (the SQL store does it in bulk)."""
+        """Create every node, all or none, with the checks of :meth:`create`."""
+        encoded = [(node, encode(node), node.created_at or datetime.now(_UTC)) for node in nodes]
+        with self._lock:
+            uuids: set[str] = set()
+            names: set[str] = set()
+            for node in nodes:
+                if node.uuid in self._nodes or node.uuid in uuids:
+                    raise duplicate_uuid(node.uuid)
+                uuids.add(node.uuid)
+            for node in nodes:
+                name = node.name
+                if name is not None:
+                    if name in self._names or name in self._nodes or name in names:
+                        raise duplicate_name(name)
+                    if name in uuids and name != node.uuid:
+                        raise duplicate_name(name)
+                    names.add(name)
+            for node, data, created in encoded:
+                self._nodes[node.uuid] = _Record(node, data, 1, next(self._seq), created)
+                if node.name is not None:
+                    self._names[node.name] = node.uuid
         for node in nodes:
-            self.create(node)
+            node.version = 1
 
     def get(self, ident: str) -> Node:
         with self._lock:
