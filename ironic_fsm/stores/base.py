@@ -147,7 +147,11 @@ class Store(Protocol):
         """A fresh copy of the node with this UUID or name; :class:`NodeNotFound` if none."""
 
     def list(self, **filters: Any) -> list[Node]:
-        """Copies of the nodes whose fields equal every filter, ordered by creation."""
+        """Copies of the nodes matching every filter (see :data:`FILTER_FIELDS`).
+
+        The first release's signature, in creation order; a
+        :class:`ScanningStore` adds paging and sorting.
+        """
 
     def save(self, node: Node) -> None:
         """Write ``node`` if its version is current; bump ``node.version`` in place.
