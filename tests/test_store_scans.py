@@ -260,6 +260,11 @@ def test_in_states_returns_the_old_enough_candidates_oldest_first(store: Store) 
         store.in_states("clean wait")
     with pytest.raises(InvalidParameterValue, match="Cannot filter nodes on extra"):
         store.in_states(waits, extra={})
+    for bad in (T0.replace(tzinfo=None), "2026-01-01"):
+        with pytest.raises(InvalidParameterValue, match="timezone-aware"):
+            store.in_states(waits, updated_before=bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidParameterValue, match="timezone-aware"):
+            store.waking(bad)  # type: ignore[arg-type]
 
 
 def test_waking_returns_the_wait_steps_whose_time_is_up(store: Store) -> None:

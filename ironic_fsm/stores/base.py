@@ -523,7 +523,7 @@ class ListScans:
         limit: int | None = None,
         **filters: Any,
     ) -> builtins.list[Node]:
-        wanted = _scan_filters(states, limit, filters)
+        wanted = _scan_filters(states, limit, filters, updated_before)
         if wanted is None:
             return []
         chosen = [
@@ -540,7 +540,7 @@ class ListScans:
     def waking(
         self, before: datetime, *, limit: int | None = None, **filters: Any
     ) -> builtins.list[Node]:
-        wanted = _scan_filters(None, limit, filters)
+        wanted = _scan_filters(None, limit, filters, before)
         if wanted is None:
             return []
         chosen = []
@@ -552,10 +552,23 @@ class ListScans:
 
 
 def _scan_filters(
-    states: Collection[str] | None, limit: object, filters: dict[str, Any]
+    states: Collection[str] | None,
+    limit: object,
+    filters: dict[str, Any],
+    when: object,
 ) -> dict[str, Any] | None:
-    """The filters of a scan, with ``states`` as a ``provision_state`` filter; checked."""
+    """The filters of a scan, with ``states`` as a ``provision_state`` filter; checked.
+
+    ``when`` is the scan's time (``updated_before``, ``before``): aware, like
+    every timestamp of a node, or ``None`` where it is optional.
+    """
     check_page(limit, None, "created_at", "asc")
+    if when is not None and (not isinstance(when, datetime) or when.utcoffset() is None):
+        raise InvalidParameterValue(
+            f"A scan needs a timezone-aware datetime, not {when!r}", field="time"
+        )
+    if states is None and when is None:
+        raise InvalidParameterValue("waking needs the time to compare with", field="time")
     if states is not None:
         if isinstance(states, str) or not all(_valid_text(x) for x in states):
             raise InvalidParameterValue(

@@ -214,7 +214,7 @@ class MemoryStore:
         limit: int | None = None,
         **filters: Any,
     ) -> builtins.list[Node]:
-        wanted = _scan_filters(states, limit, filters)
+        wanted = _scan_filters(states, limit, filters, updated_before)
         if wanted is None:
             return []
         with self._lock:
@@ -236,7 +236,7 @@ class MemoryStore:
     def waking(
         self, before: datetime, *, limit: int | None = None, **filters: Any
     ) -> builtins.list[Node]:
-        wanted = _scan_filters(None, limit, filters)
+        wanted = _scan_filters(None, limit, filters, before)
         if wanted is None:
             return []
         with self._lock:

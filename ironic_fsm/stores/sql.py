@@ -825,7 +825,7 @@ class SQLStore:
         **filters: Any,
     ) -> builtins.list[Node]:
         """Nodes in ``states`` (changed before ``updated_before``), oldest first; on indexes."""
-        wanted = _scan_filters(states, limit, filters)
+        wanted = _scan_filters(states, limit, filters, updated_before)
         if wanted is None:
             return []
         where, params = self._where(wanted)
@@ -838,7 +838,7 @@ class SQLStore:
         self, before: datetime, *, limit: int | None = None, **filters: Any
     ) -> builtins.list[Node]:
         """Nodes whose ``wait`` step is up at ``before``, earliest first; on an index."""
-        wanted = _scan_filters(None, limit, filters)
+        wanted = _scan_filters(None, limit, filters, before)
         if wanted is None:
             return []
         where, params = self._where(wanted)
