@@ -34,7 +34,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, runtime_checkable
 
 from ironic_fsm.exceptions import InvalidParameterValue, NodeLocked, NodeNotFound
-from ironic_fsm.node import NODE_FIELDS, Node
+from ironic_fsm.node import NODE_FIELDS, Node, check_storable, encode_stored
 
 __all__ = [
     "BOOL_FILTERS",
@@ -591,14 +591,17 @@ def _oldest_first(
     return ordered if limit is None else ordered[:limit]
 
 
-def encode(node: Node) -> str:
-    """``node`` as the JSON text stores keep, or :class:`InvalidParameterValue` saying why not.
+def encode(node: Node) -> bytes:
+    """``node`` as the UTF-8 JSON stores keep, or :class:`InvalidParameterValue` saying why not.
 
     Done before anything is written, so that a record that cannot be stored
-    is refused with nothing changed.
+    is refused with nothing changed. Checks the fields' types first
+    (:func:`~ironic_fsm.node.check_storable`), so that nothing gets in that
+    :meth:`Node.from_json` would refuse to read back.
     """
+    check_storable(node)
     try:
-        return node.to_json()
+        return encode_stored(node)
     except (TypeError, ValueError, RecursionError) as exc:
         reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         raise InvalidParameterValue(

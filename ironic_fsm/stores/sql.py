@@ -12,7 +12,7 @@ Why no SQLAlchemy: every call is one short statement on a raw driver
 connection (the hot path always was), so an abstraction layer only served
 the cold paths and schema creation, at the price of two code paths per
 statement. SQLite needs only :mod:`sqlite3`, so ``pip install ironic_fsm``
-gives a working durable store with three dependencies. PostgreSQL uses
+gives a working durable store with no database dependency. PostgreSQL uses
 psycopg 3 with ``psycopg_pool`` (``pip install 'ironic_fsm[postgres]'``): the
 maintained pool made for psycopg, and the level at which the features a
 fleet needs next live anyway (``FOR UPDATE SKIP LOCKED``, advisory locks,
@@ -636,8 +636,8 @@ class SQLStore:
 
     def _row(self, node: Node) -> tuple[str, tuple[Any, ...]]:
         """The node's JSON and column values, checked before anything is written."""
-        data = encode(node)
-        _check_columns(node)
+        _check_columns(node)  # first: its messages name the column's limit
+        data = encode(node).decode()
         return data, (*self._columns(node), self._time(node, "created_at"))
 
     def _where(self, filters: dict[str, Any]) -> tuple[list[str], list[Any]]:
