@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import email
 import os
 import shutil
 import subprocess
 import sys
 import venv
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -225,8 +227,16 @@ def test_a_bmc_node_may_rehearse_on_fake_interfaces() -> None:
         conductor.update_node(node.uuid, power_interface="redfish")
 
 
-def _copy_requirements(project: str, target: Path) -> list[str]:
-    """Copy the installed distributions ``project`` needs (no extras), transitively.
+def _wheel_requirements(wheel: Path) -> list[str]:
+    """The ``Requires-Dist`` lines of a wheel (the project as it is now, not as installed)."""
+    with zipfile.ZipFile(wheel) as archive:
+        (name,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        metadata = email.message_from_bytes(archive.read(name))
+    return metadata.get_all("Requires-Dist") or []
+
+
+def _copy_requirements(requirements: list[str], target: Path) -> list[str]:
+    """Copy the installed distributions these requirements need (no extras), transitively.
 
     This gives a fresh venv the project's plain dependencies without the
     network, and nothing else: the extras' libraries stay out of sight.
@@ -235,23 +245,22 @@ def _copy_requirements(project: str, target: Path) -> list[str]:
 
     from packaging.requirements import Requirement  # pytest depends on packaging
 
-    todo = [project]
+    todo = list(requirements)
     seen: set[str] = set()
-    copied = []
     while todo:
-        name = todo.pop()
-        dist = metadata.distribution(name)
+        req = Requirement(todo.pop())
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        try:
+            dist = metadata.distribution(req.name)
+        except metadata.PackageNotFoundError:
+            pytest.fail(f"{req} is a dependency but is not installed in this environment")
         key = dist.metadata["Name"].lower().replace("_", "-")
         if key in seen:
             continue
         seen.add(key)
-        for text in dist.requires or []:
-            req = Requirement(text)
-            if req.marker is None or req.marker.evaluate({"extra": ""}):
-                todo.append(req.name)
-        if name == project:
-            continue
-        assert dist.files is not None, f"{name} was installed without a RECORD"
+        todo += dist.requires or []
+        assert dist.files is not None, f"{key} was installed without a RECORD"
         for file in dist.files:
             if ".." in file.parts:  # console scripts and data outside site-packages
                 continue
@@ -259,8 +268,7 @@ def _copy_requirements(project: str, target: Path) -> list[str]:
             if source.is_file():
                 (target / file).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(source, target / file)
-        copied.append(key)
-    return sorted(copied)
+    return sorted(seen)
 
 
 def test_plain_install_runs_the_cli_on_sqlite_and_names_the_demo_extra(tmp_path: Path) -> None:
@@ -271,11 +279,11 @@ def test_plain_install_runs_the_cli_on_sqlite_and_names_the_demo_extra(tmp_path:
     dependencies, so pip fails if the dependency list is incomplete.
     """
     python = _venv_python(tmp_path / "venv", with_pip=True)
+    wheel = _build_wheel(ROOT, tmp_path / "wheels")
     deps = tmp_path / "deps"
-    copied = _copy_requirements("ironic_fsm", deps)
+    copied = _copy_requirements(_wheel_requirements(wheel), deps)
     assert "transitions" in copied
     (_site_packages(python) / "_deps.pth").write_text(f"{deps}\n", encoding="utf-8")
-    wheel = _build_wheel(ROOT, tmp_path / "wheels")
     env = _clean_env(HOME=str(tmp_path), XDG_DATA_HOME=str(tmp_path / "data"))
     env.pop("IRONIC_FSM_DB", None)
     env.pop("IRONIC_FSM_CONFIG", None)
