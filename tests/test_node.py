@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -405,3 +406,100 @@ def test_check_types_catches_what_assignment_let_through() -> None:
     node.properties = "oops"  # type: ignore[assignment]
     with pytest.raises(InvalidParameterValue, match="properties"):
         node.check_types()
+
+
+# -- the stores' codec: to_json writes only what reads back; from_json checks what it builds ---
+
+
+def _bypass(node: Node, **fields: Any) -> Node:
+    """Assign past nothing: assignment is unchecked, as drivers do it."""
+    for key, value in fields.items():
+        setattr(node, key, value)
+    return node
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        float("nan"),
+        float("inf"),
+        (1, 2),
+        {"nested": (1,)},
+        uuid.UUID("1be26c0b-03f2-4d2e-ae87-c02d7f33c123"),
+        datetime(2024, 1, 1, tzinfo=timezone.utc),
+        {1: "int key"},
+        2**64,
+    ],
+    ids=["nan", "inf", "tuple", "nested-tuple", "uuid", "datetime", "int-key", "big-int"],
+)
+def test_to_json_refuses_what_would_not_read_back_equal(value: object) -> None:
+    node = _bypass(Node(), extra={"k": value})
+    with pytest.raises((TypeError, ValueError)):
+        node.to_json()
+
+
+def test_to_json_writes_timestamps_as_isoformat_and_reads_them_back() -> None:
+    node = _rich_node()
+    data = json.loads(node.to_json())
+    for name in ("provision_updated_at", "created_at", "updated_at"):
+        assert data[name] == getattr(node, name).isoformat()
+    back = Node.from_json(node.to_json())
+    assert back == node
+    assert back.updated_at is not None
+    assert back.updated_at.utcoffset() == timedelta(hours=2)
+
+
+def test_to_json_refuses_a_field_of_the_wrong_type() -> None:
+    node = _bypass(Node(), last_error=5)
+    with pytest.raises(InvalidParameterValue, match="last_error"):
+        node.to_json()
+
+
+def _record_with(**fields: Any) -> str:
+    data = Node(uuid="1be26c0b-03f2-4d2e-ae87-c02d7f33c123").to_dict()
+    data.update(fields)
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("name", "1be26c0b-03f2-4d2e-ae87-c02d7f33c124"),
+        ("name", "tab\there"),
+        ("name", ""),
+        ("provision_state", ""),
+        ("provision_state", 5),
+        ("last_error", ["x"]),
+        ("maintenance", "yes"),
+        ("automated_clean", 1),
+        ("version", -1),
+        ("version", True),
+        ("traits", ["ok", ""]),
+        ("traits", "CUSTOM_X"),
+        ("driver_info", []),
+        ("clean_step", "x"),
+        ("created_at", "2024-01-01T00:00:00"),
+        ("created_at", "yesterday"),
+        ("uuid", "not-a-uuid"),
+    ],
+)
+def test_from_json_of_a_whole_record_checks_every_field(field: str, value: object) -> None:
+    with pytest.raises(InvalidParameterValue, match=field):
+        Node.from_json(_record_with(**{field: value}))
+
+
+def test_from_json_normalises_a_uuid_and_reads_partial_and_json_module_records() -> None:
+    node = Node.from_json(_record_with(uuid="{1BE26C0B-03F2-4D2E-AE87-C02D7F33C123}"))
+    assert node.uuid == "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
+    assert Node.from_json('{"name": "n"}').name == "n"
+    # Earlier releases wrote with the json module, which writes NaN: still readable.
+    assert math.isnan(Node.from_json(_record_with(extra={"x": float("nan")})).extra["x"])
+
+
+def test_from_json_builds_new_containers_each_time() -> None:
+    text = _rich_node().to_json()
+    first, second = Node.from_json(text), Node.from_json(text)
+    first.driver_info["nested"]["a"].append(3)
+    first.traits.append("CUSTOM_Z")
+    assert second.driver_info["nested"]["a"] == [1, 2]
+    assert second.traits == ["CUSTOM_X", "CUSTOM_Y"]

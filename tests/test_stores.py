@@ -597,3 +597,71 @@ def test_a_duplicate_name_on_save_changes_nothing(store: Store) -> None:
     assert getattr(info.value, "field", None) == "name"
     assert node.version == 1
     assert _snapshot(store) == before
+
+
+# -- what a store keeps is its own: no shared objects, nothing it could not read back ------
+
+
+def test_callers_never_share_objects_with_the_store(store: Store) -> None:
+    node = Node(name="own", driver_info={"a": {"b": [1]}}, traits=["CUSTOM_A"])
+    store.create(node)
+    node.driver_info["a"]["b"].append("after create")
+    got = store.get("own")
+    got.driver_info["a"]["b"].append("after get")
+    got.traits.append("CUSTOM_GOT")
+    got.extra["k"] = "v"
+    assert store.get("own").driver_info == {"a": {"b": [1]}}
+    node = store.get("own")
+    node.extra = {"saved": ["x"]}
+    store.save(node)
+    node.extra["saved"].append("after save")
+    node.traits.append("CUSTOM_AFTER_SAVE")
+    reserved = store.reserve("own", "h")
+    reserved.extra["saved"].append("after reserve")
+    store.release("own", "h")
+    for listed in store.list():
+        listed.extra["saved"].append("after list")
+    final = store.get("own")
+    assert (final.driver_info, final.extra, final.traits) == (
+        {"a": {"b": [1]}},
+        {"saved": ["x"]},
+        ["CUSTOM_A"],
+    )
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"last_error": 5},
+        {"maintenance_reason": ["x"]},
+        {"automated_clean": "yes"},
+        {"version": "1"},
+    ],
+    ids=["last_error", "maintenance_reason", "automated_clean", "version"],
+)
+def test_a_save_of_a_field_of_the_wrong_type_is_refused_and_changes_nothing(
+    store: Store, fields: dict[str, Any]
+) -> None:
+    node = make(store, name="typed")
+    before = _snapshot(store)
+    field = next(iter(fields))
+    with pytest.raises(InvalidParameterValue, match=field):
+        store.save(force(store.get("typed"), **fields))
+    assert _snapshot(store) == before
+    assert store.get("typed") == node
+
+
+@pytest.mark.parametrize(
+    "value", [float("nan"), float("-inf"), (1, 2), {1: "a"}], ids=["nan", "inf", "tuple", "int-key"]
+)
+def test_a_save_that_json_would_change_is_refused_and_changes_nothing(
+    store: Store, value: object
+) -> None:
+    make(store, name="exact", extra={"k": "v"})
+    before = _snapshot(store)
+    node = store.get("exact")
+    node.extra["k"] = value
+    with pytest.raises(InvalidParameterValue, match="JSON"):
+        store.save(node)
+    assert node.version == 1
+    assert _snapshot(store) == before
