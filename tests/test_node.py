@@ -13,7 +13,7 @@ import pytest
 
 from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.masking import MASK, is_secret_key, mask_secrets
-from ironic_fsm.node import INTERFACE_KINDS, NODE_FIELDS, Node, check_field
+from ironic_fsm.node import INTERFACE_KINDS, NODE_FIELDS, Node, check_field, freeze, thaw
 
 CONTRACT_FIELDS = [
     "uuid", "name", "driver", "driver_info", "driver_internal_info", "properties",
@@ -503,3 +503,22 @@ def test_from_json_builds_new_containers_each_time() -> None:
     first.traits.append("CUSTOM_Z")
     assert second.driver_info["nested"]["a"] == [1, 2]
     assert second.traits == ["CUSTOM_X", "CUSTOM_Y"]
+
+
+def test_freeze_and_thaw_copy_exactly_and_share_nothing() -> None:
+    node = _rich_node()
+    frozen = freeze(node)
+    node.driver_info["nested"]["a"].append(3)  # after freezing: not in the snapshot
+    first, second = thaw(frozen), thaw(frozen)
+    assert first == _rich_node()
+    assert first.updated_at is not None
+    assert first.updated_at.utcoffset() == timedelta(hours=2)
+    first.extra["k"]["deep"]["deeper"] = False
+    first.traits.append("CUSTOM_Z")
+    assert second == _rich_node()
+
+
+@pytest.mark.parametrize("value", [float("nan"), (1,), {1: 2}, datetime.now(timezone.utc)])
+def test_freeze_refuses_what_would_not_read_back_equal(value: object) -> None:
+    with pytest.raises((TypeError, ValueError)):
+        freeze(_bypass(Node(), driver_internal_info={"k": [value]}))

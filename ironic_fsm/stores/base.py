@@ -34,7 +34,14 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, runtime_checkable
 
 from ironic_fsm.exceptions import InvalidParameterValue, NodeLocked, NodeNotFound
-from ironic_fsm.node import NODE_FIELDS, Node, check_storable, encode_stored
+from ironic_fsm.node import (
+    NODE_FIELDS,
+    Node,
+    Snapshot,
+    check_storable,
+    encode_stored,
+    freeze,
+)
 
 __all__ = [
     "BOOL_FILTERS",
@@ -57,6 +64,7 @@ __all__ = [
     "normalize_filters",
     "not_found",
     "reserved",
+    "snapshot",
     "sort_records",
     "wake_time",
     "waking",
@@ -603,11 +611,24 @@ def encode(node: Node) -> bytes:
     try:
         return encode_stored(node)
     except (TypeError, ValueError, RecursionError) as exc:
-        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-        raise InvalidParameterValue(
-            f"Node {node.uuid} cannot be stored: its fields must be JSON-serializable ({reason})",
-            node=node.uuid,
-        ) from exc
+        raise _not_storable(node, exc) from exc
+
+
+def snapshot(node: Node) -> Snapshot:
+    """:func:`encode` for a store in this process: an immutable copy (:func:`~.node.freeze`)."""
+    check_storable(node)
+    try:
+        return freeze(node)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise _not_storable(node, exc) from exc
+
+
+def _not_storable(node: Node, exc: BaseException) -> InvalidParameterValue:
+    reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+    return InvalidParameterValue(
+        f"Node {node.uuid} cannot be stored: its fields must be JSON-serializable ({reason})",
+        node=node.uuid,
+    )
 
 
 def locked_error(uuid: str, holder: str | None) -> NodeLocked:

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from typing import Any, Final
 
 from ironic_fsm.exceptions import ConcurrentUpdate
-from ironic_fsm.node import Node
+from ironic_fsm.node import Node, Snapshot, thaw
 from ironic_fsm.stores.base import (
     SET,
     Reserved,
@@ -19,11 +19,11 @@ from ironic_fsm.stores.base import (
     check_page,
     duplicate_name,
     duplicate_uuid,
-    encode,
     locked_error,
     normalize_filters,
     not_found,
     order_key,
+    snapshot,
     sort_records,
     wake_time,
 )
@@ -50,18 +50,20 @@ _COPIED: Final = (
 
 
 class _Record:
-    """One stored node: its JSON (immutable bytes), and the fields filters, sorts and scans read.
+    """One stored node: its snapshot, and the fields filters, sorts and scans read.
 
-    Those are plain attributes, so listing and scanning decode only the
-    nodes they return, as the SQL store reads only its columns. The bytes
-    are the snapshot: every read builds new containers from them, so no
-    caller ever holds an object the store keeps.
+    Those are plain attributes, so listing and scanning build only the
+    nodes they return, as the SQL store reads only its columns. The snapshot
+    (:func:`~ironic_fsm.node.freeze`) is immutable: every read builds new
+    containers from it, so no caller ever holds an object the store keeps.
     """
 
-    __slots__ = ("json", "reservation", "version", "seq", "created_at", "wake", *_COPIED)
+    __slots__ = ("frozen", "reservation", "version", "seq", "created_at", "wake", *_COPIED)
 
-    def __init__(self, node: Node, json: bytes, version: int, seq: int, created: datetime) -> None:
-        self.json = json
+    def __init__(
+        self, node: Node, frozen: Snapshot, version: int, seq: int, created: datetime
+    ) -> None:
+        self.frozen = frozen
         self.reservation = node.reservation
         self.version = version
         self.seq = seq
@@ -83,8 +85,8 @@ class _Record:
         self.provision_updated_at = node.provision_updated_at
 
     def node(self) -> Node:
-        node = Node.from_json(self.json)
-        node.reservation = self.reservation  # authoritative over the JSON
+        node = thaw(self.frozen)  # checked when it was frozen
+        node.reservation = self.reservation  # authoritative over the snapshot
         node.version = self.version
         return node
 
@@ -105,13 +107,12 @@ class _Record:
 class MemoryStore:
     """Nodes in this process's memory; the default, for tests and short-lived use.
 
-    Records are kept as JSON bytes (the text the SQL store writes), so
-    callers never share objects with the store, as with a database: encoding
-    and decoding with orjson costs less than copying the containers in
-    Python would. Every change is checked in full before
-    anything is touched, so a refused call changes nothing. Thread-safe.
-    Listing and scans read plain attributes of each record and decode only
-    the nodes they return (a scan is linear in the fleet, but cheap).
+    Records are kept as immutable snapshots (the containers as JSON bytes),
+    so callers never share objects with the store, as with a database:
+    orjson copies the containers for less than Python code would. Every
+    change is checked in full before anything is touched, so a refused call
+    changes nothing. Thread-safe. Listing and scans read plain attributes of
+    each record and build only the nodes they return (a scan is linear in the fleet, but cheap).
     """
 
     def __init__(self) -> None:
@@ -130,7 +131,7 @@ class MemoryStore:
         return uuid
 
     def create(self, node: Node) -> None:
-        data = encode(node)
+        data = snapshot(node)
         created = node.created_at or datetime.now(_UTC)
         with self._lock:
             if node.uuid in self._nodes:
@@ -144,7 +145,7 @@ class MemoryStore:
 
     def create_many(self, nodes: builtins.list[Node]) -> None:
         """Create every node, all or none, with the checks of :meth:`create`."""
-        encoded = [(node, encode(node), node.created_at or datetime.now(_UTC)) for node in nodes]
+        encoded = [(node, snapshot(node), node.created_at or datetime.now(_UTC)) for node in nodes]
         with self._lock:
             uuids: set[str] = set()
             names: set[str] = set()
@@ -253,7 +254,7 @@ class MemoryStore:
             return [r.node() for r in chosen[:limit]]
 
     def save(self, node: Node) -> None:
-        data = encode(node)  # first: a node that cannot be stored changes nothing
+        data = snapshot(node)  # first: a node that cannot be stored changes nothing
         with self._lock:
             current = self._nodes.get(node.uuid)
             if current is None:
