@@ -16,7 +16,7 @@ conductor threads, each with its own Conductor, sharing one store.
 The floor is the bare cost of the commits: with the stdlib ``sqlite3``, the
 same number of single-row ``UPDATE ... ; COMMIT`` of a ~1.5 KB JSON record
 per node as ironic_fsm writes (and as Ironic's 22 saves), in the same
-durability mode, measured by each SQLite worker right after its lifecycle on
+durability mode, measured by each SQLite worker just before and after its lifecycle on
 the same disk (fsync times drift too much for a floor measured apart).
 Ironic's own figures come from ``shared/bench/ironic_baseline/results.md``
 (same machine kind; Ironic is not installed here).
@@ -46,6 +46,9 @@ HERE = Path(__file__).resolve().parent
 VERBS = ("manage", "provide", "deploy", "undeploy")
 TRANSITIONS_PER_NODE = 9
 IRONIC_SAVES_PER_NODE = 22
+#: Store writes of one lifecycle today (10 saves, 4 reservations): the floor measured
+#: before a run has this many; the one after, as many as the run counted.
+WRITES_TODAY = 14
 # Ironic 39.0.0 on this machine kind (shared/bench/ironic_baseline/results.md):
 # nodes per second, slowest and fastest medians over N = 100..2000.
 IRONIC_NODES_PER_S = {"sqlite": (4.2, 4.9), "memory": (7.2, 8.0)}
@@ -84,7 +87,7 @@ def worker(
 ) -> dict[str, Any]:
     """Create ``n`` nodes and run the lifecycle for each; return the figures.
 
-    On SQLite, also the floor of the same durability mode, measured right after
+    On SQLite, also the floor of the same durability mode, measured just before and after
     on the same disk (for at most ``floor_nodes`` nodes).
     """
     import ironic_fsm
@@ -105,6 +108,10 @@ def worker(
         except BaseException as exc:  # reported by the parent
             errors.append(exc)
 
+    floor_n = min(n, floor_nodes)
+    floors_before = _floors(
+        kind, floor_n, (WRITES_TODAY, IRONIC_SAVES_PER_NODE), os.path.dirname(path)
+    )
     cpu = time.process_time()
     started = time.perf_counter()
     if threads == 1:
@@ -133,13 +140,13 @@ def worker(
     # Saves bump the version; each verb's reservation is one more write that does not
     # (a reservation is a lock, not data), and its release rides on the final save.
     writes = conductors[0].get_node(uuids[0]).version - versions_before + len(VERBS)
-    floors: dict[str, float] = {}
-    if kind.startswith("sqlite"):
-        # Measured here, right after the lifecycle: a shared disk's fsync time drifts by
-        # several times within minutes, so a floor taken apart from its run misleads.
-        floor_n = min(n, floor_nodes)
-        for label, commits in (("same", writes), ("ironic", IRONIC_SAVES_PER_NODE)):
-            floors[label] = sqlite_floor(floor_n, commits, _sync(kind), os.path.dirname(path))
+    # Measured here, just before and just after the lifecycle, and averaged: a shared
+    # disk's fsync time drifts by several times within minutes, so a floor taken apart
+    # from its run misleads.
+    floors_after = _floors(kind, floor_n, (writes, IRONIC_SAVES_PER_NODE), os.path.dirname(path))
+    floors = {
+        c: (f + floors_before[c]) / 2 if c in floors_before else f for c, f in floors_after.items()
+    }
     return {
         "store": kind,
         "n": n,
@@ -150,8 +157,17 @@ def worker(
         "writes_per_node": writes,
         "bad_nodes": len(bad),
         "peak_rss_mib": _peak_rss_mib(),
-        "floor_s": floors,
+        "floor_s": (
+            {"same": floors[writes], "ironic": floors[IRONIC_SAVES_PER_NODE]} if floors else {}
+        ),
     }
+
+
+def _floors(kind: str, n: int, commits: tuple[int, ...], where: str) -> dict[int, float]:
+    """The SQLite floor per number of commits, in ``kind``'s durability mode (none for others)."""
+    if not kind.startswith("sqlite"):
+        return {}
+    return {c: sqlite_floor(n, c, _sync(kind), where) for c in commits}
 
 
 def _peak_rss_mib() -> float:
