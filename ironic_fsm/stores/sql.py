@@ -24,8 +24,8 @@ Layout (schema version 2; a database of an earlier version is upgraded in
 place when opened, see "Migrations" below):
 
 * ``nodes``: one row per node. ``data`` holds
-  :meth:`Node.to_json() <ironic_fsm.node.Node.to_json>` (the same text
-  :class:`~ironic_fsm.stores.MemoryStore` keeps) and is the source of truth
+  :meth:`Node.to_json() <ironic_fsm.node.Node.to_json>` (written only if
+  it reads back equal to the node) and is the source of truth
   for every field but two. The fields listings filter and sort on
   (:data:`~ironic_fsm.stores.base.FILTER_FIELDS`, the timestamps) are
   copied into columns on every write, and so is ``wait_until``, the
