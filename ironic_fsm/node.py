@@ -534,10 +534,20 @@ _NOT_EXACT: Final = (
 )
 
 
+def _datetime_subclass(value: Any) -> str:
+    """orjson writes :class:`datetime` itself, but not its subclasses (freezegun's, pendulum's).
+
+    Anywhere but in a timestamp field, the read-back check refuses what this writes.
+    """
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
+
+
 def _dumps(value: Any) -> bytes:
     """orjson's text for ``value``; its recursion limit as :class:`RecursionError`."""
     try:
-        return orjson.dumps(value, option=_DUMPS_OPTIONS)
+        return orjson.dumps(value, default=_datetime_subclass, option=_DUMPS_OPTIONS)
     except orjson.JSONEncodeError as exc:
         if "Recursion limit" in str(exc):
             raise RecursionError(str(exc)) from exc

@@ -522,3 +522,14 @@ def test_freeze_and_thaw_copy_exactly_and_share_nothing() -> None:
 def test_freeze_refuses_what_would_not_read_back_equal(value: object) -> None:
     with pytest.raises((TypeError, ValueError)):
         freeze(_bypass(Node(), driver_internal_info={"k": [value]}))
+
+
+def test_a_datetime_subclass_in_a_timestamp_field_is_written_as_isoformat() -> None:
+    class FrozenClock(datetime):  # what freezegun and pendulum hand out
+        pass
+
+    node = Node(updated_at=FrozenClock(2024, 1, 2, 3, 4, 5, 6, tzinfo=timezone.utc))
+    back = Node.from_json(node.to_json())
+    assert back.updated_at == node.updated_at
+    with pytest.raises(ValueError, match="read back"):
+        _bypass(Node(), extra={"when": node.updated_at}).to_json()
