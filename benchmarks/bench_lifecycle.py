@@ -17,7 +17,8 @@ The floor is the bare cost of the commits: with the stdlib ``sqlite3``, the
 same number of single-row ``UPDATE ... ; COMMIT`` of a ~1.5 KB JSON record
 per node as ironic_fsm writes (and as Ironic's 22 saves), in the same
 durability mode, measured by each SQLite worker just before and after its lifecycle on
-the same disk (fsync times drift too much for a floor measured apart).
+the same disk (fsync times drift too much for a floor measured apart), as one cost per
+bare commit scaled to each count.
 Ironic's own figures come from ``shared/bench/ironic_baseline/results.md``
 (same machine kind; Ironic is not installed here).
 
@@ -164,10 +165,18 @@ def worker(
 
 
 def _floors(kind: str, n: int, commits: tuple[int, ...], where: str) -> dict[int, float]:
-    """The SQLite floor per number of commits, in ``kind``'s durability mode (none for others)."""
+    """The SQLite floor per number of commits, in ``kind``'s durability mode (none for others).
+
+    Bare commits cost the same whichever node they touch, so one pooled
+    measurement (as many commits per node as all of ``commits`` together)
+    gives a cost per commit, scaled to each count: measured apart, two
+    floors of a noisy disk could disagree about which count is cheaper.
+    """
     if not kind.startswith("sqlite"):
         return {}
-    return {c: sqlite_floor(n, c, _sync(kind), where) for c in commits}
+    pooled = sum(set(commits))
+    per_commit = sqlite_floor(n, pooled, _sync(kind), where) / pooled
+    return {c: c * per_commit for c in commits}
 
 
 def _peak_rss_mib() -> float:
