@@ -1,9 +1,10 @@
 """Step planning: which steps run, in which order, with which arguments.
 
 Everything here is pure: step lists in, step lists out, no I/O, no clock,
-no node changes. The conductor gathers the driver's steps, calls the
-planner, and executes the plan it gets back; callers can also use the
-planner to check a request before acting on it.
+no node changes, no calls into interfaces or hardware types. The conductor
+gathers the driver's steps (:func:`ironic_fsm.conductor.plans.gather_steps`),
+calls the planner, and executes the plan it gets back; callers can also use
+the planner to check a request before acting on it.
 
 Steps are Ironic-style dicts (``interface``, ``step``, ``priority``,
 ``abortable``, ``argsinfo``, ...). A requested step is
@@ -16,26 +17,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
-from ironic_fsm.exceptions import DriverError, InvalidParameterValue, IronicFSMError
-from ironic_fsm.masking import scrub, secret_values
+from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.node import check_json
 from ironic_fsm.steps import INTERFACE_ORDER, RESERVED_STEPS, Phase, step_id
-
-if TYPE_CHECKING:
-    from ironic_fsm.hardware import HardwareType
-    from ironic_fsm.task import Task
 
 __all__ = [
     "CORE_DEPLOY_STEP",
     "MAX_WAIT_SECONDS",
     "check_priority_conflicts",
     "check_requested_steps",
-    "driver_error",
-    "gather_steps",
     "plan_automated_clean",
-    "plan_automated_clean_for",
     "plan_deploy",
     "sort_steps",
     "validate_user_steps",
@@ -49,60 +42,6 @@ CORE_DEPLOY_STEP: Final = "deploy.deploy"
 MAX_WAIT_SECONDS: Final = 7 * 24 * 3600
 
 Step = dict[str, Any]
-
-
-def driver_error(exc: Exception, node: Any, interface: str, method: str) -> DriverError:
-    """``exc``, raised by a driver's own code, as a :class:`DriverError`.
-
-    The message names the node and where the error came from, with the
-    node's secrets scrubbed (drivers echo what they were given); chain the
-    original with ``raise ... from exc``.
-    """
-    text = f"{type(exc).__name__}: {exc}"
-    if node is not None:
-        text = scrub(text, secret_values(node.driver_info, node.instance_info))
-        where = f"Node {node.uuid}: "
-    else:
-        where = ""
-    return DriverError(
-        f"{where}the {interface} interface failed in {method}: {text}",
-        node=getattr(node, "uuid", None),
-        interface=interface,
-        method=method,
-    )
-
-
-def gather_steps(
-    phase: Phase, driver: HardwareType, task: Task, *, fresh: bool = False
-) -> list[Step]:
-    """The driver's ``phase`` steps (priority 0 included), in interface-table order.
-
-    Only the interfaces of the phase's table are asked (for cleaning:
-    vendor, power, management, firmware, deploy, bios, raid). An interface
-    may raise :class:`~ironic_fsm.exceptions.StepsNotAvailable`.
-
-    Declared steps are shared with their class unless ``fresh`` is true:
-    read them, or ask for fresh dicts when the result will be changed or
-    handed to users.
-    """
-    steps: list[Step] = []
-    for kind in INTERFACE_ORDER[phase]:
-        iface = getattr(driver, kind, None)
-        if iface is None:
-            continue
-        # Decorator-declared steps are read from the class, not copied: the
-        # planner never changes the steps it is given.
-        declared = None if fresh else iface.declared_steps(phase)
-        if declared is None:
-            method = f"get_{phase}_steps"
-            try:
-                declared = getattr(iface, method)(task)
-            except IronicFSMError:
-                raise
-            except Exception as exc:
-                raise driver_error(exc, task.node, kind, method) from exc
-        steps.extend(declared)
-    return steps
 
 
 def sort_steps(phase: Phase, steps: Iterable[Step]) -> list[Step]:
@@ -172,61 +111,6 @@ def plan_automated_clean(
             "requires_ramdisk": step.get("requires_ramdisk", True),
         }
         for priority, _, _, step in chosen
-    ]
-
-
-_PLAN_CACHE: dict[tuple[Any, ...], tuple[tuple[str, str, int, bool, bool], ...]] = {}
-_PLAN_CACHE_SIZE: Final = 256
-
-
-def plan_automated_clean_for(
-    driver: HardwareType,
-    task: Task,
-    *,
-    overrides: Mapping[str, int] | None = None,
-    disallowed: Iterable[str] = (),
-) -> list[Step]:
-    """:func:`plan_automated_clean` of the driver's steps, computed once per set of classes.
-
-    When every cleaning interface declares its steps with decorators (the
-    usual case), the plan depends only on the interface classes and the
-    operator's settings, so it is computed once and then only copied.
-    Interfaces whose steps depend on the node (agent-style ones that
-    override ``get_clean_steps``) are asked every time.
-    """
-    classes = []
-    for kind in INTERFACE_ORDER["clean"]:
-        iface = getattr(driver, kind, None)
-        if iface is not None:
-            if iface.declared_steps("clean") is None:
-                return plan_automated_clean(
-                    gather_steps("clean", driver, task), overrides=overrides, disallowed=disallowed
-                )
-            classes.append(type(iface))
-    blocked = tuple(disallowed)
-    key = (tuple(classes), frozenset((overrides or {}).items()), blocked)
-    plan = _PLAN_CACHE.get(key)
-    if plan is None:
-        full = plan_automated_clean(
-            gather_steps("clean", driver, task), overrides=overrides, disallowed=blocked
-        )
-        plan = tuple(
-            (st["interface"], st["step"], st["priority"], st["abortable"], st["requires_ramdisk"])
-            for st in full
-        )
-        if len(_PLAN_CACHE) >= _PLAN_CACHE_SIZE:
-            _PLAN_CACHE.clear()
-        _PLAN_CACHE[key] = plan
-    return [
-        {
-            "interface": iface,
-            "step": name,
-            "args": {},
-            "priority": priority,
-            "abortable": abortable,
-            "requires_ramdisk": ramdisk,
-        }
-        for iface, name, priority, abortable, ramdisk in plan
     ]
 
 
@@ -360,36 +244,49 @@ def check_requested_steps(
         return [f"{source} must be a list of steps, not {type(steps).__name__}"]
     problems: list[str] = []
     for index, step in enumerate(steps):
-        where = f"{source}[{index}]"
-        if not isinstance(step, dict):
-            problems.append(f"{where} must be a dictionary, not {type(step).__name__}")
-            continue
-        if not all(type(key) is str for key in step):
-            problems.append(f"{where} has keys that are not strings")
-            continue
-        for key in ("interface", "step"):
-            value = step.get(key)
-            if type(value) is not str or not value or "\x00" in value:
-                problems.append(f"{where} needs a non-empty string {key!r}")
-        args = step.get("args")
-        if args is not None:
-            if type(args) is not dict:
-                problems.append(f"{where}: 'args' must be a dictionary, not {type(args).__name__}")
-                continue
-            try:
-                check_json(args, f"{where} args")
-            except InvalidParameterValue as exc:
-                problems.append(str(exc))
-                continue
-            if step.get("step") == "wait":
-                problems.extend(f"{where}: {p}" for p in _check_wait_seconds(phase, args))
-        if require_priority:
-            prio = step.get("priority")
-            if isinstance(prio, str) and prio.isdigit():
-                prio = int(prio)
-            if isinstance(prio, bool) or not isinstance(prio, int) or prio < 0:
-                problems.append(f"{where} needs a 'priority' that is an integer >= 0")
+        problems.extend(
+            _requested_step_problems(phase, step, f"{source}[{index}]", require_priority)
+        )
     return problems
+
+
+def _requested_step_problems(
+    phase: Phase, step: Any, where: str, require_priority: bool
+) -> list[str]:
+    if not isinstance(step, dict):
+        return [f"{where} must be a dictionary, not {type(step).__name__}"]
+    if not all(type(key) is str for key in step):
+        return [f"{where} has keys that are not strings"]
+    problems: list[str] = []
+    for key in ("interface", "step"):
+        value = step.get(key)
+        if type(value) is not str or not value or "\x00" in value:
+            problems.append(f"{where} needs a non-empty string {key!r}")
+    args = step.get("args")
+    if args is not None:
+        unreadable = _args_problem(args, where)
+        if unreadable is not None:
+            return [*problems, unreadable]  # nothing more to learn from this step
+        if step.get("step") == "wait":
+            problems.extend(f"{where}: {p}" for p in _check_wait_seconds(phase, args))
+    if require_priority:
+        prio = step.get("priority")
+        if isinstance(prio, str) and prio.isdigit():
+            prio = int(prio)
+        if isinstance(prio, bool) or not isinstance(prio, int) or prio < 0:
+            problems.append(f"{where} needs a 'priority' that is an integer >= 0")
+    return problems
+
+
+def _args_problem(args: Any, where: str) -> str | None:
+    """Why a step's ``args`` cannot be persisted with the plan, if they cannot."""
+    if type(args) is not dict:
+        return f"{where}: 'args' must be a dictionary, not {type(args).__name__}"
+    try:
+        check_json(args, f"{where} args")
+    except InvalidParameterValue as exc:
+        return str(exc)
+    return None
 
 
 def _check_against_driver(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -21,12 +21,12 @@ class Task:
     Interface methods read and change ``task.node``; the conductor saves the
     node around every step. ``task.driver.<kind>`` reaches the node's other
     interfaces (``task.driver.power.set_power_state(...)``).
+
+    That is all a driver sees: the conductor keeps its own bookkeeping for
+    the task (events waiting for a save, who holds the reservation) in a
+    separate object, :class:`ironic_fsm.conductor.runtime.Job`.
     """
 
     node: Node
     driver: HardwareType
     config: Config
-    # Conductor bookkeeping: events waiting for the next save, and whether
-    # the reservation has been handed over (or the node deleted).
-    _pending_events: list[Any] = attrs.field(factory=list, init=False, repr=False, eq=False)
-    _detached: bool = attrs.field(default=False, init=False, repr=False, eq=False)

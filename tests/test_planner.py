@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from ironic_fsm.conductor.plans import gather_steps
 from ironic_fsm.config import Config
 from ironic_fsm.drivers.fake import fake_hardware
 from ironic_fsm.exceptions import InvalidParameterValue
@@ -24,7 +25,6 @@ from ironic_fsm.node import Node
 from ironic_fsm.planner import (
     CORE_DEPLOY_STEP,
     check_priority_conflicts,
-    gather_steps,
     plan_automated_clean,
     plan_deploy,
     sort_steps,

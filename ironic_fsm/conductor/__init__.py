@@ -1,0 +1,104 @@
+"""The conductor: takes verbs, drives nodes through the lifecycle, runs steps.
+
+The conductor is the only part of ironic_fsm that does I/O: it reads and
+writes the store and calls hardware interfaces. Without an ``executor`` it
+works synchronously: a verb returns once the node has settled in a stable,
+wait, hold or failure state. With an executor (anything with
+``submit(fn, *args)``, such as :class:`concurrent.futures.ThreadPoolExecutor`)
+the first transition happens in the caller and the rest in the executor.
+
+A node is reserved in the store for the whole of an operation; a node that
+is busy raises :class:`~ironic_fsm.exceptions.NodeLocked`. The node's state
+and current step are saved before each step starts and after it ends, so
+:meth:`Conductor.recover` can resume an interrupted flow at its step.
+
+The package's modules, each importing only those listed before it (see
+``docs/architecture.rst``): ``common`` (pure helpers), ``registry``
+(hardware types), ``runtime`` (reserve, checkpoint, events, spawn, power),
+``plans`` (steps asked of drivers, templates, runbooks), ``engine`` (the
+step engine and its per-phase table), ``flows`` (what each verb sets off),
+``nodes`` (records and power), ``verbs`` (``do_provisioning_action``) and
+``recovery`` (liveness, take-over, timeouts). :class:`Conductor` joins them.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid as _uuid
+from collections.abc import Callable, Iterable
+from datetime import datetime
+
+from ironic_fsm.conductor.common import process_start, utcnow
+from ironic_fsm.conductor.nodes import Nodes
+from ironic_fsm.conductor.recovery import Recovery
+from ironic_fsm.conductor.registry import HardwareRegistry
+from ironic_fsm.conductor.runtime import Executor, Guard, Listener
+from ironic_fsm.conductor.verbs import Verbs
+from ironic_fsm.config import Config
+from ironic_fsm.hardware import HardwareType
+from ironic_fsm.machine import LIFECYCLE, Lifecycle
+from ironic_fsm.stores import MemoryStore, Store
+
+__all__ = ["Conductor", "Guard", "Listener"]
+
+
+class Conductor(Verbs, Recovery, Nodes):
+    """Drives nodes through Ironic's lifecycle.
+
+    Args:
+        store: Where nodes live; ``None`` means a new :class:`MemoryStore`.
+        config: Operator settings; ``None`` means Ironic's defaults.
+        listeners: Callables that receive every :class:`~ironic_fsm.events.Event`.
+        clock: Returns the current time as an aware UTC datetime; injected
+            so tests and simulations control time.
+        executor: Runs long work in the background (``submit(fn, *args)``);
+            ``None`` runs everything in the calling thread.
+        lifecycle: The state machine; :data:`~ironic_fsm.LIFECYCLE` or one
+            derived from it.
+        guards: Callables that may veto user-requested transitions.
+    """
+
+    def __init__(
+        self,
+        store: Store | None = None,
+        config: Config | None = None,
+        listeners: Iterable[Listener] = (),
+        clock: Callable[[], datetime] | None = None,
+        executor: Executor | None = None,
+        *,
+        lifecycle: Lifecycle = LIFECYCLE,
+        guards: Iterable[Guard] = (),
+    ) -> None:
+        # The conductor's whole state; the mixins only declare what they use.
+        self.store = store if store is not None else MemoryStore()
+        self.config = config if config is not None else Config()
+        self.lifecycle = lifecycle
+        self._listeners = list(listeners)
+        self._guards = list(guards)
+        self._clock = clock or utcnow
+        self._executor = executor
+        self._registry = HardwareRegistry(self.config)
+        self._templates = {}
+        self._runbooks = {}
+        #: This conductor's identity in reservations: host, process and instance.
+        # The token carries the process start time, so that a reused PID is
+        # not mistaken for this process after it is gone.
+        started = process_start(os.getpid()) or "0"
+        self.holder = f"{self.config.host}:{os.getpid()}:{started}-{_uuid.uuid4().hex[:8]}"
+
+    def add_listener(self, listener: Listener) -> None:
+        """Start sending events to ``listener``."""
+        self._listeners.append(listener)
+
+    def add_guard(self, guard: Guard) -> None:
+        """Let ``guard`` veto user-requested transitions."""
+        self._guards.append(guard)
+
+    def register_hardware_type(self, name: str, hardware_type: HardwareType) -> None:
+        """Make ``hardware_type`` available to nodes whose ``driver`` is ``name``.
+
+        Raises:
+            InvalidParameterValue: two enabled clean steps of one interface
+                share a priority (after the operator's overrides).
+        """
+        self._registry.register(name, hardware_type)

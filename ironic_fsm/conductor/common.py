@@ -1,0 +1,163 @@
+"""Small pure helpers the conductor's modules share: texts, identifiers, processes.
+
+Nothing here touches the store or a driver; every function is safe to call
+from any layer of the conductor package.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import reprlib
+import uuid as _uuid
+from datetime import datetime, timezone
+from typing import Any
+
+from ironic_fsm.exceptions import DriverError, InvalidParameterValue, IronicFSMError
+from ironic_fsm.masking import scrub, secret_values
+from ironic_fsm.node import Node, is_uuid_like
+
+__all__ = [
+    "check_ident",
+    "describe_exc",
+    "driver_error",
+    "process_alive",
+    "process_start",
+    "scrub_node",
+    "shown",
+    "utcnow",
+    "wait_is_over",
+]
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def scrub_node(node: Node, text: str) -> str:
+    """``text`` without any secret value of the node's driver_info or instance_info.
+
+    NUL characters go too: no database stores them, and free text from a
+    driver must never make a record unsaveable.
+    """
+    text = scrub(text, secret_values(node.driver_info, node.instance_info))
+    text = _mention_node_once(node.uuid, text)
+    return text.replace("\x00", "\\x00") if "\x00" in text else text
+
+
+def _mention_node_once(uuid: str, text: str) -> str:
+    """``text`` naming the node ``uuid`` at most once.
+
+    Messages are built in layers (a flow's prefix around a driver's or a
+    step's error), and each layer likes to say which node it is about.
+    The first mention stays; later ones are folded away.
+    """
+    first = text.find(uuid)
+    if first < 0 or text.find(uuid, first + len(uuid)) < 0:
+        return text
+    head, tail = text[: first + len(uuid)], text[first + len(uuid) :]
+    quoted = re.escape(uuid)
+    for pattern, replacement in (
+        (rf"[Nn]ode \"?{quoted}\"?: ", ""),
+        (rf"\s+(?:on|of|for|from|to) [Nn]ode \"?{quoted}\"?", ""),
+        (rf"[Nn]ode \"?{quoted}\"?", "the node"),
+        (quoted, "the node"),
+    ):
+        tail = re.sub(pattern, replacement, tail)
+    return head + tail
+
+
+def wait_is_over(wait_until: object, now: datetime) -> bool:
+    """Whether a ``wait`` step's recorded end has passed; an unreadable one has.
+
+    A driver may have overwritten the record; one bad value must neither
+    stall the node forever nor stop the periodic check for every other node.
+    """
+    try:
+        return datetime.fromisoformat(wait_until) <= now  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return True
+
+
+def shown(value: object) -> str:
+    """A short, safe rendering of a bad argument (it may be huge, deep or secret)."""
+    if isinstance(value, (list, dict, tuple, set)):
+        return f"a {type(value).__name__} of {len(value)} item(s)" if value else repr(value)
+    return reprlib.repr(value)
+
+
+def check_ident(ident: object) -> str:
+    """Refuse an identifier that cannot name a node, before any store sees it.
+
+    A UUID in another spelling (upper case, braces) is put in canonical
+    form: names cannot look like UUIDs, so nothing else could be meant.
+    """
+    if type(ident) is not str or not ident or len(ident) > 255 or "\x00" in ident:
+        name = ident if type(ident) is str and len(ident) <= 64 else type(ident).__name__
+        raise InvalidParameterValue(
+            f"A node is named by its UUID or name (a string of 1 to 255 characters without "
+            f"NUL), not {name!r}",
+            node=None,
+        )
+    if (len(ident) != 36 or not ident.islower()) and is_uuid_like(ident):
+        return str(_uuid.UUID(ident))
+    return ident
+
+
+def describe_exc(exc: BaseException) -> str:
+    """Our own errors speak for themselves; a foreign one is named by its type too."""
+    if isinstance(exc, IronicFSMError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def process_start(pid: int) -> str | None:
+    """The start time of a process of this host (clock ticks since boot), if known."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rpartition(")")[2].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def process_alive(pid: int, started: str | None = None) -> bool:
+    """Whether a process of this host still runs.
+
+    A zombie counts as gone, and so does a process whose start time differs
+    from the recorded one: its PID was reused (after a reboot, say).
+    """
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            fields = stat.read().rpartition(")")[2].split()
+    except OSError:
+        return True
+    if fields and fields[0] == "Z":
+        return False
+    return started is None or len(fields) < 20 or fields[19] == started
+
+
+def driver_error(exc: Exception, node: Any, interface: str, method: str) -> DriverError:
+    """``exc``, raised by a driver's own code, as a :class:`DriverError`.
+
+    The message names the node and where the error came from, with the
+    node's secrets scrubbed (drivers echo what they were given); chain the
+    original with ``raise ... from exc``.
+    """
+    text = f"{type(exc).__name__}: {exc}"
+    if node is not None:
+        text = scrub(text, secret_values(node.driver_info, node.instance_info))
+        where = f"Node {node.uuid}: "
+    else:
+        where = ""
+    return DriverError(
+        f"{where}the {interface} interface failed in {method}: {text}",
+        node=getattr(node, "uuid", None),
+        interface=interface,
+        method=method,
+    )

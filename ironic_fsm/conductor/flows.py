@@ -1,0 +1,252 @@
+"""The flows: what the node does once a verb has moved it into a working state.
+
+Verify, inspect, adopt, rescue and unrescue are one driver call each
+(:meth:`Flows._operation`); tear-down leads into cleaning; cleaning,
+deployment and servicing plan their steps and hand them to the step
+engine. Each flow starts with the node reserved and its first transition
+already fired; it ends with the node in a stable, wait, hold or failure
+state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ironic_fsm import states as s
+from ironic_fsm.conductor.common import check_ident, describe_exc, shown
+from ironic_fsm.conductor.engine import CLEAN, DEPLOY, SERVICE, StepEngine
+from ironic_fsm.conductor.runtime import Job, driver_call
+from ironic_fsm.exceptions import InvalidParameterValue, StepsNotAvailable
+from ironic_fsm.node import Node, check_json
+from ironic_fsm.planner import sort_steps, validate_user_steps
+from ironic_fsm.steps import step_id
+from ironic_fsm.task import Task
+
+__all__ = ["Flows"]
+
+
+class Flows(StepEngine):
+    """The work behind each verb, run in the caller or in the executor."""
+
+    def _validate_interface(self, job: Job, kind: str) -> None:
+        driver_call(job, kind, "validate")
+
+    # -- one driver call each -----------------------------------------------------------
+
+    def _do_verify(self, job: Job) -> None:
+        node, task = job.node, job.task
+        self._checkpoint(job)
+        try:
+            task.driver.power.validate(task)
+            # The state-machine spec: verifying really reaches the controller.
+            node.power_state = task.driver.power.get_power_state(task)
+            steps = self._driver_steps(job, "verify")
+            overrides = self.config.verify_step_priority_override
+            plan = [st for st in steps if overrides.get(step_id(st), st["priority"])]
+            for step in sort_steps("verify", plan):
+                getattr(task.driver, step["interface"]).execute_verify_step(task, step)
+        except Exception as exc:
+            self._process(
+                job,
+                s.FAIL_EVENT,
+                last_error=f"Failed to validate power driver interface for node {node.uuid}. "
+                f"Error: {describe_exc(exc)}",
+            )
+            return
+        self._process(job, s.DONE_EVENT)
+
+    def _operation(
+        self,
+        job: Job,
+        call: Callable[[Task], Any],
+        failure: str,
+        results: Mapping[Any, str],
+    ) -> None:
+        """Run one driver operation of a flow and move the node on by its answer.
+
+        The node is saved first (the flow's state is on record before the
+        hardware is touched). ``results`` maps what the driver may return to
+        the event that follows (``done``, ``wait``); an exception, or any
+        other answer, fails the flow with ``failure`` and the reason.
+        """
+        node = job.node
+        self._checkpoint(job)
+        try:
+            result = call(job.task)
+        except Exception as exc:
+            self._process(job, s.FAIL_EVENT, last_error=f"{failure}: {describe_exc(exc)}")
+            return
+        event = results.get(result)
+        if event is None:
+            self._process(
+                job,
+                s.FAIL_EVENT,
+                last_error=f"{failure}: the driver returned an invalid state {shown(result)} "
+                f"for node {node.uuid}",
+            )
+            return
+        self._process(job, event)
+
+    def _do_inspect(self, job: Job) -> None:
+        self._operation(
+            job,
+            job.driver.inspect.inspect_hardware,
+            f"Failed to inspect hardware of node {job.node.uuid}",
+            {s.INSPECTWAIT: s.WAIT_EVENT, s.MANAGEABLE: s.DONE_EVENT, None: s.DONE_EVENT},
+        )
+
+    def continue_node_inspect(self, ident: str, inventory: Mapping[str, Any] | None = None) -> Node:
+        """An asynchronous inspection reported back; finish it."""
+        ident = check_ident(ident)
+        if inventory is not None:
+            if not isinstance(inventory, dict):
+                raise InvalidParameterValue(
+                    f"Node {ident}: the inventory must be a dictionary, not "
+                    f"{type(inventory).__name__}",
+                    node=ident,
+                )
+            check_json(inventory, "The inventory")
+        self._require_state_of(self.store.get(ident), s.INSPECTWAIT, "continue inspection")
+        with self._reserved(ident) as job:
+            self._require_state_of(job.node, s.INSPECTWAIT, "continue inspection")
+            node = job.node
+            try:
+                result = job.driver.inspect.continue_inspection(job.task, inventory or {})
+            except Exception as exc:
+                self._process(
+                    job,
+                    s.FAIL_EVENT,
+                    last_error=f"Failed to process inspection data of node {node.uuid}: "
+                    f"{describe_exc(exc)}",
+                )
+                return job.node
+            if result != s.INSPECTWAIT:
+                self._process(job, s.DONE_EVENT)
+            return job.node
+
+    def _do_adopt(self, job: Job) -> None:
+        self._operation(
+            job,
+            job.driver.deploy.take_over,
+            f"Error while attempting to adopt node {job.node.uuid}",
+            {None: s.DONE_EVENT},
+        )
+
+    def _do_rescue(self, job: Job) -> None:
+        self._operation(
+            job,
+            job.driver.rescue.rescue,
+            f"Failed to rescue node {job.node.uuid}",
+            {s.RESCUEWAIT: s.WAIT_EVENT, s.RESCUE: s.DONE_EVENT},
+        )
+
+    def continue_node_rescue(self, ident: str) -> Node:
+        """The rescue ramdisk is up: finish rescuing."""
+        ident = check_ident(ident)
+        self._require_state_of(self.store.get(ident), s.RESCUEWAIT, "continue rescue")
+        with self._reserved(ident) as job:
+            self._require_state_of(job.node, s.RESCUEWAIT, "continue rescue")
+            self._process(job, s.RESUME_EVENT)
+            self._process(job, s.DONE_EVENT)
+            return job.node
+
+    def _do_unrescue(self, job: Job) -> None:
+        self._operation(
+            job,
+            job.driver.rescue.unrescue,
+            f"Failed to unrescue node {job.node.uuid}",
+            {s.ACTIVE: s.DONE_EVENT, None: s.DONE_EVENT},
+        )
+        if job.node.provision_state == s.ACTIVE:
+            job.node.instance_info.pop("rescue_password", None)
+
+    # -- tear-down, then cleaning ---------------------------------------------------------
+
+    def _do_tear_down(self, job: Job) -> None:
+        node, task = job.node, job.task
+        self._checkpoint(job)
+        try:
+            self._power(job, s.POWER_OFF)
+            task.driver.deploy.tear_down(task)
+            task.driver.deploy.clean_up(task)
+        except Exception as exc:
+            self._process(job, s.FAIL_EVENT, last_error=f"Failed to tear down: {describe_exc(exc)}")
+            return
+        node.instance_info = {}
+        node.driver_internal_info.pop(DEPLOY.steps_key, None)
+        node.deploy_step = None
+        self._process(job, s.CLEAN_EVENT)
+        self._do_clean(job, None)
+
+    # -- the step phases --------------------------------------------------------------------
+
+    def _do_clean(
+        self, job: Job, user_steps: Sequence[Any] | None, *, disable_ramdisk: bool = False
+    ) -> None:
+        """Cleaning, from the moment the node entered ``cleaning``."""
+        node = job.node
+        manual = user_steps is not None
+        info = node.driver_internal_info
+        if not manual and self._skip_automated_clean(node):
+            node.clean_step = None
+            self._finish_phase(job, CLEAN)
+            return
+        if not manual and node.maintenance and not self.config.allow_provisioning_in_maintenance:
+            self._phase_failed(
+                job, CLEAN, "Cleaning a node in maintenance mode is not allowed", step=None
+            )
+            return
+        try:
+            job.driver.power.validate(job.task)
+        except Exception as exc:
+            self._phase_failed(
+                job, CLEAN,
+                f"Validation of node {node.uuid} for cleaning failed: {describe_exc(exc)}",
+                step=None,
+            )  # fmt: skip
+            return
+        info.pop(CLEAN.index_key, None)
+        info["cleaning_disable_ramdisk"] = disable_ramdisk
+        node.clean_step = {}
+        try:
+            info[CLEAN.steps_key] = self._plan_clean(job, user_steps, disable_ramdisk)
+        except StepsNotAvailable:
+            # Agent-style interfaces know their steps once the ramdisk is up:
+            # prepare, wait for it, and plan on continuation.
+            info[CLEAN.steps_key] = None
+            info["clean_plan_pending"] = {"steps": None if user_steps is None else list(user_steps)}
+        except Exception as exc:
+            self._phase_failed(
+                job, CLEAN, f"Cannot clean node {node.uuid}: {describe_exc(exc)}", step=None
+            )
+            return
+        self._start_steps(job, CLEAN)
+
+    def _do_deploy(self, job: Job) -> None:
+        if not job.node.driver_internal_info.get(DEPLOY.steps_key):
+            self._phase_failed(job, DEPLOY, "No deploy steps returned by the driver", step=None)
+            return
+        self._start_steps(job, DEPLOY)
+
+    def _do_service(
+        self, job: Job, user_steps: Sequence[Any], *, disable_ramdisk: bool = False
+    ) -> None:
+        node = job.node
+        info = node.driver_internal_info
+        try:
+            plan = validate_user_steps(
+                "service", self._driver_steps(job, "service"), user_steps,
+                disallowed=self.config.disallow_service_steps,
+                disable_ramdisk=disable_ramdisk,
+            )  # fmt: skip
+        except Exception as exc:
+            self._phase_failed(
+                job, SERVICE, f"Cannot service node {node.uuid}: {describe_exc(exc)}", step=None
+            )
+            return
+        info[SERVICE.steps_key] = plan
+        info.pop(SERVICE.index_key, None)
+        info["service_disable_ramdisk"] = disable_ramdisk
+        node.service_step = {}
+        self._start_steps(job, SERVICE)

@@ -1,0 +1,287 @@
+"""The node records: create, read, list, update and delete nodes, and set their power.
+
+These requests change a record, not the provision state. Each is checked
+on a plain read first, so that a refusal never locks the node, and again
+under the reservation, where the change is made.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Final
+
+import attrs
+
+from ironic_fsm import states as s
+from ironic_fsm.conductor.common import check_ident, shown
+from ironic_fsm.conductor.runtime import Job, Runtime
+from ironic_fsm.exceptions import (
+    InvalidParameterValue,
+    InvalidState,
+    InvalidStateRequested,
+    NodeNotFound,
+    NodeProtected,
+)
+from ironic_fsm.hardware import HardwareType
+from ironic_fsm.node import INTERFACE_KINDS, NODE_FIELDS, Node, check_field
+
+__all__ = ["Nodes"]
+
+# Fields users may not set through update_node: the lifecycle owns them.
+_READ_ONLY_FIELDS: Final = frozenset(
+    {
+        "uuid", "provision_state", "target_provision_state", "reservation", "version",
+        "created_at", "updated_at", "provision_updated_at", "clean_step", "deploy_step",
+        "service_step", "power_state", "target_power_state", "driver_internal_info", "fault",
+    }
+)  # fmt: skip
+
+# States in which the node is busy with a flow: no power changes, no verbs
+# beyond those of the matrix.
+_BUSY_STATES: Final = s.UNSTABLE_STATES | s.HOLD_STATES
+
+
+def _check_retired(node: Node, fields: dict[str, Any]) -> None:
+    if "retired" in fields:
+        retired = fields["retired"]
+        if not isinstance(retired, bool):
+            raise InvalidParameterValue(f"Node {node.uuid}: retired must be True or False")
+        if retired and not node.retired and node.provision_state == s.AVAILABLE:
+            raise InvalidState(
+                f"Node {node.uuid} can not have 'retired' set in provision state "
+                f"'available'; move it to manageable first",
+                node=node.uuid,
+                state=node.provision_state,
+            )
+        if not retired:
+            fields.setdefault("retired_reason", None)
+    if fields.get("retired_reason") is not None and not fields.get("retired", node.retired):
+        raise InvalidParameterValue(
+            f"Node {node.uuid}: retired_reason can only be set when retired is True",
+            node=node.uuid,
+        )
+
+
+def _check_protected(node: Node, fields: dict[str, Any]) -> None:
+    if "protected" in fields:
+        protected = fields["protected"]
+        if not isinstance(protected, bool):
+            raise InvalidParameterValue(f"Node {node.uuid}: protected must be True or False")
+        if protected and node.provision_state != s.ACTIVE:
+            raise InvalidState(
+                f"Node {node.uuid}: protected can only be set in provision state 'active', "
+                f"not {node.provision_state!r}",
+                node=node.uuid,
+                state=node.provision_state,
+            )
+        if not protected:
+            fields.setdefault("protected_reason", None)
+    if fields.get("protected_reason") is not None and not fields.get("protected", node.protected):
+        raise InvalidParameterValue(
+            f"Node {node.uuid}: protected_reason can only be set when protected is True",
+            node=node.uuid,
+        )
+
+
+class Nodes(Runtime):
+    """Node records and power: everything that is not a provisioning verb."""
+
+    def create_node(self, **fields: Any) -> Node:
+        """Enroll a node; any :class:`~ironic_fsm.Node` field may be given.
+
+        ``provision_state`` may be given to import an existing record; it
+        defaults to ``enroll``.
+
+        Raises:
+            InvalidParameterValue: an unknown field, an unknown state, a
+                duplicate UUID or name.
+            DriverNotFound: the driver is neither registered nor installed.
+        """
+        unknown = sorted(set(fields) - set(NODE_FIELDS))
+        if unknown:
+            raise InvalidParameterValue(
+                f"Unknown node field(s): {', '.join(unknown)}", fields=unknown
+            )
+        node = Node(**fields)  # checks every field's type and shape
+        for field in ("provision_state", "target_provision_state"):
+            value = getattr(node, field)
+            if value is not None and value not in self.lifecycle.states:
+                raise InvalidParameterValue(
+                    f"Node {node.uuid}: unknown {field.replace('_', ' ')} {value!r}",
+                    node=node.uuid,
+                    state=value,
+                )
+        self._driver_for(node)
+        now = self._now()
+        node.created_at = node.created_at or now
+        node.updated_at = now
+        node.provision_updated_at = node.provision_updated_at or now
+        node.reservation = None
+        self.store.create(node)
+        return node
+
+    def get_node(self, ident: str) -> Node:
+        """The node with this UUID or name."""
+        return self.store.get(check_ident(ident))
+
+    def list_nodes(self, **filters: Any) -> list[Node]:
+        """Nodes whose fields equal the filters (``retired``, ``maintenance``, ...).
+
+        A filter no node could ever match (an unknown field, a value of the
+        wrong type, a state this lifecycle does not have) is an error, not
+        an empty list.
+        """
+        checked = {}
+        for key, value in filters.items():
+            if key not in NODE_FIELDS:
+                raise InvalidParameterValue(
+                    f"Cannot filter nodes on unknown field {key!r}", fields=[key]
+                )
+            checked[key] = check_field(key, value)
+        for key in ("provision_state", "target_provision_state"):
+            value = checked.get(key)
+            if value is not None and value not in self.lifecycle.states:
+                raise InvalidParameterValue(
+                    f"Cannot filter nodes on {key} {value!r}: not a state of this lifecycle",
+                    fields=[key],
+                )
+        return self.store.list(**checked)
+
+    def update_node(self, ident: str, **fields: Any) -> Node:
+        """Change user-settable fields, with Ironic's rules for retirement and protection.
+
+        Raises:
+            InvalidParameterValue: unknown or lifecycle-owned fields;
+                ``retired_reason`` without ``retired``; ``protected_reason``
+                without ``protected``.
+            InvalidState: ``retired`` set on an ``available`` node, or
+                ``protected`` set outside ``active``.
+            NodeLocked: the node is busy.
+        """
+        ident = check_ident(ident)
+        bad = sorted(set(fields) - set(NODE_FIELDS))
+        if bad:
+            raise InvalidParameterValue(f"Unknown node field(s): {', '.join(bad)}", fields=bad)
+        owned = sorted(set(fields) & _READ_ONLY_FIELDS)
+        if owned:
+            raise InvalidParameterValue(
+                f"Node {ident}: field(s) {', '.join(owned)} are managed by the lifecycle "
+                "and cannot be updated",
+                node=ident,
+                fields=owned,
+            )
+        fields = {key: check_field(key, value) for key, value in fields.items()}
+        # Every refusal is found on a plain read first, so that a refused
+        # update never locks the node; the checks run again under the lock.
+        current = self.store.get(ident)
+        self._check_update(current, dict(fields))
+        if fields.get("name") is not None and fields["name"] != current.name:
+            try:
+                holder = self.store.get(fields["name"])
+            except NodeNotFound:
+                pass
+            else:
+                raise InvalidParameterValue(
+                    f"Node {current.uuid}: the name {fields['name']!r} is taken by node "
+                    f"{holder.uuid}",
+                    node=current.uuid,
+                )
+        with self._reserved(current.uuid) as job:
+            self._apply_update(job, fields)
+            return job.node
+
+    def _check_update(self, node: Node, fields: dict[str, Any]) -> HardwareType | None:
+        """Refuse what Ironic refuses; return the node's new hardware if it changes.
+
+        ``fields`` gains the reasons that an update clears implicitly.
+        """
+        _check_retired(node, fields)
+        _check_protected(node, fields)
+        if "maintenance" in fields and fields["maintenance"] is False:
+            fields.setdefault("maintenance_reason", None)
+        if "driver" in fields or any(f"{kind}_interface" in fields for kind in INTERFACE_KINDS):
+            return self._driver_for(attrs.evolve(node, **fields))
+        return None
+
+    def _apply_update(self, job: Job, fields: dict[str, Any]) -> None:
+        node = job.node
+        driver = self._check_update(node, fields)
+        if driver is not None:
+            job.task.driver = driver
+        if fields.get("maintenance") is False:
+            node.fault = None
+        for key, value in fields.items():
+            setattr(node, key, value)
+
+    def delete_node(self, ident: str) -> None:
+        """Remove a node record; allowed in manageable, enroll, adopt failed (and available).
+
+        Raises:
+            InvalidStateRequested: the node is in another state.
+            NodeProtected: the node is protected.
+        """
+        ident = check_ident(ident)
+        self._check_delete(self.store.get(ident))
+        with self._reserved(ident) as job:
+            self._check_delete(job.node)
+            self.store.delete(job.node.uuid)
+            job.detached = True  # nothing left to release
+
+    def _check_delete(self, node: Node) -> None:
+        allowed = set(s.DELETE_ALLOWED_STATES)
+        if self.config.allow_deleting_available_nodes:
+            allowed.add(s.AVAILABLE)
+        if node.protected:
+            raise NodeProtected(
+                f"Node {node.uuid} is protected and cannot be deleted", node=node.uuid
+            )
+        if node.provision_state not in allowed:
+            raise InvalidStateRequested(
+                f"Node {node.uuid} cannot be deleted in provision state "
+                f"{node.provision_state!r}; allowed in: {', '.join(sorted(allowed))}",
+                node=node.uuid,
+                state=node.provision_state,
+            )
+
+    # -- power -------------------------------------------------------------------------------
+
+    def set_power_state(self, ident: str, power_state: str, timeout: float | None = None) -> Node:
+        """Power the node on or off, or reboot it, through its power interface.
+
+        Refused while a flow is running (cleaning, deploying, waiting,
+        holding, ...); allowed in stable and failure states, so that an
+        operator can act on a node in ``clean failed``.
+        """
+        ident = check_ident(ident)
+        if not isinstance(power_state, str) or power_state not in s.POWER_STATES:
+            name = power_state if isinstance(power_state, str) else type(power_state).__name__
+            raise InvalidParameterValue(
+                f"Node {ident}: unknown power state {name!r}; expected one of "
+                f"{', '.join(sorted(s.POWER_STATES))}",
+                node=ident,
+            )
+        if timeout is not None and (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, (int, float))
+            or not math.isfinite(timeout)
+            or timeout <= 0
+        ):
+            raise InvalidParameterValue(
+                f"Node {ident}: the power timeout must be a positive number of seconds, "
+                f"not {shown(timeout)}",
+                node=ident,
+            )
+        self._check_power(self.store.get(ident))
+        with self._reserved(ident) as job:
+            self._check_power(job.node)
+            self._power(job, power_state, timeout)
+            return job.node
+
+    def _check_power(self, node: Node) -> None:
+        if node.provision_state in _BUSY_STATES:
+            raise InvalidStateRequested(
+                f"Node {node.uuid}: power state cannot be changed while the node is in "
+                f"provision state {node.provision_state!r}",
+                node=node.uuid,
+                state=node.provision_state,
+            )

@@ -1,0 +1,344 @@
+"""The plans: which steps a node's clean, deploy or service runs, asked of its driver.
+
+:mod:`ironic_fsm.planner` is pure (step lists in, a plan out). This module
+is the part that talks to plugins: it gathers the driver's steps
+(:func:`gather_steps`), caches automated-clean plans per set of interface
+classes (:func:`plan_automated_clean_for`), and holds the conductor's
+deploy templates and runbooks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from ironic_fsm.conductor.common import check_ident, driver_error, shown
+from ironic_fsm.conductor.runtime import Job, Runtime
+from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError, StepNotAllowed
+from ironic_fsm.hardware import HardwareType
+from ironic_fsm.node import Node
+from ironic_fsm.planner import (
+    check_requested_steps,
+    plan_automated_clean,
+    plan_deploy,
+    sort_steps,
+    validate_user_steps,
+)
+from ironic_fsm.steps import INTERFACE_ORDER, Phase, step_id
+from ironic_fsm.task import Task
+
+__all__ = ["Plans", "gather_steps", "plan_automated_clean_for", "refuse_steps"]
+
+Step = dict[str, Any]
+
+
+def gather_steps(
+    phase: Phase, driver: HardwareType, task: Task, *, fresh: bool = False
+) -> list[Step]:
+    """The driver's ``phase`` steps (priority 0 included), in interface-table order.
+
+    Only the interfaces of the phase's table are asked (for cleaning:
+    vendor, power, management, firmware, deploy, bios, raid). An interface
+    may raise :class:`~ironic_fsm.exceptions.StepsNotAvailable`.
+
+    Declared steps are shared with their class unless ``fresh`` is true:
+    read them, or ask for fresh dicts when the result will be changed or
+    handed to users.
+    """
+    steps: list[Step] = []
+    for kind in INTERFACE_ORDER[phase]:
+        iface = getattr(driver, kind, None)
+        if iface is None:
+            continue
+        # Decorator-declared steps are read from the class, not copied: the
+        # planner never changes the steps it is given.
+        declared = None if fresh else iface.declared_steps(phase)
+        if declared is None:
+            method = f"get_{phase}_steps"
+            try:
+                declared = getattr(iface, method)(task)
+            except IronicFSMError:
+                raise
+            except Exception as exc:
+                raise driver_error(exc, task.node, kind, method) from exc
+        steps.extend(declared)
+    return steps
+
+
+_PLAN_CACHE: dict[tuple[Any, ...], tuple[tuple[str, str, int, bool, bool], ...]] = {}
+_PLAN_CACHE_SIZE: Final = 256
+
+
+def plan_automated_clean_for(
+    driver: HardwareType,
+    task: Task,
+    *,
+    overrides: Mapping[str, int] | None = None,
+    disallowed: Iterable[str] = (),
+) -> list[Step]:
+    """:func:`~ironic_fsm.planner.plan_automated_clean` of the driver's steps, once per classes.
+
+    When every cleaning interface declares its steps with decorators (the
+    usual case), the plan depends only on the interface classes and the
+    operator's settings, so it is computed once and then only copied.
+    Interfaces whose steps depend on the node (agent-style ones that
+    override ``get_clean_steps``) are asked every time.
+    """
+    classes = []
+    for kind in INTERFACE_ORDER["clean"]:
+        iface = getattr(driver, kind, None)
+        if iface is not None:
+            if iface.declared_steps("clean") is None:
+                return plan_automated_clean(
+                    gather_steps("clean", driver, task), overrides=overrides, disallowed=disallowed
+                )
+            classes.append(type(iface))
+    blocked = tuple(disallowed)
+    key = (tuple(classes), frozenset((overrides or {}).items()), blocked)
+    plan = _PLAN_CACHE.get(key)
+    if plan is None:
+        full = plan_automated_clean(
+            gather_steps("clean", driver, task), overrides=overrides, disallowed=blocked
+        )
+        plan = tuple(
+            (st["interface"], st["step"], st["priority"], st["abortable"], st["requires_ramdisk"])
+            for st in full
+        )
+        if len(_PLAN_CACHE) >= _PLAN_CACHE_SIZE:
+            _PLAN_CACHE.clear()
+        _PLAN_CACHE[key] = plan
+    return [
+        {
+            "interface": iface,
+            "step": name,
+            "args": {},
+            "priority": priority,
+            "abortable": abortable,
+            "requires_ramdisk": ramdisk,
+        }
+        for iface, name, priority, abortable, ramdisk in plan
+    ]
+
+
+def refuse_steps(ident: str, phase: Phase, steps: Any) -> None:
+    """Refuse a step list no driver could accept (see ``check_requested_steps``)."""
+    problems = check_requested_steps(
+        phase, steps, source=f"{phase}_steps", require_priority=phase == "deploy"
+    )
+    if problems:
+        raise InvalidParameterValue(
+            f"Node {ident}: invalid {phase} steps: {'; '.join(problems)}", node=ident
+        )
+
+
+class Plans(Runtime):
+    """Step queries, pre-validation, deploy templates and runbooks."""
+
+    _templates: dict[str, list[dict[str, Any]]]
+    _runbooks: dict[str, tuple[list[dict[str, Any]], frozenset[str]]]
+
+    def add_deploy_template(self, name: str, steps: Sequence[Mapping[str, Any]]) -> None:
+        """A named set of deploy steps, applied to nodes whose instance traits name it.
+
+        Each step is ``{'interface', 'step', 'args', 'priority'}``.
+        """
+        if not isinstance(name, str) or not name:
+            raise InvalidParameterValue(f"Deploy template name must be a string, not {shown(name)}")
+        problems = check_requested_steps(
+            "deploy", steps, source=f"deploy template {name}", require_priority=True
+        )
+        if problems:
+            raise InvalidParameterValue(
+                f"Invalid deploy template {name!r}: {'; '.join(problems)}", problems=problems
+            )
+        self._templates[name] = [dict(step) for step in steps]
+
+    def add_runbook(
+        self, name: str, steps: Sequence[Mapping[str, Any]], traits: Iterable[str] = ()
+    ) -> None:
+        """A named list of steps for manual cleaning or servicing.
+
+        A runbook may be used on a node that carries one of ``traits``
+        (or, with no traits, a node that carries the runbook's name as a trait).
+        """
+        if not isinstance(name, str) or not name:
+            raise InvalidParameterValue(f"Runbook name must be a string, not {shown(name)}")
+        problems = check_requested_steps("clean", steps, source=f"runbook {name}")
+        if not isinstance(traits, (list, tuple, set, frozenset)) or not all(
+            type(trait) is str and trait for trait in traits
+        ):
+            problems.append(f"the traits of runbook {name} must be a list of trait names")
+        if problems:
+            raise InvalidParameterValue(
+                f"Invalid runbook {name!r}: {'; '.join(problems)}", problems=problems
+            )
+        self._runbooks[name] = ([dict(step) for step in steps], frozenset(traits))
+
+    # -- the driver's steps -----------------------------------------------------------
+
+    def _driver_steps(self, job: Job, phase: Phase) -> list[dict[str, Any]]:
+        return gather_steps(phase, job.driver, job.task)
+
+    def _steps_for(
+        self, ident: str, phase: Phase, *, fresh: bool = False
+    ) -> tuple[Node, list[dict[str, Any]]]:
+        node = self.store.get(check_ident(ident))
+        task = self._task_for(node)
+        return node, gather_steps(phase, task.driver, task, fresh=fresh)
+
+    def get_clean_steps(self, ident: str, min_priority: int = 0) -> list[dict[str, Any]]:
+        """The node's clean steps (operator overrides applied), highest priority first."""
+        if isinstance(min_priority, bool) or not isinstance(min_priority, int):
+            raise InvalidParameterValue(
+                f"Node {ident}: min_priority must be an integer, not {shown(min_priority)}",
+                node=ident,
+            )
+        _, steps = self._steps_for(ident, "clean", fresh=True)
+        overrides = self.config.clean_step_priority_override
+        for step in steps:
+            step["priority"] = overrides.get(step_id(step), step["priority"])
+        return [st for st in sort_steps("clean", steps) if st["priority"] >= min_priority]
+
+    def get_deploy_steps(self, ident: str) -> list[dict[str, Any]]:
+        """The node's deploy steps, highest priority first."""
+        _, steps = self._steps_for(ident, "deploy", fresh=True)
+        return sort_steps("deploy", steps)
+
+    def get_service_steps(self, ident: str) -> list[dict[str, Any]]:
+        """The node's service steps, highest priority first."""
+        _, steps = self._steps_for(ident, "service", fresh=True)
+        return sort_steps("service", steps)
+
+    # -- checking a request, with no state change -------------------------------------
+
+    def validate_clean_steps(
+        self, ident: str, clean_steps: Sequence[Any], disable_ramdisk: bool = False
+    ) -> list[dict[str, Any]]:
+        """Check a manual clean request without changing anything; return the plan."""
+        refuse_steps(ident, "clean", clean_steps)
+        node, steps = self._steps_for(ident, "clean")
+        return validate_user_steps(
+            "clean", steps, clean_steps, disallowed=self.config.disallow_clean_steps,
+            disable_ramdisk=disable_ramdisk, node=node.uuid,
+        )  # fmt: skip
+
+    def validate_service_steps(
+        self, ident: str, service_steps: Sequence[Any], disable_ramdisk: bool = False
+    ) -> list[dict[str, Any]]:
+        """Check a service request without changing anything; return the plan."""
+        refuse_steps(ident, "service", service_steps)
+        node, steps = self._steps_for(ident, "service")
+        return validate_user_steps(
+            "service", steps, service_steps, disallowed=self.config.disallow_service_steps,
+            disable_ramdisk=disable_ramdisk, node=node.uuid,
+        )  # fmt: skip
+
+    def validate_deploy_steps(
+        self, ident: str, deploy_steps: Sequence[Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """Check a deploy request (templates included) without changing anything."""
+        if deploy_steps is not None:
+            refuse_steps(ident, "deploy", deploy_steps)
+        node, steps = self._steps_for(ident, "deploy")
+        return self._plan_deploy(node, steps, deploy_steps)
+
+    # -- plans --------------------------------------------------------------------------
+
+    def _plan_deploy(
+        self, node: Node, steps: list[dict[str, Any]], user_steps: Sequence[Any] | None
+    ) -> list[dict[str, Any]]:
+        instance_traits = node.instance_info.get("traits") or []
+        return plan_deploy(
+            steps,
+            templates=self._templates,
+            user_steps=user_steps,
+            node_traits=node.traits,
+            instance_traits=instance_traits,
+            disallowed=self.config.disallow_deploy_steps,
+            node=node.uuid,
+        )
+
+    def _runbook_steps(self, node: Node, name: str) -> list[dict[str, Any]]:
+        """A copy of the runbook's steps, if the node carries one of its traits."""
+        entry = self._runbooks.get(name)
+        if entry is None:
+            raise InvalidParameterValue(
+                f"Node {node.uuid}: no runbook named {name!r}", node=node.uuid
+            )
+        steps, traits = entry
+        allowed = traits or frozenset({name})
+        if not allowed & set(node.traits):
+            raise InvalidParameterValue(
+                f"Runbook {name!r} has not been approved for node {node.uuid}: the node "
+                f"carries none of its traits ({', '.join(sorted(allowed))})",
+                node=node.uuid,
+            )
+        return [dict(step) for step in steps]
+
+    def _check_disallowed(self, node: Node, phase: Phase, steps: Sequence[Any]) -> None:
+        blocked = set(getattr(self.config, f"disallow_{phase}_steps"))
+        bad = [step_id(st) for st in steps if isinstance(st, Mapping) and step_id(st) in blocked]
+        if bad:
+            raise StepNotAllowed(
+                f"Node {node.uuid}: {phase} step(s) {', '.join(bad)} are not allowed "
+                f"(operator configuration disallow_{phase}_steps)",
+                node=node.uuid,
+                steps=bad,
+            )
+
+    def _skip_automated_clean(self, node: Node) -> bool:
+        if node.automated_clean is None:
+            return not self.config.automated_clean
+        return not node.automated_clean
+
+    def _plan_clean(
+        self, job: Job, user_steps: Sequence[Any] | None, disable_ramdisk: bool
+    ) -> list[dict[str, Any]]:
+        """The steps of this cleaning: the user's, a runbook's, or the driver's."""
+        blocked = self.config.disallow_clean_steps
+        if user_steps is not None:
+            # No node prefix: the caller's message names the node already.
+            return validate_user_steps(
+                "clean", self._driver_steps(job, "clean"), user_steps, disallowed=blocked,
+                disable_ramdisk=disable_ramdisk,
+            )  # fmt: skip
+        runbook = self._automated_runbook(job.node)
+        if runbook is not None:
+            # Declarative automated cleaning: in list order; disallowed steps
+            # are dropped silently, as for driver steps.
+            wanted = [st for st in runbook if step_id(st) not in blocked]
+            return validate_user_steps("clean", self._driver_steps(job, "clean"), wanted)
+        return plan_automated_clean_for(
+            job.driver, job.task, overrides=self.config.clean_step_priority_override,
+            disallowed=blocked,
+        )  # fmt: skip
+
+    def _automated_runbook(self, node: Node) -> list[dict[str, Any]] | None:
+        """The runbook automated cleaning must use, if the configuration asks for one."""
+        config = self.config
+        if config.automated_cleaning_step_source == "autogenerated":
+            return None
+        name = None
+        if config.automated_cleaning_runbook_from_node:
+            name = node.driver_info.get("cleaning_runbook")
+        name = (
+            name
+            or config.automated_cleaning_runbook_by_resource_class.get(node.resource_class or "")
+            or config.automated_cleaning_runbook
+        )
+        if name is None:
+            if config.automated_cleaning_step_source == "runbook":
+                raise InvalidParameterValue(
+                    f"Unable to perform cleaning for node {node.uuid}: configuration requires a "
+                    "runbook for automated cleaning and none was configured",
+                    node=node.uuid,
+                )
+            return None
+        if config.automated_cleaning_runbook_validate_traits:
+            return self._runbook_steps(node, name)
+        entry = self._runbooks.get(name)
+        if entry is None:
+            raise InvalidParameterValue(
+                f"Node {node.uuid}: no runbook named {name!r}", node=node.uuid
+            )
+        return [dict(step) for step in entry[0]]

@@ -1,0 +1,361 @@
+"""The runtime: reserve and release, checkpoint, fire events, spawn, guard, power.
+
+Every flow runs on a :class:`Job`: the :class:`~ironic_fsm.task.Task` that
+drivers see (node, driver, config) plus the conductor's own bookkeeping
+for it (events waiting for the next save, and whether the reservation has
+been handed over). Drivers never see the bookkeeping.
+
+The rule the runtime keeps: events are announced only after the save that
+records them (:meth:`Runtime._checkpoint`), and a refused request drops
+its in-memory changes and releases the node unsaved (:meth:`Runtime._reserved`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, Final, Protocol
+
+import attrs
+
+from ironic_fsm import states as s
+from ironic_fsm.conductor.common import check_ident, describe_exc, driver_error, scrub_node
+from ironic_fsm.conductor.registry import HardwareRegistry
+from ironic_fsm.config import Config
+from ironic_fsm.events import PROVISION_END, PROVISION_ERROR, PROVISION_START, Event
+from ironic_fsm.exceptions import (
+    InvalidParameterValue,
+    InvalidStateRequested,
+    IronicFSMError,
+    NodeNotFound,
+    StoreError,
+)
+from ironic_fsm.hardware import HardwareType
+from ironic_fsm.machine import Lifecycle
+from ironic_fsm.masking import mask_secrets
+from ironic_fsm.node import Node
+from ironic_fsm.stores import Store
+from ironic_fsm.task import Task
+
+__all__ = ["UNSET", "Executor", "Guard", "Job", "Listener", "Runtime", "driver_call"]
+
+LOG = logging.getLogger("ironic_fsm.conductor")
+
+#: A listener hears every :class:`~ironic_fsm.events.Event`.
+Listener = Callable[[Event], None]
+
+
+class Guard(Protocol):
+    """Vetoes a user-requested transition by returning a reason (``None`` allows it)."""
+
+    def __call__(self, node: Node, verb: str, event: str, new_state: str) -> str | None: ...
+
+
+class Executor(Protocol):
+    def submit(self, fn: Callable[..., Any], /, *args: Any) -> Any: ...
+
+
+UNSET: Final[Any] = object()
+
+
+@attrs.define(eq=False)
+class Job:
+    """One reserved node at work: the task drivers get, and the conductor's notes on it."""
+
+    task: Task
+    #: Events waiting for the save that records them.
+    events: list[Event] = attrs.field(factory=list)
+    #: The reservation went elsewhere (a background worker) or the node is gone.
+    detached: bool = False
+
+    @property
+    def node(self) -> Node:
+        return self.task.node
+
+    @node.setter
+    def node(self, node: Node) -> None:
+        self.task.node = node
+
+    @property
+    def driver(self) -> HardwareType:
+        return self.task.driver
+
+
+def driver_call(job: Job, kind: str, method: str, *args: Any, **kwargs: Any) -> Any:
+    """Call ``driver.<kind>.<method>(task, ...)``; foreign errors become DriverError.
+
+    Third-party interfaces raise whatever they like, often with the
+    credentials they were given in the text: callers get one typed,
+    scrubbed error, with the original chained.
+    """
+    try:
+        return getattr(getattr(job.driver, kind), method)(job.task, *args, **kwargs)
+    except IronicFSMError:
+        raise
+    except Exception as exc:
+        raise driver_error(exc, job.node, kind, method) from exc
+
+
+class Runtime:
+    """The conductor's state and the primitives every flow is built from.
+
+    The attributes are set by :class:`~ironic_fsm.conductor.Conductor`'s
+    constructor, the one place that lists the conductor's state.
+    """
+
+    store: Store
+    config: Config
+    lifecycle: Lifecycle
+    holder: str
+    _listeners: list[Listener]
+    _guards: list[Guard]
+    _clock: Callable[[], datetime]
+    _executor: Executor | None
+    _registry: HardwareRegistry
+
+    def _now(self) -> datetime:
+        return self._clock()
+
+    def _driver_for(self, node: Node) -> HardwareType:
+        return self._registry.driver_for(node)
+
+    def _task_for(self, node: Node) -> Task:
+        """A task for reading a node's steps or plans, with nothing reserved."""
+        return Task(node=node, driver=self._driver_for(node), config=self.config)
+
+    # -- events and saves ---------------------------------------------------------------
+
+    def _emit(self, event: Event) -> None:
+        for listener in self._listeners:
+            try:
+                listener(event)
+            except Exception:
+                LOG.exception(
+                    "Listener %r failed on %s for node %s", listener, event.name, event.node
+                )
+
+    def _checkpoint(self, job: Job) -> None:
+        """Persist the node now, then tell listeners what led here.
+
+        The conductor saves at checkpoints only: before it touches hardware,
+        before each step starts, and when it releases the node. Events wait
+        for the save that records them.
+        """
+        node = job.node
+        node.updated_at = self._now()
+        if node.last_error or node.maintenance_reason:
+            # A last line of defence: no secret reaches the store in free text.
+            if node.last_error:
+                node.last_error = scrub_node(node, node.last_error)
+            if node.maintenance_reason:
+                node.maintenance_reason = scrub_node(node, node.maintenance_reason)
+        node.check_types()
+        self.store.save(node)
+        pending = job.events
+        if pending:
+            job.events = []
+            for event in pending:
+                self._emit(event)
+
+    def _process(
+        self,
+        job: Job,
+        event: str,
+        *,
+        target_state: str | None = None,
+        last_error: Any = UNSET,
+    ) -> None:
+        """Fire ``event`` on the job's node; the next checkpoint saves and announces it."""
+        node = job.node
+        previous = node.provision_state
+        node.provision_state, node.target_provision_state = self.lifecycle.advance(
+            previous, node.target_provision_state, event, target_state
+        )
+        node.provision_updated_at = self._now()
+        if last_error is not UNSET:
+            node.last_error = None if last_error is None else scrub_node(node, last_error)
+        state = node.provision_state
+        if event == s.FAIL_EVENT or state in s.FAILURE_STATES or state == s.ERROR:
+            name = PROVISION_ERROR
+        elif self.lifecycle.is_stable(state):
+            name = PROVISION_END
+        else:
+            name = PROVISION_START
+        if self._listeners:
+            job.events.append(
+                Event(
+                    name=name,
+                    node=node.uuid,
+                    previous_state=previous,
+                    event=event,
+                    state=state,
+                    target=node.target_provision_state,
+                    error=node.last_error if name == PROVISION_ERROR else None,
+                    timestamp=node.provision_updated_at,
+                )
+            )
+
+    def _step_event(
+        self, name: str, job: Job, step: Mapping[str, Any], error: str | None = None
+    ) -> None:
+        if not self._listeners:
+            return
+        node = job.node
+        job.events.append(
+            Event(
+                name=name,
+                node=node.uuid,
+                previous_state=node.provision_state,
+                event=None,
+                state=node.provision_state,
+                target=node.target_provision_state,
+                step=mask_secrets(
+                    {
+                        "interface": step["interface"],
+                        "step": step["step"],
+                        "args": step.get("args", {}),
+                    }
+                ),
+                error=error,
+                timestamp=self._now(),
+            )
+        )
+
+    # -- reservations -------------------------------------------------------------------
+
+    @contextmanager
+    def _reserved(self, ident: str) -> Iterator[Job]:
+        """Reserve the node and yield a job; on the way out, save and release.
+
+        If the body raises, the node's in-memory changes are dropped and the
+        reservation is simply released: a refused request changes nothing.
+        """
+        node = self.store.reserve(check_ident(ident), self.holder)
+        try:
+            job = Job(Task(node=node, driver=self._driver_for(node), config=self.config))
+            yield job
+        except BaseException:
+            self._drop_reservation(node.uuid)
+            raise
+        self._release(job)
+
+    def _drop_reservation(self, uuid: str) -> None:
+        """Release our reservation without saving; never masks the error being handled."""
+        try:
+            self.store.release(uuid, self.holder)
+        except NodeNotFound:
+            pass
+        except BaseException:
+            LOG.exception("Node %s: could not release the reservation", uuid)
+
+    def _release(self, job: Job) -> None:
+        """Clear our reservation in the same write as the node's final state.
+
+        If that write fails, the reservation is still released and the
+        failure is raised: an unsaved result is never reported as done.
+        """
+        if job.detached:
+            return
+        node = job.node
+        node.reservation = None
+        try:
+            self._checkpoint(job)
+        except BaseException as exc:
+            self._drop_reservation(node.uuid)
+            if isinstance(exc, Exception) and not isinstance(exc, IronicFSMError):
+                raise StoreError(
+                    f"Node {node.uuid}: the store could not save the node: {describe_exc(exc)}",
+                    node=node.uuid,
+                ) from exc
+            raise
+
+    # -- running flows ------------------------------------------------------------------
+
+    def _spawn(self, job: Job, work: Callable[[Job], None]) -> None:
+        """Run ``work`` now, or in the executor; the reservation passes along."""
+        if self._executor is None:
+            self._guarded(job, work)
+            return
+        self._checkpoint(job)  # the caller sees the first transition saved
+        task = job.task
+        worker = Job(Task(node=task.node, driver=task.driver, config=task.config))
+        job.node = attrs.evolve(task.node)
+        job.detached = True
+
+        def run() -> None:
+            try:
+                self._guarded(worker, work)
+            finally:
+                try:
+                    self._release(worker)
+                except Exception:
+                    LOG.exception("Node %s: background work ended unsaved", worker.node.uuid)
+
+        self._executor.submit(run)
+
+    def _guarded(self, job: Job, work: Callable[[Job], None]) -> None:
+        """Run a flow; a bug in it fails the node instead of leaving it stuck.
+
+        A flow whose driver assigned a field a value the record cannot hold
+        fails too, from the last saved copy of the node: the failure state
+        is what gets saved, never the bad value.
+        """
+        try:
+            work(job)
+            job.node.check_types()  # what the final save will need
+        except Exception as exc:
+            try:
+                job.node.check_types()
+            except InvalidParameterValue:
+                job.node = self.store.get(job.node.uuid)  # still reserved by us
+                job.events = []  # they told of changes now dropped
+            node = job.node
+            message = scrub_node(
+                node,
+                f"Unexpected error on node {node.uuid} in {node.provision_state}: "
+                + describe_exc(exc),
+            )
+            LOG.error("%s", message)
+            node.last_error = message
+            if s.FAIL_EVENT in self.lifecycle.allowed_events(node.provision_state):
+                self._process(job, s.FAIL_EVENT)
+
+    def _call_quietly(self, job: Job, func: Callable[[Task], Any], what: str) -> None:
+        """Tidy-up after a failure: its own failure is noted, never raised."""
+        try:
+            func(job.task)
+        except Exception as exc:
+            node = job.node
+            node.last_error = (node.last_error or "") + f" Also failed {what}: {describe_exc(exc)}"
+            LOG.warning(
+                "Node %s: %s failed: %s", node.uuid, what, scrub_node(node, describe_exc(exc))
+            )
+
+    def _require_state_of(self, node: Node, state: str, action: str) -> None:
+        if node.provision_state != state:
+            raise InvalidStateRequested(
+                f"Cannot {action} on node {node.uuid} in provision state "
+                f"{node.provision_state!r}; it must be in {state!r}",
+                node=node.uuid,
+                state=node.provision_state,
+            )
+
+    # -- power ----------------------------------------------------------------------------
+
+    def _power(self, job: Job, power_state: str, timeout: float | None = None) -> None:
+        node = job.node
+        node.target_power_state = (
+            s.POWER_ON
+            if power_state in (s.REBOOT, s.SOFT_REBOOT)
+            else (s.POWER_OFF if power_state == s.SOFT_POWER_OFF else power_state)
+        )
+        try:
+            if power_state == s.REBOOT:
+                driver_call(job, "power", "reboot", timeout=timeout)
+            else:
+                driver_call(job, "power", "set_power_state", power_state, timeout=timeout)
+            node.power_state = node.target_power_state
+        finally:
+            node.target_power_state = None

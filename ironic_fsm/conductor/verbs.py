@@ -1,0 +1,403 @@
+"""The verbs: ``do_provisioning_action`` from its arguments to the flow it starts.
+
+A verb is checked in three rounds, cheapest first, so that a refusal
+writes nothing and, mostly, locks nothing: its arguments
+(:func:`argument_problems`), then the node's state and flags on a plain
+read (:meth:`Verbs._precheck_verb`), then again under the reservation,
+with the guards. The handler for the verb's event (:data:`Verbs.HANDLERS`)
+fires the first transition and spawns the flow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+import attrs
+
+from ironic_fsm import states as s
+from ironic_fsm.conductor.common import check_ident, shown
+from ironic_fsm.conductor.engine import DEPLOY, PHASE_BY_STATE, SERVICE
+from ironic_fsm.conductor.flows import Flows
+from ironic_fsm.conductor.runtime import Job, driver_call
+from ironic_fsm.exceptions import (
+    InvalidParameterValue,
+    InvalidState,
+    InvalidStateRequested,
+    NodeInMaintenance,
+    NodeIsRetired,
+    NodeProtected,
+    TransitionRejected,
+)
+from ironic_fsm.node import Node
+from ironic_fsm.planner import check_requested_steps
+from ironic_fsm.steps import Phase
+
+__all__ = ["Request", "Verbs", "argument_problems"]
+
+#: Verbs refused in maintenance whatever the configuration says.
+_MAINTENANCE_VERBS = frozenset({"clean", "service", "rescue", "unrescue"})
+
+
+@attrs.frozen
+class Request:
+    """What the caller asked for, beyond the node: the verb and its arguments."""
+
+    verb: str
+    clean_steps: Any = None
+    deploy_steps: Any = None
+    service_steps: Any = None
+    runbook: Any = None
+    disable_ramdisk: Any = False
+    rescue_password: Any = None
+
+
+def _value_problems(request: Request) -> list[str]:
+    problems = []
+    runbook = request.runbook
+    if runbook is not None and (type(runbook) is not str or not runbook):
+        problems.append(f"runbook must be a runbook's name, not {type(runbook).__name__}")
+    if request.disable_ramdisk is not True and request.disable_ramdisk is not False:
+        problems.append("disable_ramdisk must be True or False")
+    if not _password_ok(request.rescue_password):
+        problems.append("rescue_password must be a string without NUL characters")
+    requested: tuple[tuple[Phase, Any], ...] = (
+        ("clean", request.clean_steps),
+        ("service", request.service_steps),
+        ("deploy", request.deploy_steps),
+    )
+    for phase, given in requested:
+        if given is not None and isinstance(given, list):
+            problems.extend(
+                check_requested_steps(
+                    phase, given, source=f"{phase}_steps", require_priority=phase == "deploy"
+                )
+            )
+    return problems
+
+
+def _password_ok(password: Any) -> bool:
+    return password is None or (type(password) is str and "\x00" not in password)
+
+
+def _placement_problems(request: Request) -> list[str]:
+    """Arguments given with a verb that has no use for them."""
+    verb = request.verb
+    password = request.rescue_password if _password_ok(request.rescue_password) else None
+    allowed: tuple[tuple[Any, str, tuple[str, ...], str], ...] = (
+        (request.clean_steps, "clean_steps", ("clean",), "'clean'"),
+        (request.service_steps, "service_steps", ("service",), "'service'"),
+        (request.deploy_steps, "deploy_steps", ("active", "deploy", "rebuild"),
+         "'active', 'deploy' or 'rebuild'"),
+        (password, "rescue_password", ("rescue",), "'rescue'"),
+        (request.runbook, "runbook", ("clean", "service"), "'clean' or 'service'"),
+    )  # fmt: skip
+    return [
+        f"{name} may only be given with {verbs}"
+        for value, name, accepted, verbs in allowed
+        if value is not None and verb not in accepted
+    ]
+
+
+def _steps_or_runbook(phase: str, steps: Any, runbook: Any) -> list[str]:
+    """``clean`` and ``service`` take a step list or a runbook: exactly one."""
+    name = f"{phase}_steps"
+    if steps is not None and runbook is not None:
+        return [f'provide either "{name}" or a runbook, not both']
+    if steps is None and runbook is None:
+        return [f"'{phase}' needs {name} (a list of steps) or a runbook"]
+    if steps is not None and (not isinstance(steps, list) or not steps):
+        return [f"{name} must be a non-empty list, not {shown(steps)}"]
+    return []
+
+
+def argument_problems(request: Request) -> list[str]:
+    """Every problem with a verb's arguments that needs no node, in one list."""
+    problems = _value_problems(request) + _placement_problems(request)
+    verb = request.verb
+    if verb == "clean":
+        problems += _steps_or_runbook("clean", request.clean_steps, request.runbook)
+    if verb == "service":
+        problems += _steps_or_runbook("service", request.service_steps, request.runbook)
+    password = request.rescue_password if _password_ok(request.rescue_password) else None
+    if verb == "rescue" and (not isinstance(password, str) or not password.strip()):
+        problems.append("'rescue' needs a non-blank rescue_password")
+    deploy_steps = request.deploy_steps
+    if deploy_steps is not None and not isinstance(deploy_steps, list):
+        problems.append(f"deploy_steps must be a list, not {shown(deploy_steps)}")
+    return problems
+
+
+def _refuse_in_maintenance(node: Node, verb: str) -> None:
+    if node.maintenance:
+        raise NodeInMaintenance(
+            f"The action {verb!r} can not be performed on node {node.uuid} while it is "
+            f"in maintenance mode",
+            node=node.uuid,
+            verb=verb,
+        )
+
+
+def _refuse_retired(node: Node) -> None:
+    if node.retired:
+        raise NodeIsRetired(
+            f"The providing operation can't be performed on node {node.uuid} because it is retired",
+            node=node.uuid,
+        )
+
+
+class Verbs(Flows):
+    """``do_provisioning_action`` and one handler per event."""
+
+    def do_provisioning_action(
+        self,
+        ident: str,
+        verb: str,
+        *,
+        clean_steps: Sequence[Any] | None = None,
+        deploy_steps: Sequence[Any] | None = None,
+        service_steps: Sequence[Any] | None = None,
+        runbook: str | None = None,
+        disable_ramdisk: bool = False,
+        rescue_password: str | None = None,
+    ) -> Node:
+        """Ask the node to do ``verb`` (``manage``, ``provide``, ``deploy``, ...).
+
+        Without an executor, returns the node once it has settled (stable,
+        wait, hold or failure state).
+
+        Raises:
+            InvalidStateRequested: the node's state does not accept the verb;
+                nothing changed.
+            InvalidParameterValue: arguments that do not fit the verb.
+            NodeLocked: the node is busy.
+            NodeInMaintenance, NodeProtected, NodeIsRetired: as Ironic refuses.
+        """
+        ident = check_ident(ident)
+        if not isinstance(verb, str):
+            raise InvalidParameterValue(
+                f"Node {ident}: the requested action must be a verb (a string), "
+                f"not {type(verb).__name__}",
+                node=ident,
+            )
+        event = self.lifecycle.verbs.get(verb)
+        if event is None:
+            raise InvalidStateRequested(
+                f"The requested action {verb!r} could not be understood; known verbs: "
+                f"{', '.join(sorted(self.lifecycle.verbs))}",
+                node=ident,
+                verb=verb,
+            )
+        request = Request(verb, clean_steps, deploy_steps, service_steps, runbook,
+                          disable_ramdisk, rescue_password)  # fmt: skip
+        problems = argument_problems(request)
+        if problems:
+            raise InvalidParameterValue(
+                f"Node {ident}: invalid arguments for {verb!r}: {'; '.join(problems)}",
+                node=ident,
+                verb=verb,
+            )
+        # Refuse before reserving, so that a refused verb writes nothing.
+        current = self.store.get(ident)
+        self._check_verb(current, verb, event)
+        self._precheck_verb(current, request, event)
+        with self._reserved(ident) as job:
+            self._check_verb(job.node, verb, event)
+            self._ask_guards(job.node, verb, event)
+            self.HANDLERS.get(event, Verbs._verb_generic)(self, job, request)
+            return job.node
+
+    def _ask_guards(self, node: Node, verb: str, event: str) -> None:
+        new_state = self.lifecycle.next_state(node.provision_state, event)
+        for guard in self._guards:
+            reason = guard(attrs.evolve(node), verb, event, new_state)
+            if reason:
+                raise TransitionRejected(
+                    f"Node {node.uuid}: {verb!r} ({node.provision_state} -> {new_state}) "
+                    f"rejected: {reason}",
+                    node=node.uuid,
+                    verb=verb,
+                    reason=reason,
+                )
+
+    def _precheck_verb(self, node: Node, request: Request, event: str) -> None:
+        """The handlers' refusals that need no hardware, on an unlocked read.
+
+        They run again under the reservation; finding them here first means
+        the usual refusals never lock the node at all.
+        """
+        verb = request.verb
+        if (
+            verb in _MAINTENANCE_VERBS
+            or event in (s.DEPLOY_EVENT, s.REBUILD_EVENT)
+            or (verb == "provide" and not self.config.allow_provisioning_in_maintenance)
+        ):
+            _refuse_in_maintenance(node, verb)
+        if verb == "provide":
+            _refuse_retired(node)
+        if node.protected and (verb == "rebuild" or event == s.DELETE_EVENT):
+            raise NodeProtected(
+                f"Node {node.uuid} is protected; unset protected before {verb}",
+                node=node.uuid,
+            )
+        if request.runbook is not None and verb in ("clean", "service"):
+            self._driver_for(node)  # an unknown driver is refused first, as under the lock
+            self._runbook_steps(node, request.runbook)
+        if event in (s.DEPLOY_EVENT, s.REBUILD_EVENT) and (
+            request.deploy_steps or node.instance_info.get("traits")
+        ):
+            # Only what the caller brought can make the plan fail here.
+            job = Job(self._task_for(node))
+            self._plan_deploy(node, self._driver_steps(job, "deploy"), request.deploy_steps)
+
+    def _check_verb(self, node: Node, verb: str, event: str) -> None:
+        if event not in self.lifecycle.allowed_events(node.provision_state):
+            raise InvalidStateRequested(
+                f'The requested action "{verb}" can not be performed on node '
+                f'"{node.uuid}" while it is in state "{node.provision_state}"',
+                node=node.uuid,
+                verb=verb,
+                state=node.provision_state,
+            )
+
+    # Each handler runs with the node reserved and the event known to be
+    # accepted by the node's state.
+
+    def _verb_generic(self, job: Job, request: Request) -> None:
+        # Events of derived lifecycles (e.g. "retire"): a plain transition.
+        self._process(job, self.lifecycle.verbs[request.verb])
+
+    def _verb_manage(self, job: Job, request: Request) -> None:
+        if job.node.provision_state == s.ENROLL:
+            self._process(job, s.MANAGE_EVENT, last_error=None)
+            self._spawn(job, self._do_verify)
+        else:
+            self._process(job, s.MANAGE_EVENT)
+
+    def _verb_provide(self, job: Job, request: Request) -> None:
+        node = job.node
+        if not self.config.allow_provisioning_in_maintenance:
+            _refuse_in_maintenance(node, "provide")
+        _refuse_retired(node)
+        if not self._skip_automated_clean(node):
+            self._automated_runbook(node)  # refuse now if the configuration cannot be met
+        self._process(job, s.PROVIDE_EVENT, last_error=None)
+        self._spawn(job, lambda j: self._do_clean(j, None))
+
+    def _verb_clean(self, job: Job, request: Request) -> None:
+        _refuse_in_maintenance(job.node, "clean")
+        runbook = request.runbook
+        steps = (
+            self._runbook_steps(job.node, runbook) if runbook is not None else request.clean_steps
+        )
+        self._check_disallowed(job.node, "clean", steps)
+        self._process(job, s.CLEAN_EVENT, target_state=s.MANAGEABLE, last_error=None)
+        disable_ramdisk = request.disable_ramdisk
+        self._spawn(job, lambda j: self._do_clean(j, steps, disable_ramdisk=disable_ramdisk))
+
+    def _verb_deploy(self, job: Job, request: Request) -> None:
+        node, verb = job.node, request.verb
+        _refuse_in_maintenance(node, verb)
+        if verb == "rebuild" and node.protected:
+            raise NodeProtected(
+                f"Node {node.uuid} is protected and cannot be rebuilt", node=node.uuid
+            )
+        self._validate_interface(job, "power")
+        self._validate_interface(job, "deploy")
+        plan = self._plan_deploy(node, self._driver_steps(job, "deploy"), request.deploy_steps)
+        self._process(
+            job, s.REBUILD_EVENT if verb == "rebuild" else s.DEPLOY_EVENT, last_error=None
+        )
+        node.driver_internal_info[DEPLOY.steps_key] = plan
+        node.driver_internal_info.pop(DEPLOY.index_key, None)
+        node.deploy_step = {}
+        self._spawn(job, self._do_deploy)
+
+    def _verb_delete(self, job: Job, request: Request) -> None:
+        node = job.node
+        if node.protected:
+            raise NodeProtected(
+                f"Node {node.uuid} is protected; unset protected before undeploying",
+                node=node.uuid,
+            )
+        self._process(job, s.DELETE_EVENT, last_error=None)
+        self._spawn(job, self._do_tear_down)
+
+    def _verb_inspect(self, job: Job, request: Request) -> None:
+        self._validate_interface(job, "inspect")
+        self._process(job, s.INSPECT_EVENT, last_error=None)
+        self._spawn(job, self._do_inspect)
+
+    def _verb_adopt(self, job: Job, request: Request) -> None:
+        self._process(job, s.ADOPT_EVENT, last_error=None)
+        self._spawn(job, self._do_adopt)
+
+    def _verb_rescue(self, job: Job, request: Request) -> None:
+        _refuse_in_maintenance(job.node, "rescue")
+        self._validate_interface(job, "rescue")
+        job.node.instance_info["rescue_password"] = request.rescue_password
+        self._process(job, s.RESCUE_EVENT, last_error=None)
+        self._spawn(job, self._do_rescue)
+
+    def _verb_unrescue(self, job: Job, request: Request) -> None:
+        _refuse_in_maintenance(job.node, "unrescue")
+        self._process(job, s.UNRESCUE_EVENT, last_error=None)
+        self._spawn(job, self._do_unrescue)
+
+    def _verb_service(self, job: Job, request: Request) -> None:
+        _refuse_in_maintenance(job.node, "service")
+        runbook = request.runbook
+        steps = (
+            self._runbook_steps(job.node, runbook) if runbook is not None else request.service_steps
+        )
+        self._check_disallowed(job.node, "service", steps)
+        self._process(job, s.SERVICE_EVENT, target_state=s.ACTIVE, last_error=None)
+        disable_ramdisk = request.disable_ramdisk
+        self._spawn(job, lambda j: self._do_service(j, steps, disable_ramdisk=disable_ramdisk))
+
+    def _verb_unhold(self, job: Job, request: Request) -> None:
+        phase = PHASE_BY_STATE[job.node.provision_state]
+        self._process(job, s.UNHOLD_EVENT)
+        # A hold is a pause in the plan, not a wait for hardware: go on.
+        self._spawn(job, lambda j: self._continue(j, phase))
+
+    def _verb_abort(self, job: Job, request: Request) -> None:
+        node = job.node
+        state = node.provision_state
+        phase = PHASE_BY_STATE.get(state)
+        if phase is not None:
+            self._abort_steps(job, phase)
+        elif state == s.SERVICEFAIL:
+            if node.maintenance:
+                raise InvalidState(
+                    f'Can not abort service on node "{node.uuid}" while it is in maintenance '
+                    "mode; unset maintenance first",
+                    node=node.uuid,
+                    state=state,
+                )
+            self._finish_abort(job, SERVICE, None)
+        elif state == s.RESCUEWAIT:
+            node.instance_info.pop("rescue_password", None)
+            self._process(job, s.ABORT_EVENT)
+            self._checkpoint(job)
+            self._call_quietly(job, job.driver.rescue.clean_up, "rescue clean-up")
+        elif state == s.INSPECTWAIT:
+            driver_call(job, "inspect", "abort")
+            self._process(job, s.ABORT_EVENT, last_error="Inspection was aborted by request.")
+
+    #: The handler of each event; events of derived lifecycles get ``_verb_generic``.
+    HANDLERS: ClassVar[Mapping[str, Callable[[Verbs, Job, Request], None]]] = {
+        s.MANAGE_EVENT: _verb_manage,
+        s.PROVIDE_EVENT: _verb_provide,
+        s.CLEAN_EVENT: _verb_clean,
+        s.DEPLOY_EVENT: _verb_deploy,
+        s.REBUILD_EVENT: _verb_deploy,
+        s.DELETE_EVENT: _verb_delete,
+        s.INSPECT_EVENT: _verb_inspect,
+        s.ADOPT_EVENT: _verb_adopt,
+        s.RESCUE_EVENT: _verb_rescue,
+        s.UNRESCUE_EVENT: _verb_unrescue,
+        s.SERVICE_EVENT: _verb_service,
+        s.UNHOLD_EVENT: _verb_unhold,
+        s.ABORT_EVENT: _verb_abort,
+    }
