@@ -31,6 +31,7 @@ from typing import Any
 from _harness import Case, Section, SummaryRow, Table, autosize, fmt_ns, fmt_ratio, measure
 
 from ironic_fsm import Config, HardwareType, Node, Task, clean_step, planner
+from ironic_fsm.conductor import plans
 from ironic_fsm.interfaces import INTERFACE_CLASSES, BaseInterface
 from ironic_fsm.steps import INTERFACE_ORDER, step_infos
 
@@ -130,11 +131,11 @@ NAIVE_VALIDATE = "naive: getmembers discovery + validate_user_steps"
 
 
 def _cases(driver: HardwareType, task: Task) -> list[Callable[[int], Case]]:
-    gathered = planner.gather_steps("clean", driver, task)
+    gathered = plans.gather_steps("clean", driver, task)
     requested = user_clean_steps()
-    gather_steps = planner.gather_steps
+    gather_steps = plans.gather_steps
     plan = planner.plan_automated_clean
-    plan_for = planner.plan_automated_clean_for
+    plan_for = plans.plan_automated_clean_for
     validate = planner.validate_user_steps
     overrides, disallowed = OVERRIDES, DISALLOWED
 
@@ -181,7 +182,7 @@ def _cases(driver: HardwareType, task: Task) -> list[Callable[[int], Case]]:
 
 def _check(driver: HardwareType, task: Task) -> tuple[int, int, int]:
     """The workload is what it claims to be; returns (steps, planned, validated)."""
-    steps = planner.gather_steps("clean", driver, task)
+    steps = plans.gather_steps("clean", driver, task)
     planner.check_priority_conflicts("clean", steps, overrides=OVERRIDES)
     planned = planner.plan_automated_clean(steps, overrides=OVERRIDES, disallowed=DISALLOWED)
     naive = planner.plan_automated_clean(
@@ -189,7 +190,7 @@ def _check(driver: HardwareType, task: Task) -> tuple[int, int, int]:
     )
     if planned != naive:
         raise AssertionError("naive discovery plans differently from gather_steps")
-    known = planner.plan_automated_clean_for(
+    known = plans.plan_automated_clean_for(
         driver, task, overrides=OVERRIDES, disallowed=DISALLOWED
     )
     if known != planned:
