@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -478,3 +479,107 @@ def new_node(
 ) -> Node:
     """Import a node directly in ``state``."""
     return conductor.create_node(provision_state=state, driver=driver, **fields)
+
+
+# -- one scenario, three phases ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PhaseCase:
+    """How a test drives cleaning, deployment or servicing, so one test covers all three.
+
+    Clean and service steps are requested on the vendor interface in the
+    user's order; deploy steps need priorities, so :meth:`steps` gives
+    them falling priorities above the core step, which runs last
+    (:attr:`tail`). The test hardware has no plain deploy steps:
+    :meth:`plain` names a recording step for cleaning and servicing, and
+    nothing for deployment.
+    """
+
+    name: str
+    start: str
+    verb: str
+    wait: str
+    hold: str
+    fail: str
+    done: str
+    target: str
+    async_step: str
+    noabort_step: str
+    again_step: str
+    #: What a successful run records after the requested steps.
+    tail: tuple[str, ...]
+    #: State and target after ``abort`` of an abortable step or a hold.
+    aborted: str
+    aborted_target: str | None
+    #: A failure or abort leaves the node showing the step (deployment only).
+    keeps_step: bool
+    #: What a timed-out wait sets as the fault (and maintenance); None: nothing.
+    fault: str | None
+
+    @property
+    def step_field(self) -> str:
+        return f"{self.name}_step"
+
+    @property
+    def step_iface(self) -> str:
+        return "deploy" if self.name == "deploy" else "vendor"
+
+    def plain(self, name: str) -> tuple[str, ...]:
+        return () if self.name == "deploy" else (name,)
+
+    def steps(self, *names: str | dict[str, Any]) -> list[dict[str, Any]]:
+        """Requested steps by name (a dict is taken as it is, plus a priority if deploying)."""
+        out = []
+        for index, entry in enumerate(names):
+            if isinstance(entry, dict):
+                requested = dict(entry)
+            elif entry in ("hold", "wait"):
+                requested = {"interface": "deploy", "step": entry, "args": {}}
+            else:
+                requested = step(self.step_iface, entry)
+            if self.name == "deploy":
+                requested["priority"] = 150 - index
+            out.append(requested)
+        return out
+
+    def new_node(self, conductor: Conductor, **fields: Any) -> Node:
+        return new_node(conductor, self.start, **fields)
+
+    def run(self, conductor: Conductor, uuid: str, *names: str | dict[str, Any]) -> Node:
+        """Start the phase on the node with these steps."""
+        return conductor.do_provisioning_action(
+            uuid, self.verb, **{f"{self.name}_steps": self.steps(*names)}
+        )
+
+    def resume(self, conductor: Conductor, uuid: str) -> Node:
+        """``continue_node_<phase>``."""
+        method: Callable[[str], Node] = getattr(conductor, f"continue_node_{self.name}")
+        return method(uuid)
+
+
+CLEAN_CASE = PhaseCase(
+    name="clean", start=states.MANAGEABLE, verb="clean", wait=states.CLEANWAIT,
+    hold=states.CLEANHOLD, fail=states.CLEANFAIL, done=states.MANAGEABLE,
+    target=states.MANAGEABLE, async_step="async_clean", noabort_step="async_noabort",
+    again_step="again", tail=(), aborted=states.CLEANFAIL, aborted_target=states.MANAGEABLE,
+    keeps_step=False, fault="clean failure",
+)  # fmt: skip
+DEPLOY_CASE = PhaseCase(
+    name="deploy", start=states.AVAILABLE, verb="deploy", wait=states.DEPLOYWAIT,
+    hold=states.DEPLOYHOLD, fail=states.DEPLOYFAIL, done=states.ACTIVE, target=states.ACTIVE,
+    async_step="async_deploy", noabort_step="noabort_deploy", again_step="again_deploy",
+    tail=("deploy",), aborted=states.DEPLOYFAIL, aborted_target=states.ACTIVE, keeps_step=True,
+    fault=None,
+)  # fmt: skip
+SERVICE_CASE = PhaseCase(
+    name="service", start=states.ACTIVE, verb="service", wait=states.SERVICEWAIT,
+    hold=states.SERVICEHOLD, fail=states.SERVICEFAIL, done=states.ACTIVE, target=states.ACTIVE,
+    async_step="async_service", noabort_step="async_service_noabort",
+    again_step="again_service", tail=(), aborted=states.ACTIVE, aborted_target=None,
+    keeps_step=False, fault="service failure",
+)  # fmt: skip
+
+#: For ``@pytest.mark.parametrize("phase", PHASE_CASES, ids=PHASE_IDS)``.
+PHASE_CASES = (CLEAN_CASE, DEPLOY_CASE, SERVICE_CASE)
+PHASE_IDS = [case.name for case in PHASE_CASES]

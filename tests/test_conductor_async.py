@@ -12,11 +12,13 @@ from typing import Any
 import pytest
 from helpers import (
     FAKE_HW,
+    PHASE_CASES,
+    PHASE_IDS,
     Clock,
+    PhaseCase,
     StepDeploy,
     build_hardware,
     calls,
-    dstep,
     hooks,
     make_conductor,
     new_node,
@@ -110,18 +112,36 @@ def test_two_async_steps_need_two_continues() -> None:
     assert calls(node) == ["async_clean", "async_clean", "step_a"]
 
 
-def test_step_may_ask_to_be_rerun_on_continue() -> None:
+@pytest.mark.parametrize("phase", PHASE_CASES, ids=PHASE_IDS)
+def test_async_step_waits_then_continues(phase: PhaseCase) -> None:
     conductor = make_conductor()
-    node = new_node(conductor, states.MANAGEABLE)
-    _manual_clean(conductor, node.uuid, step("vendor", "again"), step("vendor", "step_a"))
+    node = phase.new_node(conductor)
+    phase.run(conductor, node.uuid, phase.async_step, *phase.plain("step_b"))
     node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.CLEANWAIT
-    assert calls(node) == ["again#1"]
-    conductor.continue_node_clean(node.uuid)
+    assert node.provision_state == phase.wait
+    assert node.target_provision_state == phase.target
+    assert calls(node) == [phase.async_step]
+    phase.resume(conductor, node.uuid)
     node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.MANAGEABLE
-    assert calls(node) == ["again#1", "again#2", "step_a"]
-    assert "skip_current_clean_step" not in node.driver_internal_info
+    assert node.provision_state == phase.done
+    assert node.target_provision_state is None
+    assert calls(node) == [phase.async_step, *phase.plain("step_b"), *phase.tail]
+
+
+@pytest.mark.parametrize("phase", PHASE_CASES, ids=PHASE_IDS)
+def test_step_may_ask_to_be_rerun_on_continue(phase: PhaseCase) -> None:
+    conductor = make_conductor()
+    node = phase.new_node(conductor)
+    phase.run(conductor, node.uuid, phase.again_step, *phase.plain("step_a"))
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == phase.wait
+    assert calls(node) == [f"{phase.again_step}#1"]
+    phase.resume(conductor, node.uuid)
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == phase.done
+    again = phase.again_step
+    assert calls(node) == [f"{again}#1", f"{again}#2", *phase.plain("step_a"), *phase.tail]
+    assert f"skip_current_{phase.name}_step" not in node.driver_internal_info
 
 
 @pytest.mark.parametrize(
@@ -159,70 +179,6 @@ def test_prepare_cleaning_may_wait_for_a_ramdisk() -> None:
 # -- deploy and service: wait and continue ---------------------------------------------------------
 
 
-def test_async_deploy_step_waits_then_continues() -> None:
-    conductor = make_conductor()
-    node = new_node(conductor, states.AVAILABLE)
-    conductor.do_provisioning_action(
-        node.uuid, "deploy", deploy_steps=[dstep("deploy", "async_deploy", 150)]
-    )
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.DEPLOYWAIT
-    assert node.target_provision_state == states.ACTIVE
-    assert calls(node) == ["async_deploy"]
-    conductor.continue_node_deploy(node.uuid)
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.ACTIVE
-    assert node.target_provision_state is None
-    assert calls(node) == ["async_deploy", "deploy"]
-
-
-def test_deploy_step_may_ask_to_be_rerun() -> None:
-    conductor = make_conductor()
-    node = new_node(conductor, states.AVAILABLE)
-    conductor.do_provisioning_action(
-        node.uuid, "deploy", deploy_steps=[dstep("deploy", "again_deploy", 150)]
-    )
-    assert conductor.get_node(node.uuid).provision_state == states.DEPLOYWAIT
-    conductor.continue_node_deploy(node.uuid)
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.ACTIVE
-    assert calls(node) == ["again_deploy#1", "again_deploy#2", "deploy"]
-
-
-def test_async_service_step_waits_then_continues() -> None:
-    conductor = make_conductor()
-    node = new_node(conductor, states.ACTIVE)
-    conductor.do_provisioning_action(
-        node.uuid,
-        "service",
-        service_steps=[step("vendor", "async_service"), step("vendor", "step_b")],
-    )
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.SERVICEWAIT
-    assert node.target_provision_state == states.ACTIVE
-    assert calls(node) == ["async_service"]
-    conductor.continue_node_service(node.uuid)
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.ACTIVE
-    assert node.target_provision_state is None
-    assert calls(node) == ["async_service", "step_b"]
-
-
-def test_service_step_may_ask_to_be_rerun() -> None:
-    conductor = make_conductor()
-    node = new_node(conductor, states.ACTIVE)
-    conductor.do_provisioning_action(
-        node.uuid,
-        "service",
-        service_steps=[step("vendor", "again_service"), step("vendor", "step_a")],
-    )
-    assert conductor.get_node(node.uuid).provision_state == states.SERVICEWAIT
-    conductor.continue_node_service(node.uuid)
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.ACTIVE
-    assert calls(node) == ["again_service#1", "again_service#2", "step_a"]
-
-
 def test_service_step_failure() -> None:
     conductor = make_conductor()
     node = new_node(conductor, states.ACTIVE, power_state=states.POWER_ON)
@@ -248,19 +204,21 @@ def test_service_step_failure() -> None:
 # -- abort -----------------------------------------------------------------------------------------
 
 
-def test_abort_abortable_manual_clean_step() -> None:
+@pytest.mark.parametrize("phase", PHASE_CASES, ids=PHASE_IDS)
+def test_abort_abortable_async_step(phase: PhaseCase) -> None:
     conductor = make_conductor()
-    node = new_node(conductor, states.MANAGEABLE)
-    _manual_clean(conductor, node.uuid, step("vendor", "async_clean"), step("vendor", "step_a"))
+    node = phase.new_node(conductor)
+    phase.run(conductor, node.uuid, phase.async_step, *phase.plain("step_a"))
     conductor.do_provisioning_action(node.uuid, "abort")
     node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.CLEANFAIL
-    assert node.target_provision_state == states.MANAGEABLE
-    assert node.last_error.startswith("By request, the clean operation was aborted")
-    assert "vendor.async_clean" in node.last_error
-    assert calls(node) == ["async_clean"]
+    assert node.provision_state == phase.aborted
+    assert node.target_provision_state == phase.aborted_target
+    assert node.last_error.startswith(f"By request, the {phase.name} operation was aborted")
+    assert f"{phase.step_iface}.{phase.async_step}" in node.last_error
+    assert calls(node) == [phase.async_step]
     assert node.maintenance is False
-    assert not node.clean_step
+    # Deployment keeps showing the step it stopped at; the others clear it.
+    assert bool(getattr(node, phase.step_field)) is phase.keeps_step
 
 
 def test_abort_abortable_automated_clean_step_keeps_target_available() -> None:
@@ -276,100 +234,40 @@ def test_abort_abortable_automated_clean_step_keeps_target_available() -> None:
 
 
 @pytest.mark.parametrize("last", [True, False], ids=["last-step", "not-last-step"])
-def test_abort_non_abortable_clean_step_is_deferred(last: bool) -> None:
+@pytest.mark.parametrize("phase", PHASE_CASES, ids=PHASE_IDS)
+def test_abort_non_abortable_step_is_deferred(phase: PhaseCase, last: bool) -> None:
     conductor = make_conductor()
-    node = new_node(conductor, states.MANAGEABLE)
-    steps = [step("vendor", "async_noabort")] + ([] if last else [step("vendor", "step_a")])
-    _manual_clean(conductor, node.uuid, *steps)
+    node = phase.new_node(conductor)
+    phase.run(conductor, node.uuid, phase.noabort_step, *([] if last else phase.plain("step_a")))
     conductor.do_provisioning_action(node.uuid, "abort")
     node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.CLEANWAIT
-    assert node.target_provision_state == states.MANAGEABLE
-    assert node.clean_step["step"] == "async_noabort"
-    assert node.clean_step["abort_after"] is True
+    assert node.provision_state == phase.wait
+    assert node.target_provision_state == phase.target
+    assert getattr(node, phase.step_field)["step"] == phase.noabort_step
+    assert getattr(node, phase.step_field)["abort_after"] is True
     assert node.last_error is None
 
-    conductor.continue_node_clean(node.uuid)
+    phase.resume(conductor, node.uuid)
     node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.CLEANFAIL
-    assert node.target_provision_state == states.MANAGEABLE
-    assert node.last_error.startswith("By request, the clean operation was aborted")
-    assert calls(node) == ["async_noabort"]
+    assert node.provision_state == phase.fail
+    assert node.target_provision_state == phase.target
+    assert node.last_error.startswith(f"By request, the {phase.name} operation was aborted")
+    assert calls(node) == [phase.noabort_step]
 
 
-def test_abort_in_clean_hold() -> None:
+@pytest.mark.parametrize("phase", PHASE_CASES, ids=PHASE_IDS)
+def test_abort_in_hold(phase: PhaseCase) -> None:
     conductor = make_conductor()
-    node = new_node(conductor, states.MANAGEABLE)
-    _manual_clean(conductor, node.uuid, step("vendor", "step_a"), HOLD, step("vendor", "step_b"))
+    node = phase.new_node(conductor)
+    phase.run(conductor, node.uuid, *phase.plain("step_a"), "hold", *phase.plain("step_b"))
+    assert conductor.get_node(node.uuid).provision_state == phase.hold
     conductor.do_provisioning_action(node.uuid, "abort")
     node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.CLEANFAIL
-    assert node.target_provision_state == states.MANAGEABLE
-    assert node.last_error.startswith("By request, the clean operation was aborted")
-    assert calls(node) == ["step_a"]
-
-
-def test_abort_async_service_step_returns_to_active() -> None:
-    conductor = make_conductor()
-    node = new_node(conductor, states.ACTIVE)
-    conductor.do_provisioning_action(
-        node.uuid,
-        "service",
-        service_steps=[step("vendor", "async_service"), step("vendor", "step_a")],
-    )
-    conductor.do_provisioning_action(node.uuid, "abort")
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.ACTIVE
-    assert node.target_provision_state is None
-    assert node.last_error.startswith("By request, the service operation was aborted")
-    assert calls(node) == ["async_service"]
-    assert not node.service_step
-
-
-def test_abort_non_abortable_service_step_is_deferred_then_fails() -> None:
-    conductor = make_conductor()
-    node = new_node(conductor, states.ACTIVE)
-    conductor.do_provisioning_action(
-        node.uuid, "service", service_steps=[step("vendor", "async_service_noabort")]
-    )
-    conductor.do_provisioning_action(node.uuid, "abort")
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.SERVICEWAIT
-    assert node.service_step["abort_after"] is True
-    conductor.continue_node_service(node.uuid)
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.SERVICEFAIL
-    assert node.last_error.startswith("By request, the service operation was aborted")
-
-
-def test_abort_async_deploy_step() -> None:
-    conductor = make_conductor()
-    node = new_node(conductor, states.AVAILABLE)
-    conductor.do_provisioning_action(
-        node.uuid, "deploy", deploy_steps=[dstep("deploy", "async_deploy", 150)]
-    )
-    conductor.do_provisioning_action(node.uuid, "abort")
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.DEPLOYFAIL
-    assert node.target_provision_state == states.ACTIVE
-    assert node.last_error.startswith("By request, the deploy operation was aborted")
-    assert calls(node) == ["async_deploy"]
-
-
-def test_abort_non_abortable_deploy_step_is_deferred() -> None:
-    conductor = make_conductor()
-    node = new_node(conductor, states.AVAILABLE)
-    conductor.do_provisioning_action(
-        node.uuid, "deploy", deploy_steps=[dstep("deploy", "noabort_deploy", 150)]
-    )
-    conductor.do_provisioning_action(node.uuid, "abort")
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.DEPLOYWAIT
-    assert node.deploy_step["abort_after"] is True
-    conductor.continue_node_deploy(node.uuid)
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.DEPLOYFAIL
-    assert calls(node) == ["noabort_deploy"]
+    assert node.provision_state == phase.aborted
+    assert node.target_provision_state == phase.aborted_target
+    assert node.last_error.startswith(f"By request, the {phase.name} operation was aborted")
+    assert "Async execution" not in node.last_error
+    assert calls(node) == list(phase.plain("step_a"))
 
 
 @pytest.mark.parametrize(
@@ -396,21 +294,24 @@ def test_abort_refused_outside_wait_and_hold(state: str) -> None:
 # -- hold / unhold ---------------------------------------------------------------------------------
 
 
-def test_manual_clean_hold_and_unhold_ends_in_manageable() -> None:
+@pytest.mark.parametrize("phase", PHASE_CASES, ids=PHASE_IDS)
+def test_hold_and_unhold(phase: PhaseCase) -> None:
     conductor = make_conductor()
-    node = new_node(conductor, states.MANAGEABLE)
-    _manual_clean(conductor, node.uuid, step("vendor", "step_a"), HOLD, step("vendor", "step_b"))
+    node = phase.new_node(conductor)
+    phase.run(conductor, node.uuid, *phase.plain("step_a"), "hold", *phase.plain("step_b"))
     node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.CLEANHOLD
-    assert node.target_provision_state == states.MANAGEABLE
-    assert calls(node) == ["step_a"]
+    assert node.provision_state == phase.hold
+    assert node.target_provision_state == phase.target
+    assert calls(node) == list(phase.plain("step_a"))
 
     conductor.do_provisioning_action(node.uuid, "unhold")
     node = conductor.get_node(node.uuid)
-    # Ironic 39 finishes in available here (target lost); the contract keeps it.
-    assert node.provision_state == states.MANAGEABLE
+    # Ironic 39 ends a manual clean in available here (target lost) and a
+    # service in service failed (bug 4 of the reference); the contract does not.
+    assert node.provision_state == phase.done
     assert node.target_provision_state is None
-    assert calls(node) == ["step_a", "step_b"]
+    assert node.last_error is None
+    assert calls(node) == [*phase.plain("step_a"), *phase.plain("step_b"), *phase.tail]
 
 
 def test_hold_as_last_manual_clean_step() -> None:
@@ -431,59 +332,6 @@ def test_hold_interface_is_ignored() -> None:
         conductor, node.uuid, {"interface": "vendor", "step": "hold"}, step("vendor", "step_a")
     )
     assert conductor.get_node(node.uuid).provision_state == states.CLEANHOLD
-
-
-def test_deploy_hold_and_unhold() -> None:
-    conductor = make_conductor()
-    node = new_node(conductor, states.AVAILABLE)
-    conductor.do_provisioning_action(
-        node.uuid, "deploy", deploy_steps=[dstep("deploy", "hold", 150)]
-    )
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.DEPLOYHOLD
-    assert node.target_provision_state == states.ACTIVE
-    assert calls(node) == []
-    conductor.do_provisioning_action(node.uuid, "unhold")
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.ACTIVE
-    assert node.target_provision_state is None
-    assert calls(node) == ["deploy"]
-
-
-def test_abort_from_deploy_hold_fails_the_deploy() -> None:
-    conductor = make_conductor()
-    node = new_node(conductor, states.AVAILABLE)
-    conductor.do_provisioning_action(
-        node.uuid, "deploy", deploy_steps=[dstep("deploy", "hold", 150)]
-    )
-    conductor.do_provisioning_action(node.uuid, "abort")
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.DEPLOYFAIL
-    assert node.target_provision_state == states.ACTIVE
-    assert calls(node) == []
-    assert "aborted" in node.last_error
-    assert "Async execution" not in node.last_error
-
-
-def test_service_hold_and_unhold() -> None:
-    conductor = make_conductor()
-    node = new_node(conductor, states.ACTIVE)
-    conductor.do_provisioning_action(
-        node.uuid,
-        "service",
-        service_steps=[step("vendor", "step_a"), HOLD, step("vendor", "step_b")],
-    )
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.SERVICEHOLD
-    assert node.target_provision_state == states.ACTIVE
-    assert calls(node) == ["step_a"]
-    conductor.do_provisioning_action(node.uuid, "unhold")
-    node = conductor.get_node(node.uuid)
-    # Ironic 39 ends in service failed here (bug 4 of the reference).
-    assert node.provision_state == states.ACTIVE
-    assert node.target_provision_state is None
-    assert node.last_error is None
-    assert calls(node) == ["step_a", "step_b"]
 
 
 def test_runbook_hold_is_honoured() -> None:
@@ -516,32 +364,29 @@ def test_reserved_power_steps_run_in_manual_clean() -> None:
 # -- wait steps and timeouts -----------------------------------------------------------------------
 
 
-def test_wait_step_with_seconds_resumes_after_the_time() -> None:
+@pytest.mark.parametrize("phase", PHASE_CASES, ids=PHASE_IDS)
+def test_wait_step_with_seconds_resumes_after_the_time(phase: PhaseCase) -> None:
     clock = Clock()
     conductor = make_conductor(clock=clock)
-    node = new_node(conductor, states.MANAGEABLE)
-    _manual_clean(
-        conductor,
-        node.uuid,
-        step("vendor", "step_a"),
-        {"interface": "deploy", "step": "wait", "args": {"seconds": 60}},
-        step("vendor", "step_b"),
-    )
+    node = phase.new_node(conductor)
+    wait = {"interface": "deploy", "step": "wait", "args": {"seconds": 60}}
+    phase.run(conductor, node.uuid, *phase.plain("step_a"), wait, *phase.plain("step_b"))
     node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.CLEANWAIT
-    assert node.target_provision_state == states.MANAGEABLE
-    assert calls(node) == ["step_a"]
+    assert node.provision_state == phase.wait
+    assert node.target_provision_state == phase.target
+    assert calls(node) == list(phase.plain("step_a"))
 
-    assert conductor.check_timeouts(now=clock.at(30)) == []
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.CLEANWAIT
-    assert calls(node) == ["step_a"]
+    for early in (30, 59):
+        assert conductor.check_timeouts(now=clock.at(early)) == []
+        node = conductor.get_node(node.uuid)
+        assert node.provision_state == phase.wait
+        assert calls(node) == list(phase.plain("step_a"))
 
-    assert conductor.check_timeouts(now=clock.at(61)) == [node.uuid]
+    assert conductor.check_timeouts(now=clock.at(60)) == [node.uuid]
     node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.MANAGEABLE
+    assert node.provision_state == phase.done
     assert node.target_provision_state is None
-    assert calls(node) == ["step_a", "step_b"]
+    assert calls(node) == [*phase.plain("step_a"), *phase.plain("step_b"), *phase.tail]
 
 
 def test_wait_step_without_seconds_waits_for_continue() -> None:
@@ -560,23 +405,36 @@ def test_wait_step_without_seconds_waits_for_continue() -> None:
     assert calls(node) == ["step_a"]
 
 
-def test_clean_wait_times_out_with_fault_when_a_step_was_recorded() -> None:
+#: How each phase words a timed-out wait: the opening, and whether the
+#: message names the step and the node.
+_TIMEOUT_TEXT = {
+    "clean": ("Timeout reached while cleaning the node", True, False),
+    "deploy": ("Timeout reached while waiting for callback for node", False, True),
+    "service": ("Timeout reached while servicing node", True, True),
+}
+
+
+@pytest.mark.parametrize("phase", PHASE_CASES, ids=PHASE_IDS)
+def test_wait_times_out_with_fault_when_a_step_was_recorded(phase: PhaseCase) -> None:
     clock = Clock()
-    conductor = make_conductor(config=Config(clean_callback_timeout=100), clock=clock)
-    node = new_node(conductor, states.MANAGEABLE)
-    _manual_clean(conductor, node.uuid, step("vendor", "async_clean"), step("vendor", "step_a"))
+    config = Config(**{f"{phase.name}_callback_timeout": 100})
+    conductor = make_conductor(config=config, clock=clock)
+    node = phase.new_node(conductor)
+    phase.run(conductor, node.uuid, phase.async_step, *phase.plain("step_a"))
     assert conductor.check_timeouts(now=clock.at(99)) == []
-    assert conductor.get_node(node.uuid).provision_state == states.CLEANWAIT
+    assert conductor.get_node(node.uuid).provision_state == phase.wait
 
     assert conductor.check_timeouts(now=clock.at(101)) == [node.uuid]
     node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.CLEANFAIL
-    assert node.target_provision_state == states.MANAGEABLE
-    assert node.last_error.startswith("Timeout reached while cleaning the node")
-    assert "vendor.async_clean" in node.last_error
-    assert node.maintenance is True
-    assert node.fault == "clean failure"
-    assert calls(node) == ["async_clean"]
+    assert node.provision_state == phase.fail
+    assert node.target_provision_state == phase.target
+    opening, names_step, names_node = _TIMEOUT_TEXT[phase.name]
+    assert node.last_error.startswith(opening)
+    assert (f"{phase.step_iface}.{phase.async_step}" in node.last_error) is names_step
+    assert (node.uuid in node.last_error) is names_node
+    assert node.maintenance is (phase.fault is not None)
+    assert node.fault == phase.fault
+    assert calls(node) == [phase.async_step]
 
 
 def test_clean_wait_times_out_without_fault_when_no_step_was_recorded() -> None:
@@ -628,61 +486,17 @@ def test_check_timeouts_uses_the_injected_clock_by_default() -> None:
     assert conductor.get_node(node.uuid).provision_state == states.CLEANFAIL
 
 
-@pytest.mark.parametrize("phase", ["clean", "deploy", "service"])
-def test_holds_never_time_out(phase: str) -> None:
+@pytest.mark.parametrize("phase", PHASE_CASES, ids=PHASE_IDS)
+def test_holds_never_time_out(phase: PhaseCase) -> None:
     clock = Clock()
     config = Config(clean_callback_timeout=1, deploy_callback_timeout=1, service_callback_timeout=1)
     conductor = make_conductor(config=config, clock=clock)
-    if phase == "clean":
-        node = new_node(conductor, states.MANAGEABLE)
-        _manual_clean(conductor, node.uuid, HOLD)
-        held = states.CLEANHOLD
-    elif phase == "deploy":
-        node = new_node(conductor, states.AVAILABLE)
-        conductor.do_provisioning_action(
-            node.uuid, "deploy", deploy_steps=[dstep("deploy", "hold", 150)]
-        )
-        held = states.DEPLOYHOLD
-    else:
-        node = new_node(conductor, states.ACTIVE)
-        conductor.do_provisioning_action(node.uuid, "service", service_steps=[HOLD])
-        held = states.SERVICEHOLD
+    node = phase.new_node(conductor)
+    phase.run(conductor, node.uuid, "hold")
     before = snapshot(conductor.get_node(node.uuid))
-    assert before["provision_state"] == held
+    assert before["provision_state"] == phase.hold
     assert conductor.check_timeouts(now=clock.at(10**7)) == []
     assert snapshot(conductor.get_node(node.uuid)) == before
-
-
-def test_deploy_wait_times_out() -> None:
-    clock = Clock()
-    conductor = make_conductor(config=Config(deploy_callback_timeout=100), clock=clock)
-    node = new_node(conductor, states.AVAILABLE)
-    conductor.do_provisioning_action(
-        node.uuid, "deploy", deploy_steps=[dstep("deploy", "async_deploy", 150)]
-    )
-    assert conductor.check_timeouts(now=clock.at(50)) == []
-    assert conductor.check_timeouts(now=clock.at(101)) == [node.uuid]
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.DEPLOYFAIL
-    assert node.target_provision_state == states.ACTIVE
-    assert "Timeout reached while waiting for callback for node" in node.last_error
-    assert node.uuid in node.last_error
-    assert calls(node) == ["async_deploy"]
-
-
-def test_service_wait_times_out() -> None:
-    clock = Clock()
-    conductor = make_conductor(config=Config(service_callback_timeout=100), clock=clock)
-    node = new_node(conductor, states.ACTIVE)
-    conductor.do_provisioning_action(
-        node.uuid, "service", service_steps=[step("vendor", "async_service")]
-    )
-    assert conductor.check_timeouts(now=clock.at(101)) == [node.uuid]
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.SERVICEFAIL
-    assert node.target_provision_state == states.ACTIVE
-    assert node.maintenance is True
-    assert node.fault == "service failure"
 
 
 def test_check_timeouts_skips_maintenance_and_reserved_nodes() -> None:
@@ -706,39 +520,6 @@ def test_check_timeouts_leaves_stable_nodes_alone() -> None:
     before = snapshot(conductor.get_node(node.uuid))
     assert conductor.check_timeouts(now=clock.at(10**6)) == []
     assert snapshot(conductor.get_node(node.uuid)) == before
-
-
-@pytest.mark.parametrize("phase", ["deploy", "service"])
-def test_wait_step_with_seconds_in_deploy_and_service(phase: str) -> None:
-    clock = Clock()
-    conductor = make_conductor(clock=clock)
-    if phase == "deploy":
-        node = new_node(conductor, states.AVAILABLE)
-        conductor.do_provisioning_action(
-            node.uuid, "deploy", deploy_steps=[dstep("deploy", "wait", 150, seconds=60)]
-        )
-        waiting, expected = states.DEPLOYWAIT, ["deploy"]
-    else:
-        node = new_node(conductor, states.ACTIVE)
-        conductor.do_provisioning_action(
-            node.uuid,
-            "service",
-            service_steps=[
-                {"interface": "deploy", "step": "wait", "args": {"seconds": 60}},
-                step("vendor", "step_a"),
-            ],
-        )
-        waiting, expected = states.SERVICEWAIT, ["step_a"]
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == waiting
-    assert node.target_provision_state == states.ACTIVE
-    assert calls(node) == []
-    assert conductor.check_timeouts(now=clock.at(59)) == []
-    assert conductor.get_node(node.uuid).provision_state == waiting
-    assert conductor.check_timeouts(now=clock.at(60)) == [node.uuid]
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.ACTIVE
-    assert calls(node) == expected
 
 
 # -- inspection and rescue waits -------------------------------------------------------------------

@@ -23,6 +23,7 @@ from ironic_fsm.events import STEP_END, STEP_FAIL, STEP_START
 from ironic_fsm.exceptions import IronicFSMError, StepFailed
 from ironic_fsm.node import Node
 from ironic_fsm.steps import RESERVED_STEPS, Phase, step_id
+from ironic_fsm.task import Task
 
 __all__ = ["CLEAN", "DEPLOY", "PHASES", "PHASE_BY_STATE", "SERVICE", "PhaseInfo", "StepEngine"]
 
@@ -185,14 +186,11 @@ class StepEngine(Plans):
         info = node.driver_internal_info
         if self._needs_prepare(phase, info):
             self._checkpoint(job)
-            try:
-                prepared = getattr(job.driver.deploy, phase.prepare)(job.task)
-            except Exception as exc:
-                self._phase_failed(
-                    job, phase,
-                    f"Failed to prepare node {node.uuid} for {phase.doing}: {describe_exc(exc)}",
-                    step=None,
-                )  # fmt: skip
+            done, prepared = self._attempt(
+                job, phase, getattr(job.driver.deploy, phase.prepare),
+                f"Failed to prepare node {node.uuid} for {phase.doing}",
+            )  # fmt: skip
+            if not done:
                 return
             if phase.prepared_key is not None:
                 info[phase.prepared_key] = True
@@ -265,6 +263,20 @@ class StepEngine(Plans):
 
     # -- fail and finish ----------------------------------------------------------------------
 
+    def _attempt(
+        self, job: Job, phase: PhaseInfo, call: Callable[[Task], Any], failure: str
+    ) -> tuple[bool, Any]:
+        """Run one driver call of the phase: ``(True, result)``, or fail the phase.
+
+        The failure is ``failure`` and the reason, and it names no step:
+        the call is the phase's own, not one of the planned steps.
+        """
+        try:
+            return True, call(job.task)
+        except Exception as exc:
+            self._phase_failed(job, phase, f"{failure}: {describe_exc(exc)}", step=None)
+            return False, None
+
     def _step_failed(self, job: Job, phase: PhaseInfo, step: Step, exc: BaseException) -> None:
         node = job.node
         message = scrub_node(node, phase.step_failure(node, step_id(step), exc))
@@ -320,15 +332,11 @@ class StepEngine(Plans):
         info.pop(phase.wait_until_key, None)
         info[phase.steps_key] = None
         if phase.prepared_key is not None and info.pop(phase.prepared_key, False):
-            try:
-                getattr(job.driver.deploy, phase.cleanup)(job.task)
-            except Exception as exc:
-                self._phase_failed(
-                    job, phase,
-                    f"Failed to tear down from {phase.doing} for node {node.uuid}: "
-                    f"{describe_exc(exc)}",
-                    step=None,
-                )  # fmt: skip
+            done, _ = self._attempt(
+                job, phase, getattr(job.driver.deploy, phase.cleanup),
+                f"Failed to tear down from {phase.doing} for node {node.uuid}",
+            )  # fmt: skip
+            if not done:
                 return
         if phase.disable_ramdisk_key is not None:
             info.pop(phase.disable_ramdisk_key, None)

@@ -197,14 +197,11 @@ class Flows(StepEngine):
                 job, CLEAN, "Cleaning a node in maintenance mode is not allowed", step=None
             )
             return
-        try:
-            job.driver.power.validate(job.task)
-        except Exception as exc:
-            self._phase_failed(
-                job, CLEAN,
-                f"Validation of node {node.uuid} for cleaning failed: {describe_exc(exc)}",
-                step=None,
-            )  # fmt: skip
+        validated, _ = self._attempt(
+            job, CLEAN, job.driver.power.validate,
+            f"Validation of node {node.uuid} for cleaning failed",
+        )  # fmt: skip
+        if not validated:
             return
         info.pop(CLEAN.index_key, None)
         info["cleaning_disable_ramdisk"] = disable_ramdisk

@@ -14,11 +14,10 @@ import attrs
 
 from ironic_fsm import states as s
 from ironic_fsm.conductor.common import check_ident, shown
-from ironic_fsm.conductor.runtime import Job, Runtime
+from ironic_fsm.conductor.runtime import Job, Runtime, wrong_state
 from ironic_fsm.exceptions import (
     InvalidParameterValue,
     InvalidState,
-    InvalidStateRequested,
     NodeNotFound,
     NodeProtected,
 )
@@ -41,46 +40,44 @@ _READ_ONLY_FIELDS: Final = frozenset(
 _BUSY_STATES: Final = s.UNSTABLE_STATES | s.HOLD_STATES
 
 
-def _check_retired(node: Node, fields: dict[str, Any]) -> None:
-    if "retired" in fields:
-        retired = fields["retired"]
-        if not isinstance(retired, bool):
-            raise InvalidParameterValue(f"Node {node.uuid}: retired must be True or False")
-        if retired and not node.retired and node.provision_state == s.AVAILABLE:
-            raise InvalidState(
-                f"Node {node.uuid} can not have 'retired' set in provision state "
-                f"'available'; move it to manageable first",
-                node=node.uuid,
-                state=node.provision_state,
-            )
-        if not retired:
-            fields.setdefault("retired_reason", None)
-    if fields.get("retired_reason") is not None and not fields.get("retired", node.retired):
+def _check_flag(node: Node, fields: dict[str, Any], flag: str, refusal: str | None) -> None:
+    """Ironic's rules for ``retired`` and ``protected`` and their reasons.
+
+    ``refusal`` is why the node's state does not allow setting the flag
+    (None: it does). Clearing a flag clears its reason; a reason needs
+    the flag.
+    """
+    reason = f"{flag}_reason"
+    if flag in fields:
+        value = fields[flag]
+        if not isinstance(value, bool):
+            raise InvalidParameterValue(f"Node {node.uuid}: {flag} must be True or False")
+        if value and refusal is not None:
+            raise InvalidState(refusal, node=node.uuid, state=node.provision_state)
+        if not value:
+            fields.setdefault(reason, None)
+    if fields.get(reason) is not None and not fields.get(flag, getattr(node, flag)):
         raise InvalidParameterValue(
-            f"Node {node.uuid}: retired_reason can only be set when retired is True",
-            node=node.uuid,
+            f"Node {node.uuid}: {reason} can only be set when {flag} is True", node=node.uuid
         )
 
 
-def _check_protected(node: Node, fields: dict[str, Any]) -> None:
-    if "protected" in fields:
-        protected = fields["protected"]
-        if not isinstance(protected, bool):
-            raise InvalidParameterValue(f"Node {node.uuid}: protected must be True or False")
-        if protected and node.provision_state != s.ACTIVE:
-            raise InvalidState(
-                f"Node {node.uuid}: protected can only be set in provision state 'active', "
-                f"not {node.provision_state!r}",
-                node=node.uuid,
-                state=node.provision_state,
-            )
-        if not protected:
-            fields.setdefault("protected_reason", None)
-    if fields.get("protected_reason") is not None and not fields.get("protected", node.protected):
-        raise InvalidParameterValue(
-            f"Node {node.uuid}: protected_reason can only be set when protected is True",
-            node=node.uuid,
+def _retire_refusal(node: Node) -> str | None:
+    if not node.retired and node.provision_state == s.AVAILABLE:
+        return (
+            f"Node {node.uuid} can not have 'retired' set in provision state "
+            f"'available'; move it to manageable first"
         )
+    return None
+
+
+def _protect_refusal(node: Node) -> str | None:
+    if node.provision_state != s.ACTIVE:
+        return (
+            f"Node {node.uuid}: protected can only be set in provision state 'active', "
+            f"not {node.provision_state!r}"
+        )
+    return None
 
 
 class Nodes(Runtime):
@@ -195,8 +192,8 @@ class Nodes(Runtime):
 
         ``fields`` gains the reasons that an update clears implicitly.
         """
-        _check_retired(node, fields)
-        _check_protected(node, fields)
+        _check_flag(node, fields, "retired", _retire_refusal(node))
+        _check_flag(node, fields, "protected", _protect_refusal(node))
         if "maintenance" in fields and fields["maintenance"] is False:
             fields.setdefault("maintenance_reason", None)
         if "driver" in fields or any(f"{kind}_interface" in fields for kind in INTERFACE_KINDS):
@@ -236,11 +233,10 @@ class Nodes(Runtime):
                 f"Node {node.uuid} is protected and cannot be deleted", node=node.uuid
             )
         if node.provision_state not in allowed:
-            raise InvalidStateRequested(
+            raise wrong_state(
+                node,
                 f"Node {node.uuid} cannot be deleted in provision state "
                 f"{node.provision_state!r}; allowed in: {', '.join(sorted(allowed))}",
-                node=node.uuid,
-                state=node.provision_state,
             )
 
     # -- power -------------------------------------------------------------------------------
@@ -279,9 +275,8 @@ class Nodes(Runtime):
 
     def _check_power(self, node: Node) -> None:
         if node.provision_state in _BUSY_STATES:
-            raise InvalidStateRequested(
+            raise wrong_state(
+                node,
                 f"Node {node.uuid}: power state cannot be changed while the node is in "
                 f"provision state {node.provision_state!r}",
-                node=node.uuid,
-                state=node.provision_state,
             )

@@ -215,21 +215,21 @@ class Plans(Runtime):
         self, ident: str, clean_steps: Sequence[Any], disable_ramdisk: bool = False
     ) -> list[dict[str, Any]]:
         """Check a manual clean request without changing anything; return the plan."""
-        refuse_steps(ident, "clean", clean_steps)
-        node, steps = self._steps_for(ident, "clean")
-        return validate_user_steps(
-            "clean", steps, clean_steps, disallowed=self.config.disallow_clean_steps,
-            disable_ramdisk=disable_ramdisk, node=node.uuid,
-        )  # fmt: skip
+        return self._validate_user_request(ident, "clean", clean_steps, disable_ramdisk)
 
     def validate_service_steps(
         self, ident: str, service_steps: Sequence[Any], disable_ramdisk: bool = False
     ) -> list[dict[str, Any]]:
         """Check a service request without changing anything; return the plan."""
-        refuse_steps(ident, "service", service_steps)
-        node, steps = self._steps_for(ident, "service")
+        return self._validate_user_request(ident, "service", service_steps, disable_ramdisk)
+
+    def _validate_user_request(
+        self, ident: str, phase: Phase, requested: Sequence[Any], disable_ramdisk: bool
+    ) -> list[dict[str, Any]]:
+        refuse_steps(ident, phase, requested)
+        node, steps = self._steps_for(ident, phase)
         return validate_user_steps(
-            "service", steps, service_steps, disallowed=self.config.disallow_service_steps,
+            phase, steps, requested, disallowed=getattr(self.config, f"disallow_{phase}_steps"),
             disable_ramdisk=disable_ramdisk, node=node.uuid,
         )  # fmt: skip
 

@@ -39,7 +39,9 @@ from ironic_fsm.node import Node
 from ironic_fsm.stores import Store
 from ironic_fsm.task import Task
 
-__all__ = ["UNSET", "Executor", "Guard", "Job", "Listener", "Runtime", "driver_call"]
+__all__ = [
+    "UNSET", "Executor", "Guard", "Job", "Listener", "Runtime", "driver_call", "wrong_state",
+]  # fmt: skip
 
 LOG = logging.getLogger("ironic_fsm.conductor")
 
@@ -81,6 +83,11 @@ class Job:
     @property
     def driver(self) -> HardwareType:
         return self.task.driver
+
+
+def wrong_state(node: Node, message: str, **details: Any) -> InvalidStateRequested:
+    """The refusal of a request the node's provision state does not allow."""
+    return InvalidStateRequested(message, node=node.uuid, **details, state=node.provision_state)
 
 
 def driver_call(job: Job, kind: str, method: str, *args: Any, **kwargs: Any) -> Any:
@@ -335,11 +342,10 @@ class Runtime:
 
     def _require_state_of(self, node: Node, state: str, action: str) -> None:
         if node.provision_state != state:
-            raise InvalidStateRequested(
+            raise wrong_state(
+                node,
                 f"Cannot {action} on node {node.uuid} in provision state "
                 f"{node.provision_state!r}; it must be in {state!r}",
-                node=node.uuid,
-                state=node.provision_state,
             )
 
     # -- power ----------------------------------------------------------------------------

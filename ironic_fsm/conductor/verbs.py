@@ -11,7 +11,7 @@ fires the first transition and spawns the flow.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import attrs
 
@@ -19,7 +19,7 @@ from ironic_fsm import states as s
 from ironic_fsm.conductor.common import check_ident, shown
 from ironic_fsm.conductor.engine import DEPLOY, PHASE_BY_STATE, SERVICE
 from ironic_fsm.conductor.flows import Flows
-from ironic_fsm.conductor.runtime import Job, driver_call
+from ironic_fsm.conductor.runtime import Job, driver_call, wrong_state
 from ironic_fsm.exceptions import (
     InvalidParameterValue,
     InvalidState,
@@ -146,6 +146,19 @@ def _refuse_retired(node: Node) -> None:
         )
 
 
+class _UserStepFlow(Protocol):
+    def __call__(
+        self, conductor: Flows, job: Job, user_steps: Sequence[Any], /, *, disable_ramdisk: bool
+    ) -> None: ...
+
+
+#: The verbs that run the user's own steps: event, flow target, and the flow.
+_USER_STEP_VERBS: Mapping[str, tuple[str, str, _UserStepFlow]] = {
+    "clean": (s.CLEAN_EVENT, s.MANAGEABLE, Flows._do_clean),
+    "service": (s.SERVICE_EVENT, s.ACTIVE, Flows._do_service),
+}
+
+
 class Verbs(Flows):
     """``do_provisioning_action`` and one handler per event."""
 
@@ -252,12 +265,11 @@ class Verbs(Flows):
 
     def _check_verb(self, node: Node, verb: str, event: str) -> None:
         if event not in self.lifecycle.allowed_events(node.provision_state):
-            raise InvalidStateRequested(
+            raise wrong_state(
+                node,
                 f'The requested action "{verb}" can not be performed on node '
                 f'"{node.uuid}" while it is in state "{node.provision_state}"',
-                node=node.uuid,
                 verb=verb,
-                state=node.provision_state,
             )
 
     # Each handler runs with the node reserved and the event known to be
@@ -285,15 +297,19 @@ class Verbs(Flows):
         self._spawn(job, lambda j: self._do_clean(j, None))
 
     def _verb_clean(self, job: Job, request: Request) -> None:
-        _refuse_in_maintenance(job.node, "clean")
-        runbook = request.runbook
-        steps = (
-            self._runbook_steps(job.node, runbook) if runbook is not None else request.clean_steps
-        )
-        self._check_disallowed(job.node, "clean", steps)
-        self._process(job, s.CLEAN_EVENT, target_state=s.MANAGEABLE, last_error=None)
+        self._start_requested_steps(job, request, "clean", request.clean_steps)
+
+    def _start_requested_steps(self, job: Job, request: Request, phase: Phase, steps: Any) -> None:
+        """``clean`` and ``service``: the user's steps or a runbook's, checked, then the flow."""
+        node = job.node
+        _refuse_in_maintenance(node, request.verb)
+        if request.runbook is not None:
+            steps = self._runbook_steps(node, request.runbook)
+        self._check_disallowed(node, phase, steps)
+        event, target, flow = _USER_STEP_VERBS[phase]
+        self._process(job, event, target_state=target, last_error=None)
         disable_ramdisk = request.disable_ramdisk
-        self._spawn(job, lambda j: self._do_clean(j, steps, disable_ramdisk=disable_ramdisk))
+        self._spawn(job, lambda j: flow(self, j, steps, disable_ramdisk=disable_ramdisk))
 
     def _verb_deploy(self, job: Job, request: Request) -> None:
         node, verb = job.node, request.verb
@@ -345,15 +361,7 @@ class Verbs(Flows):
         self._spawn(job, self._do_unrescue)
 
     def _verb_service(self, job: Job, request: Request) -> None:
-        _refuse_in_maintenance(job.node, "service")
-        runbook = request.runbook
-        steps = (
-            self._runbook_steps(job.node, runbook) if runbook is not None else request.service_steps
-        )
-        self._check_disallowed(job.node, "service", steps)
-        self._process(job, s.SERVICE_EVENT, target_state=s.ACTIVE, last_error=None)
-        disable_ramdisk = request.disable_ramdisk
-        self._spawn(job, lambda j: self._do_service(j, steps, disable_ramdisk=disable_ramdisk))
+        self._start_requested_steps(job, request, "service", request.service_steps)
 
     def _verb_unhold(self, job: Job, request: Request) -> None:
         phase = PHASE_BY_STATE[job.node.provision_state]
