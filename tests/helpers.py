@@ -507,6 +507,9 @@ class PhaseCase:
     async_step: str
     noabort_step: str
     again_step: str
+    #: A step that raises, and the text of its error.
+    boom_step: str
+    boom_text: str
     #: What a successful run records after the requested steps.
     tail: tuple[str, ...]
     #: State and target after ``abort`` of an abortable step or a hold.
@@ -558,28 +561,36 @@ class PhaseCase:
         return method(uuid)
 
 
-CLEAN_CASE = PhaseCase(
-    name="clean", start=states.MANAGEABLE, verb="clean", wait=states.CLEANWAIT,
-    hold=states.CLEANHOLD, fail=states.CLEANFAIL, done=states.MANAGEABLE,
-    target=states.MANAGEABLE, async_step="async_clean", noabort_step="async_noabort",
-    again_step="again", tail=(), aborted=states.CLEANFAIL, aborted_target=states.MANAGEABLE,
-    keeps_step=False, fault="clean failure",
-)  # fmt: skip
-DEPLOY_CASE = PhaseCase(
-    name="deploy", start=states.AVAILABLE, verb="deploy", wait=states.DEPLOYWAIT,
-    hold=states.DEPLOYHOLD, fail=states.DEPLOYFAIL, done=states.ACTIVE, target=states.ACTIVE,
-    async_step="async_deploy", noabort_step="noabort_deploy", again_step="again_deploy",
-    tail=("deploy",), aborted=states.DEPLOYFAIL, aborted_target=states.ACTIVE, keeps_step=True,
-    fault=None,
-)  # fmt: skip
-SERVICE_CASE = PhaseCase(
-    name="service", start=states.ACTIVE, verb="service", wait=states.SERVICEWAIT,
-    hold=states.SERVICEHOLD, fail=states.SERVICEFAIL, done=states.ACTIVE, target=states.ACTIVE,
-    async_step="async_service", noabort_step="async_service_noabort",
-    again_step="again_service", tail=(), aborted=states.ACTIVE, aborted_target=None,
-    keeps_step=False, fault="service failure",
-)  # fmt: skip
+# One column per phase, so that the phases read side by side.
+_PHASE_COLUMNS: dict[str, tuple[Any, Any, Any]] = {
+    #                  cleaning                 deployment               servicing
+    "name":           ("clean",                 "deploy",                "service"),
+    "start":          (states.MANAGEABLE,       states.AVAILABLE,        states.ACTIVE),
+    "verb":           ("clean",                 "deploy",                "service"),
+    "wait":           (states.CLEANWAIT,        states.DEPLOYWAIT,       states.SERVICEWAIT),
+    "hold":           (states.CLEANHOLD,        states.DEPLOYHOLD,       states.SERVICEHOLD),
+    "fail":           (states.CLEANFAIL,        states.DEPLOYFAIL,       states.SERVICEFAIL),
+    "done":           (states.MANAGEABLE,       states.ACTIVE,           states.ACTIVE),
+    "target":         (states.MANAGEABLE,       states.ACTIVE,           states.ACTIVE),
+    "async_step":     ("async_clean",           "async_deploy",          "async_service"),
+    "noabort_step":   ("async_noabort",         "noabort_deploy",        "async_service_noabort"),
+    "again_step":     ("again",                 "again_deploy",          "again_service"),
+    "boom_step":      ("boom",                  "fail_deploy",           "boom_service"),
+    "boom_text":      ("disk on fire",          "image checksum mismatch", "firmware bricked"),
+    "tail":           ((),                      ("deploy",),             ()),
+    "aborted":        (states.CLEANFAIL,        states.DEPLOYFAIL,       states.ACTIVE),
+    "aborted_target": (states.MANAGEABLE,       states.ACTIVE,           None),
+    "keeps_step":     (False,                   True,                    False),
+    "fault":          ("clean failure",         None,                    "service failure"),
+}  # fmt: skip
+CLEAN_CASE, DEPLOY_CASE, SERVICE_CASE = (
+    PhaseCase(**{field: column[index] for field, column in _PHASE_COLUMNS.items()})
+    for index in range(3)
+)
 
 #: For ``@pytest.mark.parametrize("phase", PHASE_CASES, ids=PHASE_IDS)``.
 PHASE_CASES = (CLEAN_CASE, DEPLOY_CASE, SERVICE_CASE)
 PHASE_IDS = [case.name for case in PHASE_CASES]
+#: The phases that run the user's own step list (``clean_steps``, ``service_steps``).
+USER_STEP_CASES = (CLEAN_CASE, SERVICE_CASE)
+USER_STEP_IDS = [case.name for case in USER_STEP_CASES]

@@ -19,7 +19,6 @@ from helpers import (
     StepDeploy,
     build_hardware,
     calls,
-    hooks,
     make_conductor,
     new_node,
     snapshot,
@@ -27,7 +26,7 @@ from helpers import (
 )
 
 from ironic_fsm import Conductor, Config, Node, states
-from ironic_fsm.exceptions import InvalidParameterValue, InvalidStateRequested, StepNotAllowed
+from ironic_fsm.exceptions import InvalidParameterValue, InvalidStateRequested
 from ironic_fsm.task import Task
 
 HOLD = {"interface": "deploy", "step": "hold"}
@@ -177,28 +176,6 @@ def test_prepare_cleaning_may_wait_for_a_ramdisk() -> None:
 
 
 # -- deploy and service: wait and continue ---------------------------------------------------------
-
-
-def test_service_step_failure() -> None:
-    conductor = make_conductor()
-    node = new_node(conductor, states.ACTIVE, power_state=states.POWER_ON)
-    conductor.do_provisioning_action(
-        node.uuid,
-        "service",
-        service_steps=[
-            step("vendor", "step_a"),
-            step("vendor", "boom_service"),
-            step("vendor", "step_b"),
-        ],
-    )
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.SERVICEFAIL
-    assert node.target_provision_state == states.ACTIVE
-    assert calls(node) == ["step_a", "boom_service"]
-    assert node.maintenance is True
-    assert node.fault == "service failure"
-    assert "vendor.boom_service" in node.last_error
-    assert node.power_state == states.POWER_ON
 
 
 # -- abort -----------------------------------------------------------------------------------------
@@ -602,18 +579,6 @@ def test_rescue_wait_times_out() -> None:
 # -- servicing specifics ---------------------------------------------------------------------------
 
 
-def test_service_with_ramdisk_step_prepares_and_tears_down() -> None:
-    conductor = make_conductor()
-    node = new_node(conductor, states.ACTIVE)
-    conductor.do_provisioning_action(
-        node.uuid, "service", service_steps=[step("firmware", "update", settings=[{"c": "nic"}])]
-    )
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.ACTIVE
-    assert node.driver_internal_info["fake_firmware"] == [{"c": "nic"}]
-    assert hooks(node) == {"prepare_service": 1, "tear_down_service": 1}
-
-
 def test_unknown_service_step_fails_before_any_step() -> None:
     # Ironic 39 runs unvalidated service steps (bug 7); the contract validates first.
     conductor = make_conductor()
@@ -627,27 +592,6 @@ def test_unknown_service_step_fails_before_any_step() -> None:
     assert "vendor.nope" in node.last_error
     assert calls(node) == []
     assert node.maintenance is False
-
-
-def test_disallowed_service_step_is_refused_before_any_change() -> None:
-    conductor = make_conductor()
-    node = new_node(conductor, states.ACTIVE, driver=FAKE_HW)
-    before = snapshot(conductor.get_node(node.uuid))
-    with pytest.raises(StepNotAllowed):
-        conductor.do_provisioning_action(
-            node.uuid, "service", service_steps=[step("vendor", "send_raw", raw_bytes="00")]
-        )
-    assert snapshot(conductor.get_node(node.uuid)) == before
-
-
-@pytest.mark.parametrize("service_steps", [None, []])
-def test_service_requires_steps(service_steps: list[dict[str, Any]] | None) -> None:
-    conductor = make_conductor()
-    node = new_node(conductor, states.ACTIVE)
-    before = snapshot(conductor.get_node(node.uuid))
-    with pytest.raises(InvalidParameterValue):
-        conductor.do_provisioning_action(node.uuid, "service", service_steps=service_steps)
-    assert snapshot(conductor.get_node(node.uuid)) == before
 
 
 @pytest.mark.parametrize("password", [None, "", "   "])

@@ -9,6 +9,9 @@ import pytest
 from helpers import (
     FAKE_HW,
     TEST_HW,
+    USER_STEP_CASES,
+    USER_STEP_IDS,
+    PhaseCase,
     StepVendor,
     build_hardware,
     calls,
@@ -393,13 +396,14 @@ def test_manual_clean_only_from_manageable(state: str) -> None:
     assert snapshot(conductor.get_node(node.uuid)) == before
 
 
-@pytest.mark.parametrize("clean_steps", [None, []])
-def test_manual_clean_requires_clean_steps(clean_steps: list[dict[str, object]] | None) -> None:
+@pytest.mark.parametrize("given", [None, []], ids=["none", "empty"])
+@pytest.mark.parametrize("phase", USER_STEP_CASES, ids=USER_STEP_IDS)
+def test_user_step_verbs_require_steps(phase: PhaseCase, given: list[object] | None) -> None:
     conductor = make_conductor()
-    node = new_node(conductor, states.MANAGEABLE)
+    node = phase.new_node(conductor)
     before = snapshot(conductor.get_node(node.uuid))
     with pytest.raises(InvalidParameterValue):
-        conductor.do_provisioning_action(node.uuid, "clean", clean_steps=clean_steps)
+        conductor.do_provisioning_action(node.uuid, phase.verb, **{f"{phase.name}_steps": given})
     assert snapshot(conductor.get_node(node.uuid)) == before
 
 
@@ -504,29 +508,6 @@ def test_manual_clean_reports_every_problem_at_once() -> None:
         assert fragment in node.last_error
 
 
-def test_manual_clean_step_failure() -> None:
-    conductor = make_conductor()
-    node = new_node(conductor, states.MANAGEABLE, power_state=states.POWER_ON)
-    conductor.do_provisioning_action(
-        node.uuid,
-        "clean",
-        clean_steps=[step("vendor", "step_a"), step("vendor", "boom"), step("vendor", "step_b")],
-    )
-    node = conductor.get_node(node.uuid)
-    assert calls(node) == ["step_a", "boom"]
-    assert node.provision_state == states.CLEANFAIL
-    assert node.target_provision_state == states.MANAGEABLE
-    assert node.maintenance is True
-    assert node.fault == "clean failure"
-    for text in (node.last_error, node.maintenance_reason):
-        assert node.uuid in text
-        assert "vendor.boom" in text
-    assert "disk on fire" in node.last_error
-    assert not node.clean_step
-    # poweroff_in_cleanfail is False by default: power is left alone.
-    assert node.power_state == states.POWER_ON
-
-
 def test_manual_clean_step_returning_garbage_fails() -> None:
     conductor = make_conductor()
     node = new_node(conductor, states.MANAGEABLE)
@@ -576,14 +557,13 @@ def test_clean_failed_refuses_everything_but_manage(verb: str) -> None:
     assert snapshot(conductor.get_node(node.uuid)) == before
 
 
-def test_disallowed_manual_step_is_refused_before_any_change() -> None:
+@pytest.mark.parametrize("phase", USER_STEP_CASES, ids=USER_STEP_IDS)
+def test_disallowed_user_step_is_refused_before_any_change(phase: PhaseCase) -> None:
     conductor = make_conductor()
-    node = new_node(conductor, states.MANAGEABLE, driver=FAKE_HW)
+    node = phase.new_node(conductor, driver=FAKE_HW)
     before = snapshot(conductor.get_node(node.uuid))
     with pytest.raises(StepNotAllowed) as info:
-        conductor.do_provisioning_action(
-            node.uuid, "clean", clean_steps=[step("vendor", "send_raw", raw_bytes="0x00 0x01")]
-        )
+        phase.run(conductor, node.uuid, step("vendor", "send_raw", raw_bytes="0x00 0x01"))
     assert "vendor.send_raw" in str(info.value)
     node = conductor.get_node(node.uuid)
     assert snapshot(node) == before
@@ -774,14 +754,20 @@ def test_hybrid_mode_without_runbook_uses_driver_priorities() -> None:
 FIRMWARE = step("firmware", "update", settings=[{"component": "bmc"}])
 
 
-def test_steps_needing_the_ramdisk_prepare_and_tear_it_down() -> None:
+#: The deploy-interface hooks around steps that need the ramdisk.
+_RAMDISK_HOOKS = {"clean": "cleaning", "service": "service"}
+
+
+@pytest.mark.parametrize("phase", USER_STEP_CASES, ids=USER_STEP_IDS)
+def test_steps_needing_the_ramdisk_prepare_and_tear_it_down(phase: PhaseCase) -> None:
     conductor = make_conductor()
-    node = new_node(conductor, states.MANAGEABLE)
-    conductor.do_provisioning_action(node.uuid, "clean", clean_steps=[FIRMWARE])
+    node = phase.new_node(conductor)
+    phase.run(conductor, node.uuid, FIRMWARE)
     node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.MANAGEABLE
+    assert node.provision_state == phase.done
     assert node.driver_internal_info["fake_firmware"] == [{"component": "bmc"}]
-    assert hooks(node) == {"prepare_cleaning": 1, "tear_down_cleaning": 1}
+    suffix = _RAMDISK_HOOKS[phase.name]
+    assert hooks(node) == {f"prepare_{suffix}": 1, f"tear_down_{suffix}": 1}
 
 
 def test_out_of_band_steps_skip_the_ramdisk() -> None:

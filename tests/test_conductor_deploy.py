@@ -223,27 +223,6 @@ def test_disallowed_user_deploy_step_is_refused() -> None:
     assert issubclass(StepNotAllowed, InvalidParameterValue)
 
 
-def test_failing_deploy_step() -> None:
-    conductor = make_conductor()
-    node = new_node(conductor, states.AVAILABLE)
-    conductor.do_provisioning_action(
-        node.uuid, "deploy", deploy_steps=[dstep("deploy", "fail_deploy", 150)]
-    )
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.DEPLOYFAIL
-    assert node.target_provision_state == states.ACTIVE
-    assert node.last_error.startswith("Deploy step deploy.fail_deploy failed")
-    assert "image checksum mismatch" in node.last_error
-    # The deploy-steps spec: deploy_step keeps showing the step that failed.
-    assert node.deploy_step["interface"] == "deploy"
-    assert node.deploy_step["step"] == "fail_deploy"
-    # The core step (priority 100) came after and did not run.
-    assert calls(node) == ["fail_deploy"]
-    # No maintenance, no fault for deploy failures.
-    assert node.maintenance is False
-    assert node.fault is None
-
-
 def test_redeploy_from_deploy_failed() -> None:
     conductor = make_conductor()
     node = new_node(conductor, states.AVAILABLE)

@@ -13,7 +13,10 @@ from collections.abc import Callable
 import pytest
 from helpers import (
     BAD_TEARDOWN_HW,
+    PHASE_CASES,
+    PHASE_IDS,
     TEST_HW,
+    PhaseCase,
     Recorder,
     calls,
     dstep,
@@ -228,3 +231,41 @@ def test_deploy_failed_can_be_undeployed() -> None:
     node = conductor.get_node(uuid)
     assert node.provision_state == states.AVAILABLE
     assert node.target_provision_state is None
+
+
+# -- a failing step, in each phase --------------------------------------------------------------
+
+#: How each phase's failed-step message opens ({uuid} is the node).
+_STEP_FAILURE_OPENING = {
+    "clean": "Node {uuid} failed clean step vendor.boom",
+    "deploy": "Deploy step deploy.fail_deploy failed",
+    "service": "Node {uuid} failed service step vendor.boom_service",
+}
+
+
+@pytest.mark.parametrize("phase", PHASE_CASES, ids=PHASE_IDS)
+def test_step_failure(phase: PhaseCase) -> None:
+    conductor = make_conductor()
+    node = phase.new_node(conductor, power_state=states.POWER_ON)
+    phase.run(conductor, node.uuid, *phase.plain("step_a"), phase.boom_step, *phase.plain("step_b"))
+    node = conductor.get_node(node.uuid)
+    assert calls(node) == [*phase.plain("step_a"), phase.boom_step]
+    assert node.provision_state == phase.fail
+    assert node.target_provision_state == phase.target
+    assert node.last_error.startswith(_STEP_FAILURE_OPENING[phase.name].format(uuid=node.uuid))
+    assert phase.boom_text in node.last_error
+    # Cleaning and servicing failures are hardware faults; a deploy failure is not.
+    assert node.maintenance is (phase.fault is not None)
+    assert node.fault == phase.fault
+    if phase.fault is not None:
+        assert node.uuid in node.maintenance_reason
+        assert f"{phase.step_iface}.{phase.boom_step}" in node.maintenance_reason
+    # The deploy-steps spec: deploy_step keeps showing the step that failed;
+    # the others clear theirs. (Later steps, and the core deploy step, did not run.)
+    shown = getattr(node, phase.step_field)
+    if phase.keeps_step:
+        assert (shown["interface"], shown["step"]) == (phase.step_iface, phase.boom_step)
+    else:
+        assert not shown
+    # poweroff_in_cleanfail / poweroff_in_servicefail are False by default.
+    assert node.power_state == states.POWER_ON

@@ -25,9 +25,21 @@ from ironic_fsm.node import Node
 from ironic_fsm.steps import RESERVED_STEPS, Phase, step_id
 from ironic_fsm.task import Task
 
-__all__ = ["CLEAN", "DEPLOY", "PHASES", "PHASE_BY_STATE", "SERVICE", "PhaseInfo", "StepEngine"]
+__all__ = [
+    "CLEAN",
+    "DEPLOY",
+    "FAILED",
+    "PHASES",
+    "PHASE_BY_STATE",
+    "SERVICE",
+    "PhaseInfo",
+    "StepEngine",
+]
 
 Step = Mapping[str, Any]
+
+#: What :meth:`StepEngine._attempt` returns when the call failed (and so did the phase).
+FAILED: Final[Any] = object()
 
 
 def _deploy_step_failure(node: Node, sid: str, exc: BaseException) -> str:
@@ -186,11 +198,9 @@ class StepEngine(Plans):
         info = node.driver_internal_info
         if self._needs_prepare(phase, info):
             self._checkpoint(job)
-            done, prepared = self._attempt(
-                job, phase, getattr(job.driver.deploy, phase.prepare),
-                f"Failed to prepare node {node.uuid} for {phase.doing}",
-            )  # fmt: skip
-            if not done:
+            failure = f"Failed to prepare node {node.uuid} for {phase.doing}"
+            prepared = self._attempt(job, phase, getattr(job.driver.deploy, phase.prepare), failure)
+            if prepared is FAILED:
                 return
             if phase.prepared_key is not None:
                 info[phase.prepared_key] = True
@@ -265,17 +275,17 @@ class StepEngine(Plans):
 
     def _attempt(
         self, job: Job, phase: PhaseInfo, call: Callable[[Task], Any], failure: str
-    ) -> tuple[bool, Any]:
-        """Run one driver call of the phase: ``(True, result)``, or fail the phase.
+    ) -> Any:
+        """Run one driver call of the phase: its result, or :data:`FAILED` and the phase failed.
 
         The failure is ``failure`` and the reason, and it names no step:
         the call is the phase's own, not one of the planned steps.
         """
         try:
-            return True, call(job.task)
+            return call(job.task)
         except Exception as exc:
             self._phase_failed(job, phase, f"{failure}: {describe_exc(exc)}", step=None)
-            return False, None
+            return FAILED
 
     def _step_failed(self, job: Job, phase: PhaseInfo, step: Step, exc: BaseException) -> None:
         node = job.node
@@ -332,11 +342,11 @@ class StepEngine(Plans):
         info.pop(phase.wait_until_key, None)
         info[phase.steps_key] = None
         if phase.prepared_key is not None and info.pop(phase.prepared_key, False):
-            done, _ = self._attempt(
-                job, phase, getattr(job.driver.deploy, phase.cleanup),
-                f"Failed to tear down from {phase.doing} for node {node.uuid}",
-            )  # fmt: skip
-            if not done:
+            failure = f"Failed to tear down from {phase.doing} for node {node.uuid}"
+            if (
+                self._attempt(job, phase, getattr(job.driver.deploy, phase.cleanup), failure)
+                is FAILED
+            ):
                 return
         if phase.disable_ramdisk_key is not None:
             info.pop(phase.disable_ramdisk_key, None)

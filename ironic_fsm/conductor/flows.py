@@ -15,7 +15,7 @@ from typing import Any
 
 from ironic_fsm import states as s
 from ironic_fsm.conductor.common import check_ident, describe_exc, shown
-from ironic_fsm.conductor.engine import CLEAN, DEPLOY, SERVICE, StepEngine
+from ironic_fsm.conductor.engine import CLEAN, DEPLOY, FAILED, SERVICE, StepEngine
 from ironic_fsm.conductor.runtime import Job, driver_call
 from ironic_fsm.exceptions import InvalidParameterValue, StepsNotAvailable
 from ironic_fsm.node import Node, check_json
@@ -197,11 +197,8 @@ class Flows(StepEngine):
                 job, CLEAN, "Cleaning a node in maintenance mode is not allowed", step=None
             )
             return
-        validated, _ = self._attempt(
-            job, CLEAN, job.driver.power.validate,
-            f"Validation of node {node.uuid} for cleaning failed",
-        )  # fmt: skip
-        if not validated:
+        failure = f"Validation of node {node.uuid} for cleaning failed"
+        if self._attempt(job, CLEAN, job.driver.power.validate, failure) is FAILED:
             return
         info.pop(CLEAN.index_key, None)
         info["cleaning_disable_ramdisk"] = disable_ramdisk
