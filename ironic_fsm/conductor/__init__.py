@@ -28,11 +28,12 @@ import uuid as _uuid
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
+from ironic_fsm.conductor import runtime as _runtime
 from ironic_fsm.conductor.common import process_start, utcnow
 from ironic_fsm.conductor.nodes import Nodes
 from ironic_fsm.conductor.recovery import Recovery
 from ironic_fsm.conductor.registry import HardwareRegistry
-from ironic_fsm.conductor.runtime import Executor, Guard, Listener
+from ironic_fsm.conductor.runtime import Executor, Guard
 from ironic_fsm.conductor.verbs import Verbs
 from ironic_fsm.config import Config
 from ironic_fsm.hardware import HardwareType
@@ -40,6 +41,9 @@ from ironic_fsm.machine import LIFECYCLE, Lifecycle
 from ironic_fsm.stores import MemoryStore, Store
 
 __all__ = ["Conductor", "Guard", "Listener"]
+
+#: A listener hears every :class:`~ironic_fsm.events.Event`.
+Listener = _runtime.Listener
 
 
 class Conductor(Verbs, Recovery, Nodes):

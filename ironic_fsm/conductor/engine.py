@@ -354,15 +354,15 @@ class StepEngine(Plans):
 
     # -- continue -------------------------------------------------------------------------------
 
-    def continue_node_clean(self, ident: str) -> Any:
+    def continue_node_clean(self, ident: str) -> Node:
         """An asynchronous clean step (or the ramdisk) finished: go on with the next step."""
         return self._continue_verb(ident, CLEAN)
 
-    def continue_node_deploy(self, ident: str) -> Any:
+    def continue_node_deploy(self, ident: str) -> Node:
         """An asynchronous deploy step finished: go on with the next step."""
         return self._continue_verb(ident, DEPLOY)
 
-    def continue_node_service(self, ident: str) -> Any:
+    def continue_node_service(self, ident: str) -> Node:
         """An asynchronous service step finished: go on with the next step."""
         return self._continue_verb(ident, SERVICE)
 

@@ -4,7 +4,7 @@ A verb is checked in three rounds, cheapest first, so that a refusal
 writes nothing and, mostly, locks nothing: its arguments
 (:func:`argument_problems`), then the node's state and flags on a plain
 read (:meth:`Verbs._precheck_verb`), then again under the reservation,
-with the guards. The handler for the verb's event (:data:`Verbs.HANDLERS`)
+with the guards. The handler for the verb's event (:data:`Verbs._HANDLERS`)
 fires the first transition and spawns the flow.
 """
 
@@ -217,7 +217,7 @@ class Verbs(Flows):
         with self._reserved(ident) as job:
             self._check_verb(job.node, verb, event)
             self._ask_guards(job.node, verb, event)
-            self.HANDLERS.get(event, Verbs._verb_generic)(self, job, request)
+            self._HANDLERS.get(event, Verbs._verb_generic)(self, job, request)
             return job.node
 
     def _ask_guards(self, node: Node, verb: str, event: str) -> None:
@@ -394,7 +394,7 @@ class Verbs(Flows):
             self._process(job, s.ABORT_EVENT, last_error="Inspection was aborted by request.")
 
     #: The handler of each event; events of derived lifecycles get ``_verb_generic``.
-    HANDLERS: ClassVar[Mapping[str, Callable[[Verbs, Job, Request], None]]] = {
+    _HANDLERS: ClassVar[Mapping[str, Callable[[Verbs, Job, Request], None]]] = {
         s.MANAGE_EVENT: _verb_manage,
         s.PROVIDE_EVENT: _verb_provide,
         s.CLEAN_EVENT: _verb_clean,
