@@ -50,7 +50,7 @@ class HardwareRegistry:
 
     def driver_for(self, node: Node) -> HardwareType:
         """The node's hardware type with the node's own interface choices applied."""
-        hardware_type = self.get(node.driver)
+        hardware_type = self._types.get(node.driver) or self.get(node.driver)
         choices = {kind: node.interface_name(kind) for kind in INTERFACE_KINDS}
         return hardware_type.select(choices) if any(choices.values()) else hardware_type
 

@@ -16,7 +16,8 @@ import logging
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, Final, Protocol
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import attrs
 
@@ -72,17 +73,25 @@ class Job:
     #: The reservation went elsewhere (a background worker) or the node is gone.
     detached: bool = False
 
-    @property
-    def node(self) -> Node:
-        return self.task.node
+    # Read on every line of every flow: C-level getters, no Python call.
+    if TYPE_CHECKING:
 
-    @node.setter
-    def node(self, node: Node) -> None:
-        self.task.node = node
+        @property
+        def node(self) -> Node: ...
 
-    @property
-    def driver(self) -> HardwareType:
-        return self.task.driver
+        @node.setter
+        def node(self, node: Node) -> None: ...
+
+        @property
+        def driver(self) -> HardwareType: ...
+
+    else:
+
+        def _set_node(self, node):
+            self.task.node = node
+
+        node = property(attrgetter("task.node"), _set_node)
+        driver = property(attrgetter("task.driver"))
 
 
 def wrong_state(node: Node, message: str, **details: Any) -> InvalidStateRequested:
@@ -241,7 +250,7 @@ class Runtime:
         """
         node = self.store.reserve(check_ident(ident), self.holder)
         try:
-            job = Job(Task(node=node, driver=self._driver_for(node), config=self.config))
+            job = Job(Task(node=node, driver=self._registry.driver_for(node), config=self.config))
             yield job
         except BaseException:
             self._drop_reservation(node.uuid)

@@ -11,7 +11,7 @@ fires the first transition and spawns the flow.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, NamedTuple, Protocol
 
 import attrs
 
@@ -39,8 +39,7 @@ __all__ = ["Request", "Verbs", "argument_problems"]
 _MAINTENANCE_VERBS = frozenset({"clean", "service", "rescue", "unrescue"})
 
 
-@attrs.frozen
-class Request:
+class Request(NamedTuple):
     """What the caller asked for, beyond the node: the verb and its arguments."""
 
     verb: str
@@ -50,6 +49,10 @@ class Request:
     runbook: Any = None
     disable_ramdisk: Any = False
     rescue_password: Any = None
+
+
+#: Verbs that need an argument: with none of these, a bare verb has nothing to check.
+_VERBS_WITH_ARGUMENTS = frozenset({"clean", "service", "rescue"})
 
 
 def _value_problems(request: Request) -> list[str]:
@@ -113,8 +116,18 @@ def _steps_or_runbook(phase: str, steps: Any, runbook: Any) -> list[str]:
 
 def argument_problems(request: Request) -> list[str]:
     """Every problem with a verb's arguments that needs no node, in one list."""
+    verb, clean_steps, deploy_steps, service_steps, runbook, disable_ramdisk, password = request
+    if (
+        clean_steps is None
+        and deploy_steps is None
+        and service_steps is None
+        and runbook is None
+        and password is None
+        and disable_ramdisk is False
+        and verb not in _VERBS_WITH_ARGUMENTS
+    ):
+        return []  # the usual bare verb: nothing given, nothing needed
     problems = _value_problems(request) + _placement_problems(request)
-    verb = request.verb
     if verb == "clean":
         problems += _steps_or_runbook("clean", request.clean_steps, request.runbook)
     if verb == "service":
@@ -216,7 +229,8 @@ class Verbs(Flows):
         self._precheck_verb(current, request, event)
         with self._reserved(ident) as job:
             self._check_verb(job.node, verb, event)
-            self._ask_guards(job.node, verb, event)
+            if self._guards:
+                self._ask_guards(job.node, verb, event)
             self._HANDLERS.get(event, Verbs._verb_generic)(self, job, request)
             return job.node
 
@@ -240,13 +254,13 @@ class Verbs(Flows):
         the usual refusals never lock the node at all.
         """
         verb = request.verb
-        if (
+        if node.maintenance and (
             verb in _MAINTENANCE_VERBS
             or event in (s.DEPLOY_EVENT, s.REBUILD_EVENT)
             or (verb == "provide" and not self.config.allow_provisioning_in_maintenance)
         ):
             _refuse_in_maintenance(node, verb)
-        if verb == "provide":
+        if verb == "provide" and node.retired:
             _refuse_retired(node)
         if node.protected and (verb == "rebuild" or event == s.DELETE_EVENT):
             raise NodeProtected(
