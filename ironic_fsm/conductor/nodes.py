@@ -22,7 +22,8 @@ from ironic_fsm.exceptions import (
     NodeProtected,
 )
 from ironic_fsm.hardware import HardwareType
-from ironic_fsm.node import INTERFACE_KINDS, NODE_FIELDS, Node, check_field
+from ironic_fsm.interfaces import INTERFACE_KINDS
+from ironic_fsm.node import NODE_FIELDS, Node, check_field
 
 __all__ = ["Nodes"]
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from ironic_fsm.config import Config
 from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.hardware import HardwareType, load_hardware_type
-from ironic_fsm.node import INTERFACE_KINDS, Node
+from ironic_fsm.interfaces import INTERFACE_KINDS
+from ironic_fsm.node import Node
 from ironic_fsm.planner import check_priority_conflicts
 
 __all__ = ["HardwareRegistry"]
