@@ -665,6 +665,18 @@ def _locked(conductor: Conductor, state: str = states.MANAGEABLE) -> Node:
     return conductor.get_node(node.uuid)
 
 
+def test_a_verb_on_a_node_busy_in_a_passing_state_is_locked_not_refused() -> None:
+    # Another conductor holds the node mid-flow and has saved a passing state
+    # (verifying): the verb is not wrong, it is early. Fleets retry NodeLocked.
+    conductor = make_conductor()
+    node = _locked(conductor, states.VERIFYING)
+    before = snapshot(node)
+    with pytest.raises(NodeLocked) as info:
+        conductor.do_provisioning_action(node.uuid, "manage")
+    assert OTHER_HOLDER in str(info.value)
+    assert snapshot(conductor.get_node(node.uuid)) == before
+
+
 @pytest.mark.parametrize(
     "call",
     [

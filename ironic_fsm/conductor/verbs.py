@@ -223,10 +223,14 @@ class Verbs(Flows):
                 node=ident,
                 verb=verb,
             )
-        # Refuse before reserving, so that a refused verb writes nothing.
+        # Refuse before reserving, so that a refused verb writes nothing. A
+        # node another conductor holds may be in a passing state: reserving
+        # says it is busy (NodeLocked, retryable), and the checks under the
+        # reservation decide once it is free.
         current = self.store.get(ident)
-        self._check_verb(current, verb, event)
-        self._precheck_verb(current, request, event)
+        if current.reservation is None:
+            self._check_verb(current, verb, event)
+            self._precheck_verb(current, request, event)
         with self._reserved(ident) as job:
             self._check_verb(job.node, verb, event)
             if self._guards:
