@@ -63,15 +63,20 @@ class Executor(Protocol):
 UNSET: Final[Any] = object()
 
 
-@attrs.define(eq=False)
 class Job:
-    """One reserved node at work: the task drivers get, and the conductor's notes on it."""
+    """One reserved node at work: the task drivers get, and the conductor's notes on it.
 
-    task: Task
-    #: Events waiting for the save that records them.
-    events: list[Event] = attrs.field(factory=list)
-    #: The reservation went elsewhere (a background worker) or the node is gone.
-    detached: bool = False
+    A plain slotted class: one is made per request, on the hot path.
+    """
+
+    __slots__ = ("detached", "events", "task")
+
+    def __init__(self, task: Task) -> None:
+        self.task = task
+        #: Events waiting for the save that records them.
+        self.events: list[Event] = []
+        #: The reservation went elsewhere (a background worker) or the node is gone.
+        self.detached = False
 
     # Read on every line of every flow: C-level getters, no Python call.
     if TYPE_CHECKING:

@@ -331,7 +331,8 @@ class Verbs(Flows):
 
     def _verb_deploy(self, job: Job, request: Request) -> None:
         node, verb = job.node, request.verb
-        _refuse_in_maintenance(node, verb)
+        if node.maintenance:
+            _refuse_in_maintenance(node, verb)
         if verb == "rebuild" and node.protected:
             raise NodeProtected(
                 f"Node {node.uuid} is protected and cannot be rebuilt", node=node.uuid
