@@ -22,12 +22,12 @@ WORKER = textwrap.dedent(
     """
     import json, sys
     import ironic_fsm
-    from ironic_fsm.exceptions import NodeLocked
+    from ironic_fsm.exceptions import InvalidStateRequested, NodeLocked
     from ironic_fsm.stores import SQLStore
 
     url, mine, shared = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
     conductor = ironic_fsm.Conductor(store=SQLStore(url))
-    locked = done = 0
+    locked = done = lost = 0
     for uuid in mine:
         for verb in ("manage", "provide", "deploy", "undeploy"):
             conductor.do_provisioning_action(uuid, verb)
@@ -43,7 +43,11 @@ WORKER = textwrap.dedent(
                     conductor.do_provisioning_action(uuid, verb)
             except NodeLocked:
                 locked += 1
-    print(json.dumps({"done": done, "locked": locked}))
+            except InvalidStateRequested:
+                # Another process moved the node on between our read and our verb:
+                # a lost race, refused without a change, not an error.
+                lost += 1
+    print(json.dumps({"done": done, "locked": locked, "lost": lost}))
     """
 )
 
