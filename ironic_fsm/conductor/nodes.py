@@ -24,6 +24,7 @@ from ironic_fsm.exceptions import (
 from ironic_fsm.hardware import HardwareType
 from ironic_fsm.interfaces import INTERFACE_KINDS
 from ironic_fsm.node import NODE_FIELDS, Node, check_field
+from ironic_fsm.stores.base import RESERVED, list_page
 
 __all__ = ["Nodes"]
 
@@ -122,15 +123,37 @@ class Nodes(Runtime):
         """The node with this UUID or name."""
         return self.store.get(check_ident(ident))
 
-    def list_nodes(self, **filters: Any) -> list[Node]:
-        """Nodes whose fields equal the filters (``retired``, ``maintenance``, ...).
+    def list_nodes(
+        self,
+        *,
+        limit: int | None = None,
+        marker: str | None = None,
+        sort_key: str = "created_at",
+        sort_dir: str = "asc",
+        **filters: Any,
+    ) -> list[Node]:
+        """One page of the nodes whose fields equal the filters, in ``sort_key`` order.
+
+        ``marker`` is the UUID of the last node of the previous page;
+        ``limit`` caps the page (``None``: every match). Filters and order
+        are the store's (see :func:`~ironic_fsm.stores.base.list_page`), so
+        a page costs what its rows cost, not what the fleet does.
 
         A filter no node could ever match (an unknown field, a value of the
         wrong type, a state this lifecycle does not have) is an error, not
-        an empty list.
+        an empty list; so are a marker that is no node's UUID and a bad
+        ``limit``, ``sort_key`` or ``sort_dir``.
         """
-        checked = {}
+        checked: dict[str, Any] = {}
         for key, value in filters.items():
+            if key == RESERVED:  # Ironic's "someone holds it" filter: not a field
+                if type(value) is not bool:
+                    raise InvalidParameterValue(
+                        f"The reserved filter must be True or False, not {shown(value)}",
+                        fields=[key],
+                    )
+                checked[key] = value
+                continue
             if key not in NODE_FIELDS:
                 raise InvalidParameterValue(
                     f"Cannot filter nodes on unknown field {key!r}", fields=[key]
@@ -143,7 +166,9 @@ class Nodes(Runtime):
                     f"Cannot filter nodes on {key} {value!r}: not a state of this lifecycle",
                     fields=[key],
                 )
-        return self.store.list(**checked)
+        return list_page(
+            self.store, limit=limit, marker=marker, sort_key=sort_key, sort_dir=sort_dir, **checked
+        )
 
     def update_node(self, ident: str, **fields: Any) -> Node:
         """Change user-settable fields, with Ironic's rules for retirement and protection.

@@ -19,13 +19,24 @@ from ironic_fsm.conductor.common import process_alive, shown, wait_is_over
 from ironic_fsm.conductor.engine import PHASE_BY_STATE, PhaseInfo
 from ironic_fsm.conductor.flows import Flows
 from ironic_fsm.conductor.runtime import LOG, Job
-from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError
+from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError, NodeNotFound
 from ironic_fsm.node import Node
+from ironic_fsm.stores.base import in_states, reserved, waking
 
 __all__ = ["Recovery"]
 
 #: Config option limiting each wait state outside the step phases.
 _OTHER_TIMEOUTS = {s.INSPECTWAIT: "inspect_wait_timeout", s.RESCUEWAIT: "rescue_callback_timeout"}
+#: The smallest step of a datetime.
+_TICK = timedelta(microseconds=1)
+
+
+def _timeout_option(state: str) -> str:
+    """The config option limiting how long a node may stay in the wait state ``state``."""
+    phase = PHASE_BY_STATE.get(state)
+    if phase is not None:
+        return phase.timeout_option
+    return _OTHER_TIMEOUTS.get(state, "rescue_callback_timeout")
 
 
 class Recovery(Flows):
@@ -42,14 +53,24 @@ class Recovery(Flows):
         self.store.heartbeat(self.holder, self._now())
 
     def _holder_alive(
-        self, holder: str, heartbeats: Mapping[str, datetime], node: Node, now: datetime
+        self,
+        holder: str,
+        heartbeats: Mapping[str, datetime],
+        updated_at: datetime | None,
+        now: datetime,
     ) -> bool:
+        """Whether ``holder`` still runs, from its name and signs of life alone.
+
+        Takes the node's ``updated_at`` rather than the node, so that the
+        recovery scan decides without reading any record: a holder without
+        heartbeats was last seen when it last saved the node.
+        """
         host, _, rest = holder.partition(":")
         pid_text, _, token = rest.partition(":")
         if host == self.config.host and pid_text.isdigit():
             started = token.partition("-")[0] if "-" in token else None
             return process_alive(int(pid_text), started if started != "0" else None)
-        last_seen = heartbeats.get(holder) or node.updated_at
+        last_seen = heartbeats.get(holder) or updated_at
         if last_seen is None:
             return False
         return now - last_seen < timedelta(seconds=self.config.heartbeat_timeout)
@@ -62,28 +83,38 @@ class Recovery(Flows):
         run again. Nodes in wait, hold, stable or failure states are just
         released: their flow goes on when its callback, ``unhold`` or a
         user's verb comes. Returns the UUIDs taken over.
+
+        Reads only the reservations (an index, no record decoded); a node
+        is read only once its holder is known to be gone, so a pass with
+        nothing to recover costs the same for any fleet.
         """
+        held = reserved(self.store)
+        if not held:
+            return []
         now = self._now()
         heartbeats = self.store.holders()
         taken: list[str] = []
-        for node in self.store.list():
-            holder = node.reservation
-            if holder is None or holder == self.holder:
+        for uuid, holder, updated_at in held:
+            if holder == self.holder or self._holder_alive(holder, heartbeats, updated_at, now):
                 continue
-            if self._holder_alive(holder, heartbeats, node, now):
-                continue
+            try:
+                node = self.store.get(uuid)
+            except NodeNotFound:
+                continue  # deleted since the scan
+            if node.reservation != holder:
+                continue  # released or taken over since the scan: not ours to take
             LOG.warning(
                 "Node %s: taking over from %s, which is gone (state %s)",
-                node.uuid, holder, node.provision_state,
+                uuid, holder, node.provision_state,
             )  # fmt: skip
-            self.store.release(node.uuid, holder)
+            self.store.release(uuid, holder)
             try:
-                with self._reserved(node.uuid) as job:
+                with self._reserved(uuid) as job:
                     self._spawn(job, self._resume)
             except IronicFSMError as exc:
-                LOG.info("Node %s: not taken over: %s", node.uuid, exc)
+                LOG.info("Node %s: not taken over: %s", uuid, exc)
                 continue
-            taken.append(node.uuid)
+            taken.append(uuid)
         return taken
 
     def _resume(self, job: Job) -> None:
@@ -128,24 +159,41 @@ class Recovery(Flows):
         """Fail nodes that waited too long; resume ``wait`` steps whose time is up.
 
         Call it periodically (Ironic does every 60 s). Nodes in maintenance
-        or reserved by someone else are skipped, as in Ironic; holds never
-        time out. Returns the UUIDs of the nodes it acted on.
+        or reserved by someone else are skipped, as in Ironic (a ``wait``
+        step still ends in maintenance); holds never time out. Returns the
+        UUIDs of the nodes it acted on.
+
+        Reads only candidates, through the store's indexes: nodes whose
+        ``wait`` step is up, and per wait state with a timeout, nodes in it
+        since at least that long. Each is checked again as it is read.
         """
         if now is not None and (not isinstance(now, datetime) or now.utcoffset() is None):
             raise InvalidParameterValue(
                 f"check_timeouts needs a timezone-aware datetime, not {shown(now)}"
             )
         now = now or self._now()
-        acted: list[str] = []
-        waiting = [n for st in sorted(s.WAIT_STATES) for n in self.store.list(provision_state=st)]
-        for node in waiting:
-            if node.reservation is not None:
+        acted: dict[str, None] = {}
+        for node in waking(self.store, now, reservation=None):
+            if node.provision_state in s.WAIT_STATES:
+                self._check_waiting(node, now, acted)
+        for state in sorted(s.WAIT_STATES):
+            timeout = getattr(self.config, _timeout_option(state))
+            if not timeout:
                 continue
-            work = self._timeout_work(node, now)
-            if work is not None:
-                self._act_on(node.uuid, work)
-                acted.append(node.uuid)
-        return acted
+            # updated_before is strict: one tick later keeps "at or past the timeout".
+            since = now - timedelta(seconds=timeout) + _TICK
+            for node in in_states(
+                self.store, [state], updated_before=since, reservation=None, maintenance=False
+            ):
+                if node.uuid not in acted:
+                    self._check_waiting(node, now, acted)
+        return list(acted)
+
+    def _check_waiting(self, node: Node, now: datetime, acted: dict[str, None]) -> None:
+        work = self._timeout_work(node, now)
+        if work is not None:
+            self._act_on(node.uuid, work)
+            acted[node.uuid] = None
 
     def _timeout_work(self, node: Node, now: datetime) -> Callable[[Job], None] | None:
         """What the periodic check must do to a waiting node now, if anything."""
@@ -159,10 +207,7 @@ class Recovery(Flows):
                 return None
         if node.maintenance:
             return None
-        option = (
-            phase.timeout_option if phase else _OTHER_TIMEOUTS.get(state, "rescue_callback_timeout")
-        )
-        timeout = getattr(self.config, option)
+        timeout = getattr(self.config, _timeout_option(state))
         started = node.provision_updated_at
         if not timeout or started is None or now - started < timedelta(seconds=timeout):
             return None
