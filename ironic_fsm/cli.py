@@ -574,6 +574,36 @@ def _provision_state(text: str) -> str:
     )
 
 
+def _limit(text: str) -> int:
+    """argparse type for ``node list --limit``: a count of nodes, 0 meaning no limit (as OSC)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of nodes (0 for no limit), got {text!r}"
+        )
+    return value
+
+
+def _sort(text: str) -> tuple[str, str]:
+    """argparse type for ``node list --sort KEY[:asc|desc]`` (OSC's spelling)."""
+    from ironic_fsm.stores.base import SORT_DIRS, SORT_KEYS
+
+    key, _, direction = text.partition(":")
+    direction = direction or "asc"
+    if key not in SORT_KEYS:
+        raise argparse.ArgumentTypeError(
+            f"cannot sort on {key!r}; the sort keys are: {', '.join(SORT_KEYS)}"
+        )
+    if direction not in SORT_DIRS:
+        raise argparse.ArgumentTypeError(
+            f"the sort direction is 'asc' or 'desc', not {direction!r}"
+        )
+    return key, direction
+
+
 def _timeout(text: str) -> float:
     """argparse type for ``--wait [TIMEOUT]``: seconds, 0 meaning no limit."""
     try:
@@ -688,9 +718,16 @@ def _cmd_list(args: argparse.Namespace) -> int:
         value = getattr(args, name)
         if value is not None:
             filters[name] = value
+    sort_key, sort_dir = args.sort
     fields = _list_fields(args)
     with _open_conductor(args) as conductor:
-        nodes = conductor.list_nodes(**filters)
+        nodes = conductor.list_nodes(
+            limit=args.limit or None,
+            marker=args.marker,
+            sort_key=sort_key,
+            sort_dir=sort_dir,
+            **filters,
+        )
     records = [_node_record(node) for node in nodes]
     emit_list(
         args,
@@ -1163,6 +1200,26 @@ def _build_node(
         help="only nodes in this provision state (see 'ironic-fsm states')",
     )
     p.add_argument("--driver", help="only nodes of this hardware type")
+    p.add_argument(
+        "--limit",
+        metavar="N",
+        type=_limit,
+        default=0,
+        help="show at most N nodes (default 0: every node)",
+    )
+    p.add_argument(
+        "--marker",
+        metavar="UUID",
+        help="start after the node with this UUID (the last one of the previous page)",
+    )
+    p.add_argument(
+        "--sort",
+        metavar="KEY[:DIR]",
+        type=_sort,
+        default=("created_at", "asc"),
+        help="sort on KEY (created_at, updated_at, uuid, name, provision_state, "
+        "provision_updated_at, driver), DIR asc (default) or desc",
+    )
     group = p.add_mutually_exclusive_group()
     group.add_argument("--long", action="store_true", help="show every field")
     _add_fields(group)
