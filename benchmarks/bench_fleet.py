@@ -16,6 +16,9 @@ on SQLite (a WAL file) and PostgreSQL (a throwaway server started here, as
   reservation=None, maintenance=False)`` (callback timeouts: 1 % of the
   fleet is in a wait state, all of it recent) and ``waking(now)``
   (``wait`` steps: 1 % waits until tomorrow);
+* the conductor's periodic passes built on those scans, when nothing is
+  due: ``Conductor.recover()`` (the three holders alive by heartbeat) and
+  ``Conductor.check_timeouts(now)``;
 * for contrast, the way the first release did all of these: ``list()`` of
   the whole fleet, which decodes every node.
 
@@ -43,12 +46,16 @@ UTC = timezone.utc
 PAGE = 1_000
 PAGE_GOAL_MS = 50.0
 SCAN_GOAL_MS = 20.0
+#: The remote holder of the fleet's three reservations (alive: it heartbeats).
+HOLDER = "alive.example:1:x"
 #: A figure is flat when the largest fleet's is at most this times the smallest's ...
 FLAT_RATIO = 1.5
 #: ... or when the two differ by less than this (sub-millisecond figures are noise-bound).
 FLAT_SLACK_MS = 1.0
 CHUNK = 5_000
 ONE_BY_ONE = 500
+#: Figures that must stay under SCAN_GOAL_MS and flat: the store's scans, the conductor's passes.
+PASSES = ("reserved", "in_states", "waking", "recover", "check_timeouts")
 WAIT_STATES = ("clean wait", "deploy wait", "inspect wait", "rescue wait", "service wait")
 
 
@@ -94,6 +101,7 @@ def _best_ms(call: Callable[[], object], repeats: int) -> float:
 
 def measure(url: str, n: int, repeats: int, full_list: bool) -> dict[str, Any]:
     """Build a fleet of ``n`` at ``url`` and time every figure on it."""
+    from ironic_fsm.conductor import Conductor
     from ironic_fsm.stores import SQLStore
 
     now = datetime.now(UTC)
@@ -113,7 +121,7 @@ def measure(url: str, n: int, repeats: int, full_list: bool) -> dict[str, Any]:
             bulk_time += time.perf_counter() - started
             bulk_count += len(chunk)
         for i in (3, n // 3, n - 1):  # reserved by a live conductor: seen, not taken over
-            store.reserve(str(uuid_module.UUID(int=i + 1, version=4)), "alive:1:x")
+            store.reserve(str(uuid_module.UUID(int=i + 1, version=4)), HOLDER)
         if url.startswith("postgresql"):
             with store.connection() as conn:
                 conn.execute("ANALYZE nodes")  # what autovacuum does after a bulk load
@@ -140,6 +148,12 @@ def measure(url: str, n: int, repeats: int, full_list: bool) -> dict[str, Any]:
             repeats,
         )
         figures["waking"] = _best_ms(lambda: store.waking(now, reservation=None), repeats)
+        conductor = Conductor(store=store)
+        store.heartbeat(HOLDER, datetime.now(UTC))  # alive: recover() leaves its nodes alone
+        assert conductor.recover() == []
+        figures["recover"] = _best_ms(conductor.recover, repeats)
+        assert conductor.check_timeouts(now) == []
+        figures["check_timeouts"] = _best_ms(lambda: conductor.check_timeouts(now), repeats)
         figures["full_list"] = _best_ms(store.list, 1) if full_list else None
         return figures
     finally:
@@ -165,11 +179,12 @@ def run(quick: bool = False) -> Section:
     table = Table(
         "Fleet scans: create rate, a page of 1,000 by marker, each periodic scan with nothing due",
         ["store", "N", "create/s one", "create/s bulk", "page ms", "page desc ms",
-         "reserved ms", "in_states ms", "waking ms", "list() ms", "list() / scan"],
+         "reserved ms", "in_states ms", "waking ms", "recover() ms", "check_timeouts() ms",
+         "list() ms", "list() / scan"],
     )  # fmt: skip
     for kind, rows in results.items():
         for r in rows:
-            slowest_scan = max(r["reserved"], r["in_states"], r["waking"])
+            slowest_scan = max(r[scan] for scan in PASSES)
             table.add(
                 kind,
                 f"{r['n']:,}",
@@ -180,6 +195,8 @@ def run(quick: bool = False) -> Section:
                 f"{r['reserved']:.2f}",
                 f"{r['in_states']:.2f}",
                 f"{r['waking']:.2f}",
+                f"{r['recover']:.2f}",
+                f"{r['check_timeouts']:.2f}",
                 "-" if r["full_list"] is None else f"{r['full_list']:,.0f}",
                 "-" if r["full_list"] is None else f"{r['full_list'] / slowest_scan:,.0f}x",
             )
@@ -194,6 +211,8 @@ def run(quick: bool = False) -> Section:
         "scans: reserved() (3 live reservations), in_states(wait states, updated_before=now-30min, "
         "reservation=None, maintenance=False) (1 % in deploy wait, all recent), "
         "waking(now) (1 % waiting until tomorrow); none decodes a node",
+        "recover(), check_timeouts(now): Conductor's passes on those scans (recover() also reads "
+        "the heartbeats: the three reservations' holder is alive)",
         "list(): the whole fleet decoded, as recover() and check_timeouts() did before; "
         "list() / scan: its time over the slowest scan's",
         f"best of {repeats} runs after one warm-up; PostgreSQL on the same 2 cores, ANALYZE after "
@@ -211,7 +230,7 @@ def run(quick: bool = False) -> Section:
                 max(large["page"], large["page_desc"]) < PAGE_GOAL_MS,
             )
         )
-        for scan in ("reserved", "in_states", "waking"):
+        for scan in PASSES:
             section.summary.append(
                 SummaryRow(
                     f"{kind}: {scan}() with nothing due, N={large['n']:,}",
@@ -224,7 +243,7 @@ def run(quick: bool = False) -> Section:
         page_rows = [r for r in rows if r["n"] > 2 * PAGE]
         pages = ("page", "page_desc")
         checks = [(f, page_rows[0], large) for f in pages] if len(page_rows) > 1 else []
-        checks += [(scan, small, large) for scan in ("reserved", "in_states", "waking")]
+        checks += [(scan, small, large) for scan in PASSES]
         for figure, low, high in checks:
             ratio = high[figure] / low[figure]
             section.summary.append(
