@@ -678,6 +678,35 @@ def test_a_verb_on_a_node_busy_in_a_passing_state_is_locked_not_refused() -> Non
 
 
 @pytest.mark.parametrize(
+    ("state", "call"),
+    [
+        (states.DEPLOYING, lambda c, u: c.update_node(u, protected=True)),
+        (states.CLEANING, lambda c, u: c.set_power_state(u, states.POWER_OFF)),
+        (states.VERIFYING, lambda c, u: c.delete_node(u)),
+        (states.CLEANING, lambda c, u: c.continue_node_clean(u)),
+        (states.DEPLOYING, lambda c, u: c.continue_node_deploy(u)),
+        (states.SERVICING, lambda c, u: c.continue_node_service(u)),
+        (states.INSPECTING, lambda c, u: c.continue_node_inspect(u)),
+        (states.RESCUING, lambda c, u: c.continue_node_rescue(u)),
+    ],
+    ids=["update", "power", "delete", "continue-clean", "continue-deploy", "continue-service",
+         "continue-inspect", "continue-rescue"],
+)  # fmt: skip
+def test_a_request_on_a_node_busy_in_a_passing_state_is_locked_not_refused(
+    state: str, call: Any
+) -> None:
+    # The state refuses the request now, but the holder is moving the node on:
+    # the caller hears "busy, retry" and the checks decide once it is free.
+    conductor = make_conductor()
+    node = _locked(conductor, state)
+    before = snapshot(node)
+    with pytest.raises(NodeLocked) as info:
+        call(conductor, node.uuid)
+    assert OTHER_HOLDER in str(info.value)
+    assert snapshot(conductor.get_node(node.uuid)) == before
+
+
+@pytest.mark.parametrize(
     "call",
     [
         lambda c, u: c.do_provisioning_action(u, "provide"),

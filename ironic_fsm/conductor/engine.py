@@ -369,7 +369,9 @@ class StepEngine(Plans):
     def _continue_verb(self, ident: str, phase: PhaseInfo) -> Node:
         ident = check_ident(ident)
         action = f"continue {phase.name}ing"
-        self._require_state_of(self.store.get(ident), phase.wait, action)
+        current = self.store.get(ident)
+        if current.reservation is None:  # held mid-flow: busy (NodeLocked), checked once free
+            self._require_state_of(current, phase.wait, action)
         with self._reserved(ident) as job:
             self._require_state_of(job.node, phase.wait, action)
             self._spawn(job, lambda j: self._continue(j, phase))

@@ -107,7 +107,9 @@ class Flows(StepEngine):
                     node=ident,
                 )
             check_json(inventory, "The inventory")
-        self._require_state_of(self.store.get(ident), s.INSPECTWAIT, "continue inspection")
+        current = self.store.get(ident)
+        if current.reservation is None:  # held mid-flow: busy (NodeLocked), checked once free
+            self._require_state_of(current, s.INSPECTWAIT, "continue inspection")
         with self._reserved(ident) as job:
             self._require_state_of(job.node, s.INSPECTWAIT, "continue inspection")
             node = job.node
@@ -144,7 +146,9 @@ class Flows(StepEngine):
     def continue_node_rescue(self, ident: str) -> Node:
         """The rescue ramdisk is up: finish rescuing."""
         ident = check_ident(ident)
-        self._require_state_of(self.store.get(ident), s.RESCUEWAIT, "continue rescue")
+        current = self.store.get(ident)
+        if current.reservation is None:  # held mid-flow: busy (NodeLocked), checked once free
+            self._require_state_of(current, s.RESCUEWAIT, "continue rescue")
         with self._reserved(ident) as job:
             self._require_state_of(job.node, s.RESCUEWAIT, "continue rescue")
             self._process(job, s.RESUME_EVENT)

@@ -196,8 +196,11 @@ class Nodes(Runtime):
         fields = {key: check_field(key, value) for key, value in fields.items()}
         # Every refusal is found on a plain read first, so that a refused
         # update never locks the node; the checks run again under the lock.
+        # A node someone holds may be passing through a state that refuses
+        # the update: reserving says it is busy (NodeLocked, retryable).
         current = self.store.get(ident)
-        self._check_update(current, dict(fields))
+        if current.reservation is None:
+            self._check_update(current, dict(fields))
         if fields.get("name") is not None and fields["name"] != current.name:
             try:
                 holder = self.store.get(fields["name"])
@@ -244,7 +247,9 @@ class Nodes(Runtime):
             NodeProtected: the node is protected.
         """
         ident = check_ident(ident)
-        self._check_delete(self.store.get(ident))
+        current = self.store.get(ident)
+        if current.reservation is None:  # held: busy (NodeLocked), checked once free
+            self._check_delete(current)
         with self._reserved(ident) as job:
             self._check_delete(job.node)
             self.store.delete(job.node.uuid)
@@ -293,7 +298,9 @@ class Nodes(Runtime):
                 f"not {shown(timeout)}",
                 node=ident,
             )
-        self._check_power(self.store.get(ident))
+        current = self.store.get(ident)
+        if current.reservation is None:  # held: busy (NodeLocked), checked once free
+            self._check_power(current)
         with self._reserved(ident) as job:
             self._check_power(job.node)
             self._power(job, power_state, timeout)
