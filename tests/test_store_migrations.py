@@ -53,7 +53,6 @@ def busy_node() -> Node:
         driver_info={"redfish_password": "pw"},
         driver_internal_info={
             "clean_wait_until": (T0 + timedelta(minutes=3)).isoformat(),
-            "deploy_wait_until": "not a time",  # unreadable: ignored, never woken
         },
         resource_class="baremetal.gpu",
         provision_state="clean wait",

@@ -283,19 +283,20 @@ def test_waking_returns_the_wait_steps_whose_time_is_up(store: Store) -> None:
         provision_state="deploy wait",
         driver_internal_info={"deploy_wait_until": "2025-12-31T23:00:00"},  # naive is UTC
     )
+    # An unreadable deadline is due at once (as the conductor reads it), never stuck.
     junk = Node(driver_internal_info={"clean_wait_until": "soon", "x_wait_until": 5})
     for node in (soon, due, naive, junk, Node()):
         store.create(node)
-    assert [n.uuid for n in store.waking(T0)] == [naive.uuid, due.uuid]
-    assert [n.uuid for n in store.waking(T0, limit=1)] == [naive.uuid]
+    assert [n.uuid for n in store.waking(T0)] == [junk.uuid, naive.uuid, due.uuid]
+    assert [n.uuid for n in store.waking(T0, limit=1)] == [junk.uuid]
     assert [n.uuid for n in store.waking(T0, provision_state="service wait")] == [due.uuid]
     later = T0 + timedelta(seconds=30)
-    assert [n.uuid for n in store.waking(later)] == [naive.uuid, due.uuid, soon.uuid]
+    assert [n.uuid for n in store.waking(later)] == [junk.uuid, naive.uuid, due.uuid, soon.uuid]
     # The step finished: its time is cleared, and with it the candidacy.
     current = store.get(soon.uuid)
     current.driver_internal_info.pop("clean_wait_until")
     store.save(current)
-    assert [n.uuid for n in store.waking(later)] == [naive.uuid, due.uuid]
+    assert [n.uuid for n in store.waking(later)] == [junk.uuid, naive.uuid, due.uuid]
 
 
 class _OldStore:

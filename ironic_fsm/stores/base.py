@@ -243,23 +243,26 @@ class ScanningStore(Store, Protocol):
         """Nodes whose ``wait`` step's time (see :func:`wake_time`) is at or before ``before``."""
 
 
+#: Stands for "due at once" (an early time every database stores and sorts as it should).
+_DUE: Final = datetime(1970, 1, 1, tzinfo=_UTC)
+
+
 def wake_time(node: Node) -> datetime | None:
     """When the node's current ``wait`` step is up: the earliest ``*_wait_until`` it holds.
 
     The conductor records it in ``driver_internal_info`` as ISO 8601 text;
     stores copy it into an indexed column so that :meth:`ScanningStore.waking`
-    needs no decoding. Unreadable values are ignored (never woken by the store).
+    needs no decoding. An unreadable value is due at once, as the conductor
+    reads it: a node whose deadline cannot be read must not wait forever.
     """
     earliest: datetime | None = None
     for key, value in node.driver_internal_info.items():
         if not (isinstance(key, str) and key.endswith(WAIT_UNTIL_SUFFIX)):
             continue
-        if not isinstance(value, str):
-            continue
         try:
-            when = datetime.fromisoformat(value)
+            when = datetime.fromisoformat(value) if isinstance(value, str) else _DUE
         except ValueError:
-            continue
+            when = _DUE
         when = when.replace(tzinfo=_UTC) if when.tzinfo is None else when.astimezone(_UTC)
         if earliest is None or when < earliest:
             earliest = when
