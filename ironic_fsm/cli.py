@@ -1424,9 +1424,9 @@ def build_parser() -> argparse.ArgumentParser:
         "demo",
         help="run a fleet of emulated BMCs through the lifecycle",
         description="Start emulated IPMI and Redfish BMCs on 127.0.0.1, enroll them in a "
-        "SQLite store and take every node through manage, inspect, provide (with BIOS and "
-        "RAID steps), deploy and undeploy, retiring two; shows progress live. Needs the "
-        "'demo' extra: pip install 'ironic_fsm[demo]'.",
+        "SQLite store and drive every node through its lifecycle (Redfish: inspect, BIOS "
+        "and RAID clean steps; IPMI: power and boot device only), retiring two; shows "
+        "progress live. Needs the 'demo' extra: pip install 'ironic_fsm[demo]'.",
     )
     from ironic_fsm import demo
 

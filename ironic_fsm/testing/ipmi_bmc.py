@@ -441,6 +441,9 @@ def serve(
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, stop)
+    # The parent stops us; a terminal's Ctrl-C reaches the whole process group and
+    # could leave a peer hanging in pyghmi's own shutdown.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     parent = os.getppid()
     next_parent_check = time.monotonic() + 1.0
     while True:
