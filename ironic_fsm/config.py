@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import socket
+import string
 import warnings
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
@@ -69,6 +70,75 @@ def _boolean(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None
         )
 
 
+def _positive(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise InvalidParameterValue(
+            f"Config.{attribute.name} must be a number of seconds > 0, not {value!r}",
+            option=attribute.name,
+        )
+
+
+def _count(minimum: int) -> Any:
+    """A validator of whole numbers of at least ``minimum`` (Ironic's IntOpt with ``min``)."""
+
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise InvalidParameterValue(
+                f"Config.{attribute.name} must be an integer >= {minimum}, not {value!r}",
+                option=attribute.name,
+            )
+
+    return check
+
+
+#: Characters Ironic allows in a conductor group (its API's pattern for the node field).
+_GROUP_CHARS: Final = frozenset(string.ascii_letters + string.digits + "_-.")
+#: The longest ``host``: a reservation holder (host, pid, start time, instance) fits 255.
+_HOST_MAX: Final = 200
+
+
+def _host(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    # The holder token is "host:pid:start-id", and recovery splits it on ":".
+    if (
+        not isinstance(value, str)
+        or not value
+        or len(value) > _HOST_MAX
+        or any(c == ":" or c.isspace() or not c.isprintable() for c in value)
+    ):
+        raise InvalidParameterValue(
+            f"Config.host must be a non-empty name of at most {_HOST_MAX} printable "
+            f"characters without ':' or spaces, not {value!r}",
+            option="host",
+        )
+
+
+def _conductor_group(value: Any) -> str:
+    """Ironic's rule: up to 255 of ``[a-zA-Z0-9_.-]``, case-insensitive (kept lower case)."""
+    if not isinstance(value, str) or len(value) > 255 or not set(value) <= _GROUP_CHARS:
+        raise InvalidParameterValue(
+            "Config.conductor_group must be at most 255 letters, digits, '_', '-' or '.', "
+            f"not {value!r}",
+            option="conductor_group",
+        )
+    return value.lower()
+
+
+def _hardware_types(value: Any) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if (
+        isinstance(value, (str, bytes))
+        or not isinstance(value, Iterable)
+        or not all(isinstance(v, str) and v and v.isprintable() for v in value)
+    ):
+        raise InvalidParameterValue(
+            f"Config.enabled_hardware_types must be a list of hardware type names or None, "
+            f"not {value!r}",
+            option="enabled_hardware_types",
+        )
+    return tuple(dict.fromkeys(value))
+
+
 _DISALLOWED_BY_DEFAULT = ("vendor.send_raw",)
 
 
@@ -120,10 +190,35 @@ class Config:
     automated_cleaning_runbook_from_node: bool = attrs.field(default=False, validator=_boolean)
     #: Whether an automated-cleaning runbook must carry one of the node's traits.
     automated_cleaning_runbook_validate_traits: bool = attrs.field(default=True, validator=_boolean)
-    #: Seconds after which a reservation whose holder stopped heartbeating is taken over.
+    #: Seconds after which a conductor that stopped heartbeating is dead: its
+    #: reservations are taken over and ``list_conductors`` shows it not alive.
     heartbeat_timeout: float = attrs.field(default=60, validator=_non_negative)
-    #: This conductor's name in reservations.
-    host: str = attrs.field(factory=socket.gethostname)
+    #: Seconds between two heartbeats of a conductor service (keep it well
+    #: under ``heartbeat_timeout``).
+    heartbeat_interval: float = attrs.field(default=10, validator=_positive)
+    #: Seconds between two passes of the callback-timeout check; 0 disables it.
+    check_provision_state_interval: float = attrs.field(default=60, validator=_non_negative)
+    #: Seconds between two power-state syncs; 0 disables them.
+    sync_power_state_interval: float = attrs.field(default=60, validator=_non_negative)
+    #: Whether a power-state sync forces the recorded state on a node that
+    #: differs (True) or records the BMC's (False).
+    force_power_state_during_sync: bool = attrs.field(default=True, validator=_boolean)
+    #: Failed power-state reads before a node is put in maintenance.
+    power_state_sync_max_retries: int = attrs.field(default=3, validator=_count(0))
+    #: Most BMCs read at once by one power-state sync.
+    sync_power_state_workers: int = attrs.field(default=8, validator=_count(1))
+    #: This conductor's name in reservations and in the conductor registry.
+    host: str = attrs.field(factory=socket.gethostname, validator=_host)
+    #: The conductor group this conductor joins ('' is the default group);
+    #: case-insensitive, kept in lower case as Ironic does.
+    conductor_group: str = attrs.field(default="", converter=_conductor_group)
+    #: The hardware types this conductor serves, as it advertises them in the
+    #: conductor registry. ``None`` (the default, unlike Ironic's
+    #: ``['ipmi', 'redfish']``): every installed one. Types given to
+    #: ``register_hardware_type`` are served whatever this says.
+    enabled_hardware_types: tuple[str, ...] | None = attrs.field(
+        default=None, converter=_hardware_types
+    )
 
     def __init__(self, **options: Any) -> None:
         if "clean_nodes" in options:

@@ -144,3 +144,99 @@ def test_config_is_frozen() -> None:
 def test_configs_compare_by_value() -> None:
     assert Config(host="h") == Config(host="h")
     assert Config(host="h") != Config(host="h", automated_clean=False)
+
+
+# -- fleet options (DESIGN §11): Ironic's names and defaults --------------------------------
+
+#: Ironic's periodic and conductor options, with Ironic's defaults.
+FLEET_DEFAULTS = {
+    "sync_power_state_interval": 60,
+    "force_power_state_during_sync": True,
+    "power_state_sync_max_retries": 3,
+    "sync_power_state_workers": 8,
+    "heartbeat_interval": 10,
+    "heartbeat_timeout": 60,
+    "check_provision_state_interval": 60,
+    "conductor_group": "",
+    "enabled_hardware_types": None,
+}
+
+
+@pytest.mark.parametrize(("option", "default"), sorted(FLEET_DEFAULTS.items()))
+def test_fleet_option_defaults(option: str, default: Any) -> None:
+    assert option in {a.name for a in attrs.fields(Config)}
+    assert getattr(Config(), option) == default
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("sync_power_state_interval", 0),  # 0 disables, as in Ironic
+        ("sync_power_state_interval", 2.5),
+        ("check_provision_state_interval", 0),
+        ("heartbeat_interval", 0.5),
+        ("heartbeat_timeout", 0),
+        ("power_state_sync_max_retries", 0),
+        ("sync_power_state_workers", 1),
+        ("force_power_state_during_sync", False),
+    ],
+)
+def test_fleet_options_accept_their_range(option: str, value: Any) -> None:
+    assert getattr(Config(**{option: value}), option) == value
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("sync_power_state_interval", -1, ">= 0"),
+        ("sync_power_state_interval", "60", ">= 0"),
+        ("sync_power_state_interval", True, ">= 0"),
+        ("check_provision_state_interval", -0.5, ">= 0"),
+        ("check_provision_state_interval", None, ">= 0"),
+        ("heartbeat_interval", 0, "> 0"),
+        ("heartbeat_interval", -10, "> 0"),
+        ("heartbeat_interval", "10", "> 0"),
+        ("heartbeat_timeout", -1, ">= 0"),
+        ("power_state_sync_max_retries", -1, "integer >= 0"),
+        ("power_state_sync_max_retries", 1.5, "integer >= 0"),
+        ("power_state_sync_max_retries", True, "integer >= 0"),
+        ("sync_power_state_workers", 0, "integer >= 1"),
+        ("sync_power_state_workers", "8", "integer >= 1"),
+        ("force_power_state_during_sync", "yes", "True or False"),
+        ("force_power_state_during_sync", 1, "True or False"),
+        ("conductor_group", "rack 1", "conductor_group"),
+        ("conductor_group", "a/b", "conductor_group"),
+        ("conductor_group", "x" * 256, "conductor_group"),
+        ("conductor_group", None, "conductor_group"),
+        ("host", "", "Config.host"),
+        ("host", "a:b", "Config.host"),
+        ("host", "has space", "Config.host"),
+        ("host", "x" * 201, "Config.host"),
+        ("host", 5, "Config.host"),
+        ("enabled_hardware_types", "ipmi", "enabled_hardware_types"),
+        ("enabled_hardware_types", ["ipmi", 3], "enabled_hardware_types"),
+        ("enabled_hardware_types", [""], "enabled_hardware_types"),
+    ],
+)
+def test_fleet_options_refuse_bad_values(option: str, value: Any, message: str) -> None:
+    with pytest.raises(InvalidParameterValue, match=message) as info:
+        Config(**{option: value})
+    assert info.value.details.get("option") == option
+
+
+def test_conductor_group_is_case_insensitive_as_in_ironic() -> None:
+    assert Config(conductor_group="Rack-A.1_x").conductor_group == "rack-a.1_x"
+    assert Config(conductor_group="RACK") == Config(conductor_group="rack")
+
+
+def test_enabled_hardware_types_is_a_tuple_without_repeats() -> None:
+    config = Config(enabled_hardware_types=["redfish", "ipmi", "redfish"])
+    assert config.enabled_hardware_types == ("redfish", "ipmi")
+    assert Config(enabled_hardware_types=[]).enabled_hardware_types == ()
+
+
+def test_host_defaults_to_the_hostname_and_takes_a_name() -> None:
+    import socket
+
+    assert Config().host == socket.gethostname()
+    assert Config(host="conductor-1.example.org").host == "conductor-1.example.org"
