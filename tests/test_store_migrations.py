@@ -21,7 +21,7 @@ import pytest
 from ironic_fsm.exceptions import InvalidParameterValue, NodeLocked
 from ironic_fsm.node import Node
 from ironic_fsm.stores import SQLStore, sql
-from ironic_fsm.stores.base import Reserved
+from ironic_fsm.stores.base import ConductorRecord, Reserved
 from ironic_fsm.stores.sql import MIGRATIONS, SCHEMA_VERSION
 
 UTC = timezone.utc
@@ -166,7 +166,7 @@ def test_v1_database_is_upgraded_in_place_losing_nothing(v1_url: str) -> None:
     assert set(before) == {OLD_RICH, OLD_RESERVED, BUSY}
 
     with SQLStore(v1_url) as store:
-        assert schema_version(v1_url) == SCHEMA_VERSION == 2
+        assert schema_version(v1_url) == SCHEMA_VERSION == 3
         for uuid, node in before.items():  # every node round-trips equal
             got = store.get(uuid)
             assert got == node
@@ -328,3 +328,91 @@ def test_an_unreadable_v1_record_is_kept_as_it_is(v1_url: str) -> None:
         assert schema_version(v1_url) == SCHEMA_VERSION
         assert raw_rows(v1_url, f"SELECT data FROM nodes WHERE uuid = '{bad}'") == [("{not json",)]
         assert store.get(OLD_RICH).name == "old-rich"
+
+
+# -- version 3: the conductor registry ---------------------------------------------------------
+
+CONDUCTOR = ConductorRecord(
+    holder="host-a:42:7-abcd0123",
+    hostname="host-a",
+    conductor_group="rack-1",
+    hardware_types=("ipmi", "redfish"),
+    online=True,
+    started_at=T0,
+    updated_at=T0 + timedelta(seconds=10),
+)
+
+
+def open_as_v2(url: str) -> None:
+    """Open ``url`` with the code of schema 2 (no v3 step), as the release before this one."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delitem(MIGRATIONS, 2)
+        patch.setattr(sql, "SCHEMA_VERSION", 2)
+        with SQLStore(url) as store:
+            # What a v2 store holds besides the v1 rows: a node created, reserved, a heartbeat.
+            store.create(Node(uuid=V2_NODE, name="made-by-v2", driver="redfish"))
+            store.reserve(V2_NODE, "v2-conductor:9:1-ffff")
+            store.heartbeat("v2-conductor:9:1-ffff", T0 + timedelta(minutes=5))
+    assert schema_version(url) == 2
+
+
+V2_NODE = "55555555-5555-4555-8555-555555555555"
+
+
+@pytest.fixture
+def v2_url(v1_url: str) -> str:
+    """A URL of a database in the v2 layout, with nodes, a reservation and heartbeats."""
+    open_as_v2(v1_url)
+    return v1_url
+
+
+def _everything(url: str) -> dict[str, list[tuple[Any, ...]]]:
+    return {
+        "nodes": sorted(raw_rows(url, "SELECT * FROM nodes")),
+        "holders": sorted(raw_rows(url, "SELECT holder, heartbeat FROM holders")),
+    }
+
+
+def test_v2_database_is_upgraded_to_v3_losing_nothing(v2_url: str) -> None:
+    before = _everything(v2_url)
+    nodes = expected_nodes(v2_url)
+    assert V2_NODE in nodes
+    with SQLStore(v2_url) as store:
+        assert schema_version(v2_url) == SCHEMA_VERSION == 3
+        assert _everything(v2_url) == before  # not a row or column of v2 changed
+        assert {uuid: store.get(uuid) for uuid in nodes} == nodes
+        assert store.get(V2_NODE).reservation == "v2-conductor:9:1-ffff"
+        assert store.holders()["v2-conductor:9:1-ffff"] == T0 + timedelta(minutes=5)
+        assert [n.uuid for n in store.list(reserved=True)] == [OLD_RESERVED, V2_NODE]
+        # The registry is there, empty, and works.
+        assert store.list_conductors() == []
+        store.register_conductor(CONDUCTOR)
+        assert store.list_conductors() == [CONDUCTOR]
+    with SQLStore(v2_url) as again:  # and it stays
+        assert again.list_conductors() == [CONDUCTOR]
+
+
+def test_v1_database_gets_the_registry_too(v1_url: str) -> None:
+    with SQLStore(v1_url) as store:
+        assert store.list_conductors() == []
+        store.register_conductor(CONDUCTOR)
+        assert store.conductor_heartbeat(CONDUCTOR.holder, T0 + timedelta(seconds=20))
+        assert store.list_conductors() == [
+            CONDUCTOR._replace(updated_at=T0 + timedelta(seconds=20))
+        ]
+
+
+def test_a_failed_v3_step_leaves_the_v2_database_as_it_was(
+    v2_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(store: SQLStore, conn: Any) -> None:
+        raise RuntimeError("disk on fire")
+
+    step = MIGRATIONS[2]
+    monkeypatch.setitem(MIGRATIONS, 2, lambda timestamp: [*step(timestamp), broken])
+    before, shape = _everything(v2_url), layout(v2_url)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        SQLStore(v2_url)
+    assert layout(v2_url) == shape  # no conductors table left behind
+    assert _everything(v2_url) == before
+    assert schema_version(v2_url) == 2

@@ -25,6 +25,11 @@ Callers reach any store through :func:`~ironic_fsm.stores.base.list_page`,
 :func:`~ironic_fsm.stores.base.in_states` and
 :func:`~ironic_fsm.stores.base.waking`, which fall back on ``list()`` for a
 store that has only the first release's methods.
+
+Both are also conductor registries (:class:`ConductorRegistry`: one record
+per conductor, :class:`ConductorRecord`), through which conductors sharing a
+store see each other. A store without those methods still works; each
+conductor then sees only itself.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ironic_fsm.stores.base import (
+    ConductorRecord,
+    ConductorRegistry,
     ListScans,
     Reserved,
     ScanningStore,
@@ -46,6 +53,8 @@ if TYPE_CHECKING:
     from ironic_fsm.stores.sql import SQLStore
 
 __all__ = [
+    "ConductorRecord",
+    "ConductorRegistry",
     "ListScans",
     "MemoryStore",
     "Reserved",

@@ -13,10 +13,14 @@ from ironic_fsm.exceptions import ConcurrentUpdate
 from ironic_fsm.node import Node, Snapshot, thaw
 from ironic_fsm.stores.base import (
     SET,
+    ConductorRecord,
     Reserved,
     _scan_filters,
     bad_marker,
+    check_conductor,
     check_page,
+    check_time,
+    conductor_order,
     duplicate_name,
     duplicate_uuid,
     locked_error,
@@ -119,6 +123,7 @@ class MemoryStore:
         self._nodes: dict[str, _Record] = {}
         self._names: dict[str, str] = {}
         self._holders: dict[str, datetime] = {}
+        self._conductors: dict[str, ConductorRecord] = {}
         self._seq = itertools.count(1)
         self._lock = threading.Lock()
 
@@ -307,6 +312,43 @@ class MemoryStore:
     def holders(self) -> dict[str, datetime]:
         with self._lock:
             return dict(self._holders)
+
+    # -- the conductor registry (see ConductorRegistry) ---------------------------------------
+
+    def register_conductor(
+        self, record: ConductorRecord, *, replace_before: datetime | None = None
+    ) -> None:
+        check_conductor(record)
+        if replace_before is not None:
+            check_time(replace_before, "replace_before")
+        with self._lock:
+            for other in list(self._conductors.values()):
+                if other.hostname == record.hostname and (
+                    not other.online
+                    or (replace_before is not None and other.updated_at < replace_before)
+                ):
+                    del self._conductors[other.holder]
+            self._conductors[record.holder] = record
+
+    def conductor_heartbeat(self, holder: str, now: datetime) -> bool:
+        check_time(now, "now")
+        with self._lock:
+            record = self._conductors.get(holder)
+            if record is None:
+                return False
+            self._conductors[holder] = record._replace(online=True, updated_at=now)
+            return True
+
+    def unregister_conductor(self, holder: str, now: datetime) -> None:
+        check_time(now, "now")
+        with self._lock:
+            record = self._conductors.get(holder)
+            if record is not None:
+                self._conductors[holder] = record._replace(online=False, updated_at=now)
+
+    def list_conductors(self) -> builtins.list[ConductorRecord]:
+        with self._lock:
+            return sorted(self._conductors.values(), key=conductor_order)
 
 
 def _oldest(when: datetime | None, seq: int) -> tuple[datetime, int]:

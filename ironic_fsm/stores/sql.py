@@ -20,7 +20,7 @@ fleet needs next live anyway (``FOR UPDATE SKIP LOCKED``, advisory locks,
 connections, timestamps and the one mapping of driver errors per database;
 this module holds the statements and the Store semantics.
 
-Layout (schema version 2; a database of an earlier version is upgraded in
+Layout (schema version 3; a database of an earlier version is upgraded in
 place when opened, see "Migrations" below):
 
 * ``nodes``: one row per node. ``data`` holds
@@ -37,6 +37,10 @@ place when opened, see "Migrations" below):
   ``reservation`` column alone). ``seq`` records insertion order, the
   tie-break of every sort (then ``uuid``, which is unique).
 * ``holders``: the last heartbeat of each reservation holder (crash recovery).
+* ``conductors`` (version 3): the conductor registry, one row per conductor,
+  keyed by its holder token: ``hostname``, ``conductor_group``,
+  ``hardware_types`` (a JSON list), ``online`` (False once it stopped
+  cleanly), ``started_at`` and ``updated_at`` (its last heartbeat).
 * ``ironic_fsm_schema``: one row with the schema version.
 
 Indexes: one per sort key, on ``(key, seq, uuid)``, so that a page after a
@@ -78,6 +82,7 @@ contention :class:`~ironic_fsm.exceptions.StoreBusy`, anything else
 from __future__ import annotations
 
 import builtins
+import json
 import logging
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -96,10 +101,14 @@ from ironic_fsm.node import Node
 from ironic_fsm.stores.base import (
     NULLABLE_SORT_KEYS,
     SET,
+    ConductorRecord,
     Reserved,
     _scan_filters,
     bad_marker,
+    check_conductor,
     check_page,
+    check_time,
+    conductor_order,
     duplicate_name,
     encode,
     locked_error,
@@ -155,6 +164,8 @@ _CREATED: Final = len(_COLUMNS)
 #: Most nodes whose last written columns a store remembers (see ``_save_statement``).
 _WRITTEN_CAP: Final = 50_000
 _UTC: Final = timezone.utc
+#: Earlier than any time a conductor records.
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=_UTC)
 _LOG: Final = logging.getLogger(__name__)
 
 
@@ -237,6 +248,23 @@ def _v2_fill(store: SQLStore, conn: Any) -> None:
         store._execute_many(conn, f"UPDATE nodes SET {names} WHERE uuid = {q}", updates)
 
 
+def _v3_ddl(timestamp: str) -> list[str]:
+    """Schema 3: the conductor registry, one row per conductor (a holder token)."""
+    return [
+        "CREATE TABLE conductors (\n"
+        "\tholder VARCHAR(255) NOT NULL, \n"
+        "\thostname VARCHAR(255) NOT NULL, \n"
+        "\tconductor_group VARCHAR(255) NOT NULL, \n"
+        "\thardware_types TEXT NOT NULL, \n"
+        "\tonline BOOLEAN NOT NULL, \n"
+        f"\tstarted_at {timestamp} NOT NULL, \n"
+        f"\tupdated_at {timestamp} NOT NULL, \n"
+        "\tPRIMARY KEY (holder)\n"
+        ")",
+        "CREATE INDEX conductors_hostname_idx ON conductors (hostname)",
+    ]
+
+
 #: One schema step: DDL (given the dialect's timestamp type) or a function of the store
 #: and the connection, run in order.
 _Step = str | Callable[["SQLStore", Any], None]
@@ -244,6 +272,7 @@ _Step = str | Callable[["SQLStore", Any], None]
 #: Version N -> the steps that make version N + 1 of it. Add a version by adding an entry.
 MIGRATIONS: Final[dict[int, Callable[[str], builtins.list[_Step]]]] = {
     1: lambda timestamp: [*_v2_ddl(timestamp), _v2_fill],
+    2: lambda timestamp: [*_v3_ddl(timestamp)],
 }
 
 #: The schema version this code writes and understands.
@@ -518,6 +547,25 @@ class SQLStore:
             "ON CONFLICT (holder) DO UPDATE SET heartbeat = excluded.heartbeat"
         )
         self._q_holders = "SELECT holder, heartbeat FROM holders"
+        self._q_conductor_upsert = (
+            "INSERT INTO conductors (holder, hostname, conductor_group, hardware_types, online, "
+            f"started_at, updated_at) VALUES ({q}, {q}, {q}, {q}, {q}, {q}, {q}) "
+            "ON CONFLICT (holder) DO UPDATE SET hostname = excluded.hostname, "
+            "conductor_group = excluded.conductor_group, "
+            "hardware_types = excluded.hardware_types, online = excluded.online, "
+            "started_at = excluded.started_at, updated_at = excluded.updated_at"
+        )
+        self._q_conductor_prune = (
+            f"DELETE FROM conductors WHERE hostname = {q} AND holder <> {q} "
+            f"AND (online = {q} OR updated_at < {q})"
+        )
+        self._q_conductor_touch = (
+            f"UPDATE conductors SET online = {q}, updated_at = {q} WHERE holder = {q}"
+        )
+        self._q_conductors = (
+            "SELECT holder, hostname, conductor_group, hardware_types, online, started_at, "
+            "updated_at FROM conductors"
+        )
         # ">= ''" is "IS NOT NULL" for text, but SQLite searches its index only for a range.
         # No ORDER BY (sorted after): the reservation index finds the few, in any order.
         self._q_reserved = (
@@ -1025,6 +1073,68 @@ class SQLStore:
         with self._db.connection() as conn:
             rows = conn.execute(self._q_holders).fetchall()
         return {row[0]: self._db.read_time(row[1]) for row in rows}
+
+    # -- the conductor registry (see ConductorRegistry) ---------------------------------------
+
+    def register_conductor(
+        self, record: ConductorRecord, *, replace_before: datetime | None = None
+    ) -> None:
+        """Add or replace ``record``'s row, drop its host's stopped or dead ones, at once."""
+        check_conductor(record)
+        if replace_before is not None:
+            check_time(replace_before, "replace_before")
+        bind = self._db.bind_time
+        # Before every real time: "no row is older than this", so only offline rows go.
+        oldest = bind(replace_before or _EPOCH)
+        types = json.dumps(list(record.hardware_types))
+        with self._db.transaction() as conn:
+            conn.execute(self._q_conductor_prune, (record.hostname, record.holder, False, oldest))
+            conn.execute(
+                self._q_conductor_upsert,
+                (
+                    record.holder,
+                    record.hostname,
+                    record.conductor_group,
+                    types,
+                    record.online,
+                    bind(record.started_at),
+                    bind(record.updated_at),
+                ),
+            )
+
+    def conductor_heartbeat(self, holder: str, now: datetime) -> bool:
+        """Mark ``holder`` online at ``now``; False when it has no row (register it again)."""
+        check_time(now, "now")
+        with self._db.connection() as conn:
+            touched = conn.execute(
+                self._q_conductor_touch, (True, self._db.bind_time(now), holder)
+            ).rowcount
+        return bool(touched)
+
+    def unregister_conductor(self, holder: str, now: datetime) -> None:
+        """Mark ``holder`` offline at ``now`` (a stopped conductor is not alive, at once)."""
+        check_time(now, "now")
+        with self._db.connection() as conn:
+            conn.execute(self._q_conductor_touch, (False, self._db.bind_time(now), holder))
+
+    def list_conductors(self) -> builtins.list[ConductorRecord]:
+        """Every registered conductor (one small table, read whole)."""
+        with self._db.connection() as conn:
+            rows = conn.execute(self._q_conductors).fetchall()
+        read = self._db.read_time
+        records = [
+            ConductorRecord(
+                holder,
+                hostname,
+                group,
+                tuple(json.loads(types)),
+                bool(online),
+                read(started),
+                read(updated),
+            )
+            for holder, hostname, group, types, online, started, updated in rows
+        ]
+        return sorted(records, key=conductor_order)
 
     # -- lifetime ------------------------------------------------------------------------
 
