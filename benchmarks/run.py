@@ -33,6 +33,7 @@ import bench_lifecycle
 import bench_machine
 import bench_memory
 import bench_planner
+import bench_reconcile
 from _harness import Section, SummaryRow
 
 BENCHMARKS: dict[str, ModuleType] = {
@@ -43,6 +44,7 @@ BENCHMARKS: dict[str, ModuleType] = {
     "lifecycle": bench_lifecycle,
     "bmc": bench_bmc,
     "fleet": bench_fleet,
+    "reconcile": bench_reconcile,
 }
 
 
