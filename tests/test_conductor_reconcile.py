@@ -360,3 +360,33 @@ def test_concurrent_callers_issue_each_verb_once() -> None:
     assert errors == []
     assert sorted(_started(recorder)) == ["deploy", "manage", "provide"]
     assert conductor.get_node(uuid).provision_state == states.ACTIVE
+
+
+def test_a_stale_caller_does_not_repeat_a_verb_the_new_state_also_accepts() -> None:
+    # rescue is accepted in rescue too: only the version tells that the
+    # node moved on between the slow caller's read and its verb.
+    recorder = Recorder()
+    store = _RacingStore()
+    slow = make_conductor(store=store, listeners=[recorder])
+    fast = make_conductor(store=store, listeners=[recorder])
+    uuid = new_node(slow, states.ACTIVE).uuid
+    store.meddle = lambda: fast.reconcile(uuid, states.RESCUE, rescue_password="first")
+    node = slow.reconcile(uuid, states.RESCUE, rescue_password="second")
+    assert node.provision_state == states.RESCUE
+    assert _started(recorder) == ["rescue"]  # once, by the fast caller
+    assert node.version == store.get(uuid).version
+
+
+def test_a_listener_may_act_on_other_nodes_during_a_reconcile() -> None:
+    conductor = make_conductor()
+    other = new_node(conductor, states.AVAILABLE).uuid
+    acted: list[str] = []
+
+    def manage_the_other(event: Any) -> None:
+        if event.node != other and not acted:
+            acted.append(conductor.do_provisioning_action(other, "manage").provision_state)
+
+    conductor.add_listener(manage_the_other)
+    uuid = new_node(conductor, states.ENROLL).uuid
+    assert conductor.reconcile(uuid, states.MANAGEABLE).provision_state == states.MANAGEABLE
+    assert acted == [states.MANAGEABLE]
