@@ -17,6 +17,7 @@ from ironic_fsm import interfaces as interfaces
 from ironic_fsm import states as states
 from ironic_fsm import stores as stores
 from ironic_fsm.conductor import Conductor as Conductor
+from ironic_fsm.conductor.fleet import ConductorInfo as ConductorInfo
 from ironic_fsm.config import Config as Config
 from ironic_fsm.events import Event as Event
 from ironic_fsm.hardware import HardwareType as HardwareType
@@ -33,6 +34,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Conductor",
+    "ConductorInfo",
     "Config",
     "Event",
     "HardwareType",

@@ -16,6 +16,7 @@ ROOT_NAMES = [
     "LIFECYCLE",
     "Node",
     "Config",
+    "ConductorInfo",
     "HardwareType",
     "clean_step",
     "deploy_step",
@@ -53,6 +54,7 @@ def test_contract_modules_at_root(name: str) -> None:
 
 
 def test_root_objects_are_the_real_ones() -> None:
+    from ironic_fsm.conductor.fleet import ConductorInfo
     from ironic_fsm.config import Config
     from ironic_fsm.hardware import HardwareType
     from ironic_fsm.machine import LIFECYCLE, Lifecycle
@@ -63,6 +65,7 @@ def test_root_objects_are_the_real_ones() -> None:
     assert isinstance(ironic_fsm.LIFECYCLE, Lifecycle)
     assert ironic_fsm.Node is Node
     assert ironic_fsm.Config is Config
+    assert ironic_fsm.ConductorInfo is ConductorInfo
     assert ironic_fsm.HardwareType is HardwareType
     assert ironic_fsm.clean_step is clean_step
     assert ironic_fsm.deploy_step is deploy_step

@@ -30,6 +30,7 @@ from datetime import datetime
 
 from ironic_fsm.conductor import runtime as _runtime
 from ironic_fsm.conductor.common import process_start, utcnow
+from ironic_fsm.conductor.fleet import Fleet
 from ironic_fsm.conductor.nodes import Nodes
 from ironic_fsm.conductor.reconcile import Reconcile
 from ironic_fsm.conductor.recovery import Recovery
@@ -47,7 +48,7 @@ __all__ = ["Conductor", "Guard", "Listener"]
 Listener = _runtime.Listener
 
 
-class Conductor(Reconcile, Verbs, Recovery, Nodes):
+class Conductor(Fleet, Reconcile, Verbs, Recovery, Nodes):
     """Drives nodes through Ironic's lifecycle.
 
     Args:
