@@ -956,6 +956,26 @@ def _cmd_clean_steps(args: argparse.Namespace) -> int:
 # -- lifecycle commands -------------------------------------------------------------------
 
 
+#: ``conductor list`` columns, as ``openstack baremetal conductor list``; ``--long`` adds two.
+_CONDUCTOR_COLUMNS: Final = ("Hostname", "Conductor Group", "Alive")
+_CONDUCTOR_LONG_COLUMNS: Final = (*_CONDUCTOR_COLUMNS, "Drivers", "Updated At")
+
+
+def _cmd_conductor_list(args: argparse.Namespace) -> int:
+    with _open_conductor(args) as conductor:
+        conductors = conductor.list_conductors()
+    rows: list[list[object]] = []
+    for info in conductors:
+        row: list[object] = [info.hostname, info.conductor_group, info.alive]
+        if args.long:
+            types = list(info.hardware_types)
+            when = info.updated_at.isoformat()
+            row += [Cell(", ".join(types), types), Cell(when, when)]
+        rows.append(row)
+    emit_list(args, _CONDUCTOR_LONG_COLUMNS if args.long else _CONDUCTOR_COLUMNS, rows)
+    return 0
+
+
 def _cmd_states(args: argparse.Namespace) -> int:
     rows = []
     for state in LIFECYCLE.states:
@@ -1396,6 +1416,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     top = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _build_node(top, common)
+
+    conductor = top.add_parser(
+        "conductor",
+        help="see the conductors sharing the database",
+        description="See the conductors registered in the database.",
+    )
+    conductor_sub = conductor.add_subparsers(
+        dest="conductor_command", metavar="COMMAND", required=True
+    )
+    p = conductor_sub.add_parser(
+        "list",
+        parents=[common],
+        help="list conductors",
+        description="List the conductors registered in the database, alive or not: alive is "
+        "online and heard from within heartbeat_timeout (see --config).",
+    )
+    p.add_argument("--long", action="store_true", help="also show drivers and the last heartbeat")
+    _add_output(p, many=True)
+    p.set_defaults(func=_cmd_conductor_list, parser=p)
 
     p = top.add_parser(
         "states",
