@@ -17,8 +17,10 @@ The package's modules, each importing only those listed before it (see
 (hardware types), ``runtime`` (reserve, checkpoint, events, spawn, power),
 ``plans`` (steps asked of drivers, templates, runbooks), ``engine`` (the
 step engine and its per-phase table), ``flows`` (what each verb sets off),
-``nodes`` (records and power), ``verbs`` (``do_provisioning_action``) and
-``recovery`` (liveness, take-over, timeouts). :class:`Conductor` joins them.
+``nodes`` (records and power), ``verbs`` (``do_provisioning_action``),
+``recovery`` (liveness, take-over, timeouts), ``reconcile`` (one verb toward
+a wanted state) and ``fleet`` (the conductor registry: register, heartbeat,
+``list_conductors``). :class:`Conductor` joins them.
 """
 
 from __future__ import annotations

@@ -193,7 +193,7 @@ class Fleet(Runtime):
         installed = self._fleet_installed
         if installed is None:
             installed = self._fleet_installed = tuple(installed_hardware_types())
-        registered = set(self._registry._types)  # given to register_hardware_type
+        registered = self._registry.names()  # given to register_hardware_type
         enabled = self.config.enabled_hardware_types
         if enabled is None:
             return tuple(sorted(registered.union(installed)))

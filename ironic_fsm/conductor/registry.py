@@ -40,6 +40,10 @@ class HardwareRegistry:
         self._check(name, hardware_type)
         self._types[name] = hardware_type
 
+    def names(self) -> set[str]:
+        """The hardware types registered or loaded so far in this conductor."""
+        return set(self._types)
+
     def get(self, name: str) -> HardwareType:
         """The registered type, else the installed one (loaded and checked once)."""
         hardware_type = self._types.get(name)
