@@ -219,6 +219,16 @@ class Config:
     enabled_hardware_types: tuple[str, ...] | None = attrs.field(
         default=None, converter=_hardware_types
     )
+    #: Whether the conductor records node history (failures, maintenance, takeovers...).
+    node_history: bool = attrs.field(default=True, validator=_boolean)
+    #: Most history entries kept per node; the periodic trim deletes the oldest beyond it.
+    node_history_max_entries: int = attrs.field(default=300, validator=_count(0))
+    #: Days an entry is kept whatever ``node_history_max_entries`` says (0: no minimum).
+    node_history_minimum_days: int = attrs.field(default=0, validator=_count(0))
+    #: Seconds between two history trims; 0 disables them.
+    node_history_cleanup_interval: float = attrs.field(default=86400, validator=_non_negative)
+    #: Most entries one trim deletes per batch (one statement, one transaction each).
+    node_history_cleanup_batch_count: int = attrs.field(default=1000, validator=_count(1))
 
     def __init__(self, **options: Any) -> None:
         if "clean_nodes" in options:

@@ -240,3 +240,56 @@ def test_host_defaults_to_the_hostname_and_takes_a_name() -> None:
 
     assert Config().host == socket.gethostname()
     assert Config(host="conductor-1.example.org").host == "conductor-1.example.org"
+
+
+#: Ironic's node history options (``[conductor]``), with Ironic's defaults.
+HISTORY_DEFAULTS = {
+    "node_history": True,
+    "node_history_max_entries": 300,
+    "node_history_minimum_days": 0,
+    "node_history_cleanup_interval": 86400,
+    "node_history_cleanup_batch_count": 1000,
+}
+
+
+@pytest.mark.parametrize(("option", "default"), sorted(HISTORY_DEFAULTS.items()))
+def test_history_option_defaults(option: str, default: Any) -> None:
+    assert getattr(Config(), option) == default
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("node_history", False),
+        ("node_history_max_entries", 0),  # as Ironic: only what minimum_days keeps
+        ("node_history_minimum_days", 0),
+        ("node_history_minimum_days", 30),
+        ("node_history_cleanup_interval", 0),
+        ("node_history_cleanup_interval", 3600.5),
+        ("node_history_cleanup_batch_count", 1),
+    ],
+)
+def test_history_options_accept_their_range(option: str, value: Any) -> None:
+    assert getattr(Config(**{option: value}), option) == value
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("node_history", "yes", "True or False"),
+        ("node_history", 1, "True or False"),
+        ("node_history_max_entries", -1, "integer >= 0"),
+        ("node_history_max_entries", 2.5, "integer >= 0"),
+        ("node_history_max_entries", True, "integer >= 0"),
+        ("node_history_minimum_days", -1, "integer >= 0"),
+        ("node_history_minimum_days", "3", "integer >= 0"),
+        ("node_history_cleanup_interval", -1, ">= 0"),
+        ("node_history_cleanup_interval", None, ">= 0"),
+        ("node_history_cleanup_batch_count", 0, "integer >= 1"),
+        ("node_history_cleanup_batch_count", 10.0, "integer >= 1"),
+    ],
+)
+def test_history_options_refuse_bad_values(option: str, value: Any, message: str) -> None:
+    with pytest.raises(InvalidParameterValue, match=message) as info:
+        Config(**{option: value})
+    assert info.value.details.get("option") == option
