@@ -1030,6 +1030,82 @@ def _cmd_diagram(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- apply ----------------------------------------------------------------------------------
+
+#: ``apply`` summary columns.
+_APPLY_COLUMNS: Final = ("Name", "Provisioning State", "Wanted", "Result", "Last Error")
+
+
+def _cmd_apply(args: argparse.Namespace) -> int:
+    """Enroll, update and reconcile the nodes of a fleet file (see :mod:`ironic_fsm.fleetfile`)."""
+    from ironic_fsm import fleetfile
+
+    text, _ = _read_source(args.file, "FLEET_FILE")
+    source = "standard input" if args.file == "-" else args.file
+    try:
+        with _open_conductor(args) as conductor:
+            fleet = fleetfile.load_fleet(text, source=source, conductor=conductor)
+            if args.dry_run:
+                plan = fleetfile.plan_fleet(conductor, fleet)
+                sys.stdout.write("".join(line + "\n" for line in fleetfile.plan_lines(plan, fleet)))
+                return 0
+            return _apply(args, conductor, fleet)
+    except fleetfile.FleetFileError as exc:
+        errors: list[str] = getattr(exc, "errors", [])
+        _error(f"{source}: {len(errors)} problem(s) in the fleet file; nothing was changed")
+        for line in errors:
+            print(f"  {_one_line(line)}", file=sys.stderr)
+        return 1
+
+
+def _apply(args: argparse.Namespace, conductor: Conductor, fleet: Any) -> int:
+    from ironic_fsm import fleetfile
+
+    applier = fleetfile.FleetApply(conductor, fleet, workers=args.workers)
+    applier.enroll()
+    deadline = None if not args.wait else time.monotonic() + args.wait
+    timed_out = False
+    while True:
+        report = applier.round()
+        print(report.line(), file=sys.stderr, flush=True)
+        if args.wait is None or applier.settled:
+            break
+        if deadline is not None and time.monotonic() >= deadline:
+            timed_out = True
+            break
+        if not report.verbs:  # everything busy elsewhere: look again later
+            pause = POLL_INTERVAL
+            if deadline is not None:
+                pause = max(0.0, min(pause, deadline - time.monotonic()))
+            time.sleep(pause)
+    rows = [
+        [
+            status.name,
+            status.state,
+            status.wanted,
+            status.result,
+            status.last_error or status.note,
+        ]
+        for status in applier.summary()
+    ]
+    emit_list(args, _APPLY_COLUMNS, rows)
+    if applier.created or applier.updated:
+        print(
+            f"{len(applier.created)} node(s) enrolled, {len(applier.updated)} updated",
+            file=sys.stderr,
+        )
+    if applier.untouched:
+        print(
+            f"{len(applier.untouched)} node(s) in the store are not in the file and were left "
+            "alone",
+            file=sys.stderr,
+        )
+    if timed_out:
+        _error(f"the fleet did not settle within {args.wait:g} seconds")
+        return 1
+    return 1 if applier.failed else 0
+
+
 # -- the parser -----------------------------------------------------------------------------
 
 
@@ -1458,6 +1534,40 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     p.set_defaults(func=_cmd_diagram, parser=p)
+
+    p = top.add_parser(
+        "apply",
+        parents=[common],
+        help="enroll, update and reconcile the nodes of a fleet file",
+        description="Apply a declarative fleet file (YAML or JSON; see docs/fleet-file.rst): "
+        "the whole file is checked first, then missing nodes are enrolled, fields that differ "
+        "updated, and each node reconciled one verb per round toward its wanted state. "
+        "${VAR} in a string value is read from the environment and never shown.",
+    )
+    p.add_argument("file", metavar="FLEET_FILE", help="the fleet file, or '-' for standard input")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan (creates, updated fields, verbs) and change nothing",
+    )
+    p.add_argument(
+        "--wait",
+        nargs="?",
+        type=_timeout,
+        const=0.0,
+        metavar="TIMEOUT",
+        help="keep reconciling until every node is where it is wanted, failed or blocked, for "
+        "at most TIMEOUT seconds (default 0: no limit); without it, one round",
+    )
+    p.add_argument(
+        "--workers",
+        metavar="N",
+        type=int,
+        default=8,
+        help="nodes reconciled at a time (default: 8)",
+    )
+    _add_output(p, many=True)
+    p.set_defaults(func=_cmd_apply, parser=p)
 
     p = top.add_parser(
         "demo",
