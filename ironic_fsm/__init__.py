@@ -21,6 +21,7 @@ from ironic_fsm.conductor.fleet import ConductorInfo as ConductorInfo
 from ironic_fsm.config import Config as Config
 from ironic_fsm.events import Event as Event
 from ironic_fsm.hardware import HardwareType as HardwareType
+from ironic_fsm.history import HistoryEntry as HistoryEntry
 from ironic_fsm.machine import LIFECYCLE as LIFECYCLE
 from ironic_fsm.machine import Lifecycle as Lifecycle
 from ironic_fsm.node import Node as Node
@@ -38,6 +39,7 @@ __all__ = [
     "Config",
     "Event",
     "HardwareType",
+    "HistoryEntry",
     "LIFECYCLE",
     "Lifecycle",
     "Node",

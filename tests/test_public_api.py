@@ -18,6 +18,7 @@ ROOT_NAMES = [
     "Config",
     "ConductorInfo",
     "HardwareType",
+    "HistoryEntry",
     "clean_step",
     "deploy_step",
     "service_step",
@@ -57,6 +58,7 @@ def test_root_objects_are_the_real_ones() -> None:
     from ironic_fsm.conductor.fleet import ConductorInfo
     from ironic_fsm.config import Config
     from ironic_fsm.hardware import HardwareType
+    from ironic_fsm.history import HistoryEntry
     from ironic_fsm.machine import LIFECYCLE, Lifecycle
     from ironic_fsm.node import Node
     from ironic_fsm.steps import clean_step, deploy_step, service_step, verify_step
@@ -67,6 +69,7 @@ def test_root_objects_are_the_real_ones() -> None:
     assert ironic_fsm.Config is Config
     assert ironic_fsm.ConductorInfo is ConductorInfo
     assert ironic_fsm.HardwareType is HardwareType
+    assert ironic_fsm.HistoryEntry is HistoryEntry
     assert ironic_fsm.clean_step is clean_step
     assert ironic_fsm.deploy_step is deploy_step
     assert ironic_fsm.service_step is service_step

@@ -19,6 +19,7 @@ import psycopg
 import pytest
 
 from ironic_fsm.exceptions import InvalidParameterValue, NodeLocked
+from ironic_fsm.history import HistoryEntry
 from ironic_fsm.node import Node
 from ironic_fsm.stores import SQLStore, sql
 from ironic_fsm.stores.base import ConductorRecord, Reserved
@@ -166,7 +167,7 @@ def test_v1_database_is_upgraded_in_place_losing_nothing(v1_url: str) -> None:
     assert set(before) == {OLD_RICH, OLD_RESERVED, BUSY}
 
     with SQLStore(v1_url) as store:
-        assert schema_version(v1_url) == SCHEMA_VERSION == 3
+        assert schema_version(v1_url) == SCHEMA_VERSION == 4
         for uuid, node in before.items():  # every node round-trips equal
             got = store.get(uuid)
             assert got == node
@@ -378,7 +379,7 @@ def test_v2_database_is_upgraded_to_v3_losing_nothing(v2_url: str) -> None:
     nodes = expected_nodes(v2_url)
     assert V2_NODE in nodes
     with SQLStore(v2_url) as store:
-        assert schema_version(v2_url) == SCHEMA_VERSION == 3
+        assert schema_version(v2_url) == SCHEMA_VERSION == 4
         assert _everything(v2_url) == before  # not a row or column of v2 changed
         assert {uuid: store.get(uuid) for uuid in nodes} == nodes
         assert store.get(V2_NODE).reservation == "v2-conductor:9:1-ffff"
@@ -416,3 +417,88 @@ def test_a_failed_v3_step_leaves_the_v2_database_as_it_was(
     assert layout(v2_url) == shape  # no conductors table left behind
     assert _everything(v2_url) == before
     assert schema_version(v2_url) == 2
+
+
+# -- version 4: node history -------------------------------------------------------------------
+
+V3_NODE = "66666666-6666-4666-8666-666666666666"
+V3_CONDUCTOR = CONDUCTOR._replace(holder="host-b:7:1-eeee", hostname="host-b")
+
+
+def history_entry(node_uuid: str, minutes: int, event: str) -> HistoryEntry:
+    return HistoryEntry(
+        uuid=f"aaaaaaaa-aaaa-4aaa-8aaa-{minutes:012d}",
+        node_uuid=node_uuid,
+        created_at=T0 + timedelta(minutes=minutes),
+        severity="ERROR",
+        event_type="cleaning",
+        event=event,
+        conductor="host-b",
+        user=None,
+    )
+
+
+@pytest.fixture
+def v3_url(v1_url: str) -> str:
+    """A URL of a database in the v3 layout (today's main before history): nodes of v1, v2 and
+    v3, a reservation, heartbeats and a registered conductor."""
+    open_as_v2(v1_url)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delitem(MIGRATIONS, 3)
+        patch.setattr(sql, "SCHEMA_VERSION", 3)
+        with SQLStore(v1_url) as store:
+            store.create(Node(uuid=V3_NODE, name="made-by-v3", driver="ipmi"))
+            store.register_conductor(V3_CONDUCTOR)
+    assert schema_version(v1_url) == 3
+    return v1_url
+
+
+def _all_of_v3(url: str) -> dict[str, list[tuple[Any, ...]]]:
+    return {**_everything(url), "conductors": sorted(raw_rows(url, "SELECT * FROM conductors"))}
+
+
+def test_v3_database_is_upgraded_to_v4_losing_nothing(v3_url: str) -> None:
+    before = _all_of_v3(v3_url)
+    nodes = expected_nodes(v3_url)
+    assert {V2_NODE, V3_NODE, OLD_RICH} <= set(nodes)
+    with SQLStore(v3_url) as store:
+        assert schema_version(v3_url) == SCHEMA_VERSION == 4
+        assert _all_of_v3(v3_url) == before  # not a row or column of v3 changed
+        assert {uuid: store.get(uuid) for uuid in nodes} == nodes
+        assert store.list_conductors() == [V3_CONDUCTOR]
+        assert store.get(V2_NODE).reservation == "v2-conductor:9:1-ffff"
+        # History is there, empty for every old node, and works on them.
+        assert all(store.node_history(uuid) == [] for uuid in nodes)
+        node = store.get(OLD_RICH)
+        first, second = history_entry(OLD_RICH, 1, "first"), history_entry(OLD_RICH, 2, "second")
+        store.save(node, history=[first, second])
+        assert store.node_history(OLD_RICH) == [first, second]
+    with SQLStore(v3_url) as again:  # and it stays
+        assert again.node_history(OLD_RICH) == [first, second]
+        assert again.get(OLD_RICH).version == nodes[OLD_RICH].version + 1
+
+
+def test_v1_database_gets_history_too(v1_url: str) -> None:
+    with SQLStore(v1_url) as store:
+        entry = history_entry(BUSY, 5, "from the first release")
+        store.add_history([entry])
+        assert store.node_history(BUSY) == [entry]
+        store.delete(BUSY)
+        assert store.node_history(BUSY) == []
+        assert raw_rows(v1_url, "SELECT COUNT(*) FROM node_history") == [(0,)]
+
+
+def test_a_failed_v4_step_leaves_the_v3_database_as_it_was(
+    v3_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(store: SQLStore, conn: Any) -> None:
+        raise RuntimeError("disk on fire")
+
+    step = MIGRATIONS[3]
+    monkeypatch.setitem(MIGRATIONS, 3, lambda timestamp: [*step(timestamp), broken])
+    before, shape = _all_of_v3(v3_url), layout(v3_url)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        SQLStore(v3_url)
+    assert layout(v3_url) == shape  # no history tables left behind
+    assert _all_of_v3(v3_url) == before
+    assert schema_version(v3_url) == 3

@@ -3,6 +3,10 @@
 Two protocols, so that stores written for the first release keep working:
 
 * :class:`Store`: the nine methods the conductor has always needed.
+* :class:`HistoryStore`: a store that keeps node history, written in the
+  same transaction as the save that caused it (:func:`save_with_history`).
+  A store without it still works: history is then skipped, never written
+  apart from its change (see :func:`save_with_history`).
 * :class:`ScanningStore`: a :class:`Store` whose ``list`` pages and sorts
   (``limit``, ``marker``, ``sort_key``, ``sort_dir``) and that answers the
   periodic scans from indexed columns: :meth:`~ScanningStore.reserved`
@@ -34,6 +38,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, runtime_checkable
 
 from ironic_fsm.exceptions import InvalidParameterValue, NodeLocked, NodeNotFound
+from ironic_fsm.history import HistoryEntry, check_entry
 from ironic_fsm.node import (
     NODE_FIELDS,
     Node,
@@ -50,6 +55,7 @@ __all__ = [
     "SORT_KEYS",
     "ConductorRecord",
     "ConductorRegistry",
+    "HistoryStore",
     "ListScans",
     "Reserved",
     "ScanningStore",
@@ -61,6 +67,7 @@ __all__ = [
     "conductor_order",
     "duplicate_name",
     "duplicate_uuid",
+    "check_history",
     "encode",
     "in_states",
     "list_page",
@@ -69,6 +76,7 @@ __all__ = [
     "normalize_filters",
     "not_found",
     "reserved",
+    "save_with_history",
     "snapshot",
     "sort_records",
     "wake_time",
@@ -242,6 +250,61 @@ class ConductorRegistry(Protocol):
 
     def list_conductors(self) -> builtins.list[ConductorRecord]:
         """Every registered conductor, by hostname, then start time, then holder."""
+
+
+@runtime_checkable
+class HistoryStore(Protocol):
+    """Node history kept beside the nodes: what a store adds for ``get_node_history``.
+
+    Both built-in stores have it. Its ``save`` takes ``history``: entries
+    written in the same transaction as the node (SQL) or under the same lock
+    (memory), so that a refused save writes none. Deleting a node deletes
+    its entries. Entries come back oldest first (``created_at``, then the
+    order they were written in).
+    """
+
+    def save(self, node: Node, *, history: Sequence[HistoryEntry] = ()) -> None:
+        """:meth:`Store.save`, plus ``history`` in the same transaction (all or nothing)."""
+
+    def add_history(self, entries: Sequence[HistoryEntry]) -> None:
+        """Write entries that go with no node change (a refused verb); unknown nodes: none."""
+
+    def node_history(self, node_uuid: str) -> builtins.list[HistoryEntry]:
+        """The node's entries, oldest first; ``[]`` for a node without any."""
+
+    def trim_history(self, max_entries: int, *, before: datetime | None, limit: int) -> int:
+        """Delete at most ``limit`` entries in one transaction; return how many went.
+
+        Only from nodes holding more than ``max_entries`` entries, their
+        oldest first, and only entries created before ``before`` (``None``:
+        any age). Found through a per-node count, so that a trim reads the
+        nodes over the limit and the entries it deletes, not the fleet.
+        """
+
+
+def check_history(entries: Sequence[HistoryEntry], node: Node | None = None) -> None:
+    """Refuse entries no store keeps (or that belong to another node than ``node``)."""
+    for entry in entries:
+        check_entry(entry)
+        if node is not None and entry.node_uuid != node.uuid:
+            raise InvalidParameterValue(
+                f"History entry {entry.uuid} is for node {entry.node_uuid}, not {node.uuid}",
+                node=node.uuid,
+                field="node_uuid",
+            )
+
+
+def save_with_history(store: Store, node: Node, history: Sequence[HistoryEntry]) -> None:
+    """Save ``node`` with its history entries on any store.
+
+    A :class:`HistoryStore` writes both in one transaction. Any other store
+    just saves the node, and the entries are dropped: written apart, they
+    could tell of a change that then failed to save.
+    """
+    if history and isinstance(store, HistoryStore):
+        store.save(node, history=history)
+    else:
+        store.save(node)
 
 
 def check_conductor(record: ConductorRecord) -> None:

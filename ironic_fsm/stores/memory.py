@@ -5,11 +5,12 @@ from __future__ import annotations
 import builtins
 import itertools
 import threading
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from datetime import datetime, timezone
 from typing import Any, Final
 
 from ironic_fsm.exceptions import ConcurrentUpdate
+from ironic_fsm.history import HistoryEntry
 from ironic_fsm.node import Node, Snapshot, thaw
 from ironic_fsm.stores.base import (
     SET,
@@ -18,6 +19,7 @@ from ironic_fsm.stores.base import (
     _scan_filters,
     bad_marker,
     check_conductor,
+    check_history,
     check_page,
     check_time,
     conductor_order,
@@ -124,6 +126,8 @@ class MemoryStore:
         self._names: dict[str, str] = {}
         self._holders: dict[str, datetime] = {}
         self._conductors: dict[str, ConductorRecord] = {}
+        #: Each node's history entries, in the order written (only nodes that have some).
+        self._history: dict[str, builtins.list[HistoryEntry]] = {}
         self._seq = itertools.count(1)
         self._lock = threading.Lock()
 
@@ -258,8 +262,11 @@ class MemoryStore:
             chosen.sort(key=lambda r: _oldest(r.wake, r.seq))
             return [r.node() for r in chosen[:limit]]
 
-    def save(self, node: Node) -> None:
+    def save(self, node: Node, *, history: Sequence[HistoryEntry] = ()) -> None:
+        """Write ``node`` if its version is current, and ``history`` under the same lock."""
         data = snapshot(node)  # first: a node that cannot be stored changes nothing
+        if history:
+            check_history(history, node)
         with self._lock:
             current = self._nodes.get(node.uuid)
             if current is None:
@@ -281,6 +288,8 @@ class MemoryStore:
                     self._names[node.name] = node.uuid
             created = node.created_at or current.created_at
             self._nodes[node.uuid] = _Record(node, data, node.version + 1, current.seq, created)
+            if history:
+                self._history.setdefault(node.uuid, []).extend(history)
             node.version += 1
 
     def delete(self, ident: str) -> None:
@@ -289,6 +298,47 @@ class MemoryStore:
             record = self._nodes.pop(uuid)
             if record.name is not None:
                 self._names.pop(record.name, None)
+            self._history.pop(uuid, None)
+
+    # -- node history (see HistoryStore) -------------------------------------------------
+
+    def add_history(self, entries: Sequence[HistoryEntry]) -> None:
+        check_history(entries)
+        with self._lock:
+            for entry in entries:
+                if entry.node_uuid in self._nodes:
+                    self._history.setdefault(entry.node_uuid, []).append(entry)
+
+    def node_history(self, node_uuid: str) -> builtins.list[HistoryEntry]:
+        with self._lock:
+            entries = list(self._history.get(node_uuid, ()))
+        entries.sort(key=lambda e: e.created_at.astimezone(_UTC))  # stable: ties as written
+        return entries
+
+    def trim_history(self, max_entries: int, *, before: datetime | None, limit: int) -> int:
+        """See :meth:`HistoryStore.trim_history`; reads the nodes that have history."""
+        if before is not None:
+            check_time(before, "before")
+        deleted = 0
+        with self._lock:
+            for uuid, entries in self._history.items():
+                excess = len(entries) - max_entries
+                if excess <= 0:
+                    continue
+                if deleted >= limit:
+                    break
+                ordered = sorted(
+                    range(len(entries)), key=lambda i: entries[i].created_at.astimezone(_UTC)
+                )
+                doomed = set()
+                for i in ordered[: min(excess, limit - deleted)]:
+                    if before is not None and entries[i].created_at >= before:
+                        break
+                    doomed.add(i)
+                if doomed:
+                    self._history[uuid] = [e for i, e in enumerate(entries) if i not in doomed]
+                    deleted += len(doomed)
+        return deleted
 
     def reserve(self, ident: str, holder: str) -> Node:
         with self._lock:

@@ -20,7 +20,7 @@ fleet needs next live anyway (``FOR UPDATE SKIP LOCKED``, advisory locks,
 connections, timestamps and the one mapping of driver errors per database;
 this module holds the statements and the Store semantics.
 
-Layout (schema version 3; a database of an earlier version is upgraded in
+Layout (schema version 4; a database of an earlier version is upgraded in
 place when opened, see "Migrations" below):
 
 * ``nodes``: one row per node. ``data`` holds
@@ -41,6 +41,14 @@ place when opened, see "Migrations" below):
   keyed by its holder token: ``hostname``, ``conductor_group``,
   ``hardware_types`` (a JSON list), ``online`` (False once it stopped
   cleanly), ``started_at`` and ``updated_at`` (its last heartbeat).
+* ``node_history`` (version 4): one row per history entry (Ironic's
+  fields; ``user`` is the column ``username``, a reserved word in
+  PostgreSQL), indexed on ``(node_uuid, created_at, seq)``; ``seq`` orders
+  entries of one instant as they were written.
+* ``node_history_counts`` (version 4): per node, how many entries it has
+  and the last ``seq`` given, kept in the transaction that writes or
+  deletes entries; indexed on the count, so that the periodic trim finds
+  the nodes over the limit without reading the others.
 * ``ironic_fsm_schema``: one row with the schema version.
 
 Indexes: one per sort key, on ``(key, seq, uuid)``, so that a page after a
@@ -97,6 +105,7 @@ from ironic_fsm.exceptions import (
     IronicFSMError,
     MissingDependency,
 )
+from ironic_fsm.history import HistoryEntry
 from ironic_fsm.node import Node
 from ironic_fsm.stores.base import (
     NULLABLE_SORT_KEYS,
@@ -106,6 +115,7 @@ from ironic_fsm.stores.base import (
     _scan_filters,
     bad_marker,
     check_conductor,
+    check_history,
     check_page,
     check_time,
     conductor_order,
@@ -166,6 +176,11 @@ _WRITTEN_CAP: Final = 50_000
 _UTC: Final = timezone.utc
 #: Earlier than any time a conductor records.
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=_UTC)
+#: Later than any time a conductor records (a trim without a minimum age).
+_END: Final = datetime(9999, 12, 31, tzinfo=_UTC)
+_HISTORY_FIELDS: Final = (
+    "uuid, node_uuid, created_at, severity, event_type, event, conductor, username"
+)
 _LOG: Final = logging.getLogger(__name__)
 
 
@@ -265,6 +280,32 @@ def _v3_ddl(timestamp: str) -> list[str]:
     ]
 
 
+def _v4_ddl(timestamp: str) -> list[str]:
+    """Schema 4: node history, and a per-node count that lets the trim skip the others."""
+    return [
+        "CREATE TABLE node_history (\n"
+        "\tuuid VARCHAR(36) NOT NULL, \n"
+        "\tnode_uuid VARCHAR(36) NOT NULL, \n"
+        f"\tcreated_at {timestamp} NOT NULL, \n"
+        "\tseq BIGINT NOT NULL, \n"
+        "\tseverity VARCHAR(16) NOT NULL, \n"
+        "\tevent_type VARCHAR(255) NOT NULL, \n"
+        "\tevent TEXT NOT NULL, \n"
+        "\tconductor VARCHAR(255), \n"
+        "\tusername VARCHAR(64), \n"
+        "\tPRIMARY KEY (uuid)\n"
+        ")",
+        "CREATE INDEX node_history_node_idx ON node_history (node_uuid, created_at, seq)",
+        "CREATE TABLE node_history_counts (\n"
+        "\tnode_uuid VARCHAR(36) NOT NULL, \n"
+        "\tentries INTEGER NOT NULL, \n"
+        "\tlast_seq BIGINT NOT NULL, \n"
+        "\tPRIMARY KEY (node_uuid)\n"
+        ")",
+        "CREATE INDEX node_history_counts_entries_idx ON node_history_counts (entries)",
+    ]
+
+
 #: One schema step: DDL (given the dialect's timestamp type) or a function of the store
 #: and the connection, run in order.
 _Step = str | Callable[["SQLStore", Any], None]
@@ -273,6 +314,7 @@ _Step = str | Callable[["SQLStore", Any], None]
 MIGRATIONS: Final[dict[int, Callable[[str], builtins.list[_Step]]]] = {
     1: lambda timestamp: [*_v2_ddl(timestamp), _v2_fill],
     2: lambda timestamp: [*_v3_ddl(timestamp)],
+    3: lambda timestamp: [*_v4_ddl(timestamp)],
 }
 
 #: The schema version this code writes and understands.
@@ -572,6 +614,37 @@ class SQLStore:
             f"SELECT uuid, reservation, updated_at, seq FROM nodes"
             f"{self._index_hint('nodes_reservation_idx')} WHERE reservation >= ''"
         )
+        self._q_history_count = (
+            "INSERT INTO node_history_counts (node_uuid, entries, last_seq) "
+            f"VALUES ({q}, {q}, {q}) ON CONFLICT (node_uuid) DO UPDATE SET "
+            "entries = node_history_counts.entries + excluded.entries, "
+            "last_seq = node_history_counts.last_seq + excluded.last_seq"
+        )
+        if self._db.returning:
+            self._q_history_count += " RETURNING last_seq"
+        self._q_history_last = f"SELECT last_seq FROM node_history_counts WHERE node_uuid = {q}"
+        self._q_history_insert = (
+            "INSERT INTO node_history (uuid, node_uuid, created_at, seq, severity, event_type, "
+            f"event, conductor, username) VALUES ({q}, {q}, {q}, {q}, {q}, {q}, {q}, {q}, {q})"
+        )
+        self._q_history = (
+            f"SELECT {_HISTORY_FIELDS} FROM node_history WHERE node_uuid = {q} "
+            "ORDER BY created_at, seq"
+        )
+        self._q_history_over = (
+            "SELECT node_uuid, entries FROM node_history_counts"
+            f"{self._index_hint('node_history_counts_entries_idx')} WHERE entries > {q}"
+        )
+        self._q_history_trim = (
+            "DELETE FROM node_history WHERE uuid IN (SELECT uuid FROM node_history "
+            f"WHERE node_uuid = {q} AND created_at < {q} ORDER BY created_at, seq LIMIT {q})"
+        )
+        self._q_history_uncount = (
+            f"UPDATE node_history_counts SET entries = entries - {q} WHERE node_uuid = {q}"
+        )
+        self._q_history_drop = f"DELETE FROM node_history WHERE node_uuid = {q}"
+        self._q_history_drop_count = f"DELETE FROM node_history_counts WHERE node_uuid = {q}"
+        self._q_uuid_of_name = f"SELECT uuid FROM nodes WHERE name = {q}"
         self._q = q
 
     def _prepare_schema(self) -> None:
@@ -922,10 +995,11 @@ class SQLStore:
         rows.sort(key=lambda r: (r[0] is None, r[0] if r[0] is not None else "", r[1], r[2]))
         return [_to_node(r[3], r[4], r[5]) for r in rows[:limit]]
 
-    def save(self, node: Node) -> None:
+    def save(self, node: Node, *, history: Sequence[HistoryEntry] = ()) -> None:
         """Write ``node`` if its version is current; bump ``node.version`` in place.
 
         All or nothing: every value is checked before the one ``UPDATE``.
+        ``history`` is written in the same transaction, only if the node is.
 
         Raises:
             ConcurrentUpdate: the stored version differs (nothing written).
@@ -934,16 +1008,22 @@ class SQLStore:
                 cannot be stored (the message names the field).
         """
         data, values = self._row(node)
+        if history:
+            check_history(history, node)
         new_version = node.version + 1
         sql, params = self._save_statement(node, values)
         params.extend((new_version, data, node.uuid, node.version))
         if self._echo:
             self._log(sql)
         rows: list[Any] = []
-        with self._db.connection(node) as conn:
+        # One autocommit statement on the hot path; a transaction only with history.
+        opened = self._db.transaction(node) if history else self._db.connection(node)
+        with opened as conn:
             written = conn.execute(sql, params).rowcount
             if written == 0:
                 rows = conn.execute(self._q_version, (node.uuid,)).fetchall()
+            elif history:
+                self._write_history(conn, history)
         if written == 0:
             if not rows:
                 raise not_found(node.uuid)
@@ -999,15 +1079,115 @@ class SQLStore:
         return sql, [values[i] for i in changed]
 
     def delete(self, ident: str) -> None:
-        """Remove the node with this UUID (or else this name); :class:`NodeNotFound` if none."""
+        """Remove the node with this UUID (or else this name) and its history, at once.
+
+        Raises :class:`NodeNotFound` if none.
+        """
         if "\x00" in ident:
             raise not_found(ident)
         self._written.pop(ident, None)
-        with self._db.connection() as conn:
+        with self._db.transaction() as conn:
+            uuid = ident
             if conn.execute(self._q_delete, (ident,)).rowcount == 0:
-                if conn.execute(self._q_delete_by_name, (ident,)).rowcount == 0:
+                found = conn.execute(self._q_uuid_of_name, (ident,)).fetchall()
+                if not found:
                     raise not_found(ident)
-                self._written.clear()  # deleted by name: its uuid is unknown here
+                uuid = found[0][0]
+                conn.execute(self._q_delete, (uuid,))
+                self._written.pop(uuid, None)
+            conn.execute(self._q_history_drop, (uuid,))
+            conn.execute(self._q_history_drop_count, (uuid,))
+
+    # -- node history (see HistoryStore) -----------------------------------------------------
+
+    def _write_history(self, conn: Any, entries: Sequence[HistoryEntry]) -> None:
+        """Insert ``entries`` and count them per node, in the caller's transaction."""
+        by_node: dict[str, builtins.list[HistoryEntry]] = {}
+        for entry in entries:
+            by_node.setdefault(entry.node_uuid, []).append(entry)
+        bind = self._db.bind_time
+        for node_uuid, group in by_node.items():
+            n = len(group)
+            if self._db.returning:
+                last = conn.execute(self._q_history_count, (node_uuid, n, n)).fetchall()[0][0]
+            else:  # the write lock is held: nobody moves last_seq meanwhile
+                conn.execute(self._q_history_count, (node_uuid, n, n))
+                last = conn.execute(self._q_history_last, (node_uuid,)).fetchall()[0][0]
+            first = int(last) - n + 1
+            rows = [
+                (
+                    e.uuid,
+                    e.node_uuid,
+                    bind(e.created_at),
+                    first + i,
+                    e.severity,
+                    e.event_type,
+                    e.event,
+                    e.conductor,
+                    e.user,
+                )
+                for i, e in enumerate(group)
+            ]
+            self._execute_many(conn, self._q_history_insert, rows)
+
+    def add_history(self, entries: Sequence[HistoryEntry]) -> None:
+        """Write entries that go with no node change, in one transaction; unknown nodes: none."""
+        check_history(entries)
+        if not entries:
+            return
+        with self._db.transaction() as conn:
+            known = {
+                uuid
+                for uuid in {e.node_uuid for e in entries}
+                if conn.execute(self._q_uuid_exists, (uuid,)).fetchall()
+            }
+            kept = [e for e in entries if e.node_uuid in known]
+            if kept:
+                self._write_history(conn, kept)
+
+    def node_history(self, node_uuid: str) -> builtins.list[HistoryEntry]:
+        """The node's entries, oldest first: one range of the ``(node_uuid, created_at)`` index."""
+        if not isinstance(node_uuid, str) or "\x00" in node_uuid:
+            return []
+        with self._db.connection() as conn:
+            rows = conn.execute(self._q_history, (node_uuid,)).fetchall()
+        read = self._db.read_time
+        return [
+            HistoryEntry(
+                uuid=uuid,
+                node_uuid=node,
+                created_at=read(created),
+                severity=severity,
+                event_type=event_type,
+                event=event,
+                conductor=conductor,
+                user=user,
+            )
+            for uuid, node, created, severity, event_type, event, conductor, user in rows
+        ]
+
+    def trim_history(self, max_entries: int, *, before: datetime | None, limit: int) -> int:
+        """Delete at most ``limit`` of the oldest entries beyond ``max_entries`` per node.
+
+        One transaction. Reads only the nodes over the limit (a range of the
+        count index) and, per node, the entries it deletes (a range of
+        ``(node_uuid, created_at, seq)``): the fleet's size does not count.
+        """
+        if before is not None:
+            check_time(before, "before")
+        cutoff = self._db.bind_time(before or _END)
+        deleted = 0
+        with self._db.transaction() as conn:
+            over = conn.execute(self._q_history_over, (max_entries,)).fetchall()
+            for node_uuid, entries in over:
+                if deleted >= limit:
+                    break
+                wanted = min(int(entries) - max_entries, limit - deleted)
+                gone = conn.execute(self._q_history_trim, (node_uuid, cutoff, wanted)).rowcount
+                if gone:
+                    conn.execute(self._q_history_uncount, (gone, node_uuid))
+                    deleted += gone
+        return deleted
 
     def reserve(self, ident: str, holder: str) -> Node:
         """Atomically set ``reservation = holder`` if the node is free; nothing else changes.

@@ -1,0 +1,134 @@
+"""Node history: what happened to a node, as Ironic's node history records it.
+
+An operator's loop asks "what happened to this node?": the answer must
+outlive ``last_error``, which the next attempt clears. The conductor
+writes a :class:`HistoryEntry` in the same store transaction as the node
+change that caused it, so the history never tells of a change the store
+does not hold (see ``Conductor.get_node_history``).
+"""
+
+from __future__ import annotations
+
+import uuid as _uuid
+from datetime import datetime
+from typing import Final
+
+import attrs
+
+from ironic_fsm.exceptions import InvalidParameterValue
+
+__all__ = [
+    "CLEANING",
+    "CONDUCTOR",
+    "DEPLOYING",
+    "ERROR",
+    "INFO",
+    "INSPECTING",
+    "MAINTENANCE",
+    "POWER",
+    "PROVISIONING",
+    "RESCUING",
+    "SERVICING",
+    "SEVERITIES",
+    "WARNING",
+    "HistoryEntry",
+    "check_entry",
+    "new_entry",
+]
+
+INFO: Final = "INFO"
+WARNING: Final = "WARNING"
+ERROR: Final = "ERROR"
+#: Ironic's severities, mildest first.
+SEVERITIES: Final = (INFO, WARNING, ERROR)
+
+# Ironic's event types (``ironic.common.states`` history types).
+PROVISIONING: Final = "provisioning"
+CLEANING: Final = "cleaning"
+DEPLOYING: Final = "deploying"
+SERVICING: Final = "servicing"
+INSPECTING: Final = "inspecting"
+RESCUING: Final = "rescuing"
+POWER: Final = "power"
+MAINTENANCE: Final = "maintenance"
+CONDUCTOR: Final = "conductor"
+
+#: Longest text of the bounded fields (Ironic's column widths).
+_WIDTHS: Final = {"event_type": 255, "conductor": 255, "user": 64}
+
+
+@attrs.frozen(kw_only=True)
+class HistoryEntry:
+    """One event in a node's history (Ironic's ``node_history`` row)."""
+
+    #: The entry's own identifier (``node history get NODE UUID``).
+    uuid: str
+    #: The node the entry belongs to; deleting the node deletes its entries.
+    node_uuid: str
+    #: When it happened: an aware datetime from the conductor's clock.
+    created_at: datetime
+    #: ``INFO``, ``WARNING`` or ``ERROR``.
+    severity: str
+    #: What kind of event: ``provisioning``, ``cleaning``, ``maintenance``, ...
+    event_type: str
+    #: What happened, in words, scrubbed of secrets.
+    event: str
+    #: The host of the conductor that recorded it, if any.
+    conductor: str | None = None
+    #: Who asked for it, when known.
+    user: str | None = None
+
+
+def new_entry(
+    node_uuid: str,
+    created_at: datetime,
+    severity: str,
+    event_type: str,
+    event: str,
+    *,
+    conductor: str | None = None,
+    user: str | None = None,
+) -> HistoryEntry:
+    """A new entry with a fresh UUID, checked (see :func:`check_entry`)."""
+    entry = HistoryEntry(
+        uuid=str(_uuid.uuid4()),
+        node_uuid=node_uuid,
+        created_at=created_at,
+        severity=severity,
+        event_type=event_type,
+        event=event,
+        conductor=conductor,
+        user=user,
+    )
+    check_entry(entry)
+    return entry
+
+
+def check_entry(entry: HistoryEntry) -> None:
+    """Refuse, naming the field, an entry no store keeps: checked before anything is written."""
+
+    def refuse(field: str, why: str) -> InvalidParameterValue:
+        return InvalidParameterValue(
+            f"History entry {entry.uuid!r} of node {entry.node_uuid!r}: {field} {why}",
+            field=field,
+        )
+
+    if not isinstance(entry, HistoryEntry):
+        raise InvalidParameterValue(f"Not a HistoryEntry: {type(entry).__name__}")
+    for field in ("uuid", "node_uuid"):
+        value = getattr(entry, field)
+        if not isinstance(value, str) or not value or len(value) > 36 or "\x00" in value:
+            raise refuse(field, "must be a UUID")
+    if entry.severity not in SEVERITIES:
+        raise refuse("severity", f"must be one of {', '.join(SEVERITIES)}")
+    if not isinstance(entry.event, str) or "\x00" in entry.event:
+        raise refuse("event", "must be text without NUL")
+    for field, width in _WIDTHS.items():
+        value = getattr(entry, field)
+        if value is None and field != "event_type":
+            continue
+        if not isinstance(value, str) or len(value) > width or "\x00" in value:
+            raise refuse(field, f"must be text of at most {width} characters without NUL")
+    created = entry.created_at
+    if not isinstance(created, datetime) or created.utcoffset() is None:
+        raise refuse("created_at", "must be a timezone-aware datetime")
