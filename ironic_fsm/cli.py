@@ -1051,7 +1051,7 @@ def _cmd_apply(args: argparse.Namespace) -> int:
                 return 0
             return _apply(args, conductor, fleet)
     except fleetfile.FleetFileError as exc:
-        errors: list[str] = getattr(exc, "errors", [])
+        errors = exc.errors
         _error(f"{source}: {len(errors)} problem(s) in the fleet file; nothing was changed")
         for line in errors:
             print(f"  {_one_line(line)}", file=sys.stderr)

@@ -108,6 +108,8 @@ BAD_RESULTS: Final = frozenset({FAILED, BLOCKED, ERROR})
 class FleetFileError(InvalidParameterValue):
     """The fleet file has problems; ``errors`` lists every one as ``path: message``."""
 
+    errors: list[str]
+
 
 # -- loading --------------------------------------------------------------------------------
 

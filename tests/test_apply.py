@@ -65,7 +65,7 @@ def stored(db: Path) -> dict[str, Any]:
     """Every node in the database by name (secrets unmasked: what the store holds)."""
     store = SQLStore(f"sqlite:///{db}")
     try:
-        return {node.name: node for node in Conductor(store=store).list_nodes()}
+        return {str(node.name): node for node in Conductor(store=store).list_nodes()}
     finally:
         store.close()
 
@@ -216,7 +216,7 @@ def test_dry_run_prints_the_plan_and_changes_nothing(run: Run, db: Path, tmp_pat
     for name in ("same", "differs", "outsider"):
         assert run("node", "create", "--name", name, "--property", "cpus=4").code == 0
     assert run("node", "manage", "differs").code == 0
-    nodes = [
+    nodes: list[dict[str, Any]] = [
         {"name": "new", "driver": "fake-hardware", "wanted": "active"},
         {"name": "same", "driver": "fake-hardware", "properties": {"cpus": "4"}},
         {
@@ -253,8 +253,13 @@ def test_fake_fleet_to_active_then_available_with_updates_and_retirement(
     run: Run, db: Path, tmp_path: Path
 ) -> None:
     assert run("node", "create", "--name", "outsider").code == 0
-    web = {"name": "web", "driver": "fake-hardware", "traits": ["CUSTOM_A"], "wanted": "active"}
-    spare = {"name": "spare", "driver": "fake-hardware", "wanted": "available"}
+    web: dict[str, Any] = {
+        "name": "web",
+        "driver": "fake-hardware",
+        "traits": ["CUSTOM_A"],
+        "wanted": "active",
+    }
+    spare: dict[str, Any] = {"name": "spare", "driver": "fake-hardware", "wanted": "available"}
     path = tmp_path / "fleet.yaml"
 
     # One round without --wait: one verb per node.
@@ -301,7 +306,7 @@ def test_fake_fleet_to_active_then_available_with_updates_and_retirement(
 def test_failure_state_exits_1_with_the_summary(run: Run, db: Path, tmp_path: Path) -> None:
     # raid.create_configuration without a target RAID config fails the deploy.
     steps = [{"interface": "raid", "step": "create_configuration", "priority": 90}]
-    nodes = [
+    nodes: list[dict[str, Any]] = [
         {"name": "bad", "driver": "fake-hardware", "deploy_steps": steps, "wanted": "active"},
         {"name": "fine", "driver": "fake-hardware", "wanted": "active"},
     ]
