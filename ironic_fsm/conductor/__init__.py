@@ -19,8 +19,9 @@ The package's modules, each importing only those listed before it (see
 step engine and its per-phase table), ``flows`` (what each verb sets off),
 ``nodes`` (records and power), ``verbs`` (``do_provisioning_action``),
 ``recovery`` (liveness, take-over, timeouts), ``reconcile`` (one verb toward
-a wanted state) and ``fleet`` (the conductor registry: register, heartbeat,
-``list_conductors``). :class:`Conductor` joins them.
+a wanted state), ``fleet`` (the conductor registry: register, heartbeat,
+``list_conductors``) and ``history`` (node history: read, trim).
+:class:`Conductor` joins them.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from datetime import datetime
 from ironic_fsm.conductor import runtime as _runtime
 from ironic_fsm.conductor.common import process_start, utcnow
 from ironic_fsm.conductor.fleet import Fleet
+from ironic_fsm.conductor.history import History
 from ironic_fsm.conductor.nodes import Nodes
 from ironic_fsm.conductor.reconcile import Reconcile
 from ironic_fsm.conductor.recovery import Recovery
@@ -50,7 +52,7 @@ __all__ = ["Conductor", "Guard", "Listener"]
 Listener = _runtime.Listener
 
 
-class Conductor(Fleet, Reconcile, Verbs, Recovery, Nodes):
+class Conductor(Fleet, History, Reconcile, Verbs, Recovery, Nodes):
     """Drives nodes through Ironic's lifecycle.
 
     Args:

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 import attrs
 
+from ironic_fsm import history as h
 from ironic_fsm import states as s
 from ironic_fsm.conductor.common import check_ident, describe_exc, scrub_node, shown
 from ironic_fsm.conductor.plans import Plans
@@ -310,6 +311,12 @@ class StepEngine(Plans):
             node.maintenance = True
             node.fault = phase.fault
             node.maintenance_reason = node.maintenance_reason or message
+            self._record(
+                job,
+                h.ERROR,
+                h.MAINTENANCE,
+                f"Node {node.uuid} put in maintenance with fault {phase.fault!r}: {message}",
+            )
         if phase.prepared_key is None or info.pop(phase.prepared_key, False):
             try:
                 getattr(job.driver.deploy, phase.cleanup)(job.task)

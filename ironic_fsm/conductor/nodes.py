@@ -12,6 +12,7 @@ from typing import Any, Final
 
 import attrs
 
+from ironic_fsm import history as h
 from ironic_fsm import states as s
 from ironic_fsm.conductor.common import check_ident, shown
 from ironic_fsm.conductor.runtime import Job, Runtime, wrong_state
@@ -234,10 +235,34 @@ class Nodes(Runtime):
         driver = self._check_update(node, fields)
         if driver is not None:
             job.task.driver = driver
+        was_maintenance, was_retired, fault = node.maintenance, node.retired, node.fault
         if fields.get("maintenance") is False:
             node.fault = None
         for key, value in fields.items():
             setattr(node, key, value)
+        self._record_flags(job, was_maintenance, was_retired, fault)
+
+    def _record_flags(
+        self, job: Job, was_maintenance: bool, was_retired: bool, fault: str | None
+    ) -> None:
+        """History of an update: maintenance set or unset and why, retirement."""
+        node = job.node
+        if node.maintenance != was_maintenance:
+            if node.maintenance:
+                why = node.maintenance_reason or "no reason given"
+                text = f"Maintenance mode set on node {node.uuid}: {why}"
+            else:
+                text = f"Maintenance mode unset on node {node.uuid}"
+                if fault is not None:
+                    text += f" (fault {fault!r} cleared)"
+            self._record(job, h.INFO, h.MAINTENANCE, text)
+        if node.retired != was_retired:
+            if node.retired:
+                why = node.retired_reason or "no reason given"
+                text = f"Node {node.uuid} retired: {why}"
+            else:
+                text = f"Node {node.uuid} is no longer retired"
+            self._record(job, h.INFO, h.PROVISIONING, text)
 
     def delete_node(self, ident: str) -> None:
         """Remove a node record; allowed in manageable, enroll, adopt failed (and available).

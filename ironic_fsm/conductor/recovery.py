@@ -14,6 +14,7 @@ import functools
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 
+from ironic_fsm import history as h
 from ironic_fsm import states as s
 from ironic_fsm.conductor.common import process_alive, shown, wait_is_over
 from ironic_fsm.conductor.engine import PHASE_BY_STATE, PhaseInfo
@@ -110,6 +111,13 @@ class Recovery(Flows):
             self.store.release(uuid, holder)
             try:
                 with self._reserved(uuid) as job:
+                    self._record(
+                        job,
+                        h.WARNING,
+                        h.CONDUCTOR,
+                        f"Conductor {self.config.host} took node {uuid} over from "
+                        f"{holder}, which is gone, in {node.provision_state!r}",
+                    )
                     self._spawn(job, self._resume)
             except IronicFSMError as exc:
                 LOG.info("Node %s: not taken over: %s", uuid, exc)

@@ -8,6 +8,9 @@ been handed over). Drivers never see the bookkeeping.
 The rule the runtime keeps: events are announced only after the save that
 records them (:meth:`Runtime._checkpoint`), and a refused request drops
 its in-memory changes and releases the node unsaved (:meth:`Runtime._reserved`).
+Node history goes the same way: :meth:`Runtime._record` notes an entry on
+the job, and the next checkpoint writes it in the same store transaction as
+the node (:func:`~ironic_fsm.stores.base.save_with_history`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import attrs
 
+from ironic_fsm import history as h
 from ironic_fsm import states as s
 from ironic_fsm.conductor.common import check_ident, describe_exc, driver_error, scrub_node
 from ironic_fsm.conductor.registry import HardwareRegistry
@@ -38,6 +42,7 @@ from ironic_fsm.machine import Lifecycle
 from ironic_fsm.masking import mask_secrets
 from ironic_fsm.node import Node
 from ironic_fsm.stores import Store
+from ironic_fsm.stores.base import HistoryStore, save_with_history
 from ironic_fsm.task import Task
 
 __all__ = [
@@ -62,6 +67,16 @@ class Executor(Protocol):
 
 UNSET: Final[Any] = object()
 
+#: The history event type of a failure, by the failure state it leads to (else provisioning).
+_FAILURE_TYPES: Final = {
+    s.CLEANFAIL: h.CLEANING,
+    s.DEPLOYFAIL: h.DEPLOYING,
+    s.SERVICEFAIL: h.SERVICING,
+    s.INSPECTFAIL: h.INSPECTING,
+    s.RESCUEFAIL: h.RESCUING,
+    s.UNRESCUEFAIL: h.RESCUING,
+}
+
 
 class Job:
     """One reserved node at work: the task drivers get, and the conductor's notes on it.
@@ -69,12 +84,15 @@ class Job:
     A plain slotted class: one is made per request, on the hot path.
     """
 
-    __slots__ = ("detached", "events", "task")
+    __slots__ = ("detached", "events", "history", "task")
 
     def __init__(self, task: Task) -> None:
         self.task = task
         #: Events waiting for the save that records them.
         self.events: list[Event] = []
+        #: History waiting for the save that records it: (severity, event type, text or
+        #: ``None`` for the node's ``last_error`` as saved, user).
+        self.history: list[tuple[str, str, str | None, str | None]] = []
         #: The reservation went elsewhere (a background worker) or the node is gone.
         self.detached = False
 
@@ -173,12 +191,96 @@ class Runtime:
             if node.maintenance_reason:
                 node.maintenance_reason = scrub_node(node, node.maintenance_reason)
         node.check_types()
-        self.store.save(node)
+        if job.history:
+            entries = self._history_entries(node, job.history)
+            save_with_history(self.store, node, entries)
+            job.history = []
+        else:
+            self.store.save(node)
         pending = job.events
         if pending:
             job.events = []
             for event in pending:
                 self._emit(event)
+
+    # -- node history -------------------------------------------------------------------
+
+    def _record(
+        self,
+        job: Job,
+        severity: str,
+        event_type: str,
+        event: str | None,
+        *,
+        user: str | None = None,
+    ) -> None:
+        """Note a history entry; the next checkpoint writes it with the node, or not at all.
+
+        ``event`` ``None`` stands for the node's ``last_error`` as that save
+        records it. Nothing is noted when ``node_history`` is off. The
+        periodic power sync records a discrepancy through
+        :meth:`_record_power_discrepancy`.
+        """
+        if self.config.node_history:
+            job.history.append((severity, event_type, event, user))
+
+    def _record_now(
+        self, node: Node, severity: str, event_type: str, event: str, *, user: str | None = None
+    ) -> None:
+        """Write an entry that goes with no node change (a refused verb), at once.
+
+        Never raises: a request refused for its own reason must not fail
+        for its history instead.
+        """
+        if not self.config.node_history or not isinstance(self.store, HistoryStore):
+            return
+        try:
+            self.store.add_history(
+                self._history_entries(node, [(severity, event_type, event, user)])
+            )
+        except Exception:
+            LOG.exception("Node %s: could not record history", node.uuid)
+
+    def _record_power_discrepancy(self, job: Job, found: str, *, forced: bool) -> None:
+        """For the power sync: the BMC reports ``found``, the record says otherwise.
+
+        Call it before changing the node (or in maintenance), then checkpoint.
+        """
+        node = job.node
+        action = (
+            f"the conductor sets it back to {node.power_state!r}"
+            if forced
+            else f"the record now says {found!r}"
+        )
+        self._record(
+            job,
+            h.WARNING,
+            h.POWER,
+            f"Power state sync: node {node.uuid} is {found!r} on its BMC but recorded as "
+            f"{node.power_state!r}; {action}",
+        )
+
+    def _history_entries(
+        self, node: Node, pending: list[tuple[str, str, str | None, str | None]]
+    ) -> list[h.HistoryEntry]:
+        now = self._now()
+        host = self.config.host
+        entries = []
+        for severity, event_type, text, user in pending:
+            if text is None:
+                text = node.last_error or f"Node {node.uuid} failed in {node.provision_state}"
+            entries.append(
+                h.new_entry(
+                    node.uuid,
+                    now,
+                    severity,
+                    event_type,
+                    scrub_node(node, text),
+                    conductor=host,
+                    user=user,
+                )
+            )
+        return entries
 
     def _process(
         self,
@@ -200,6 +302,8 @@ class Runtime:
         state = node.provision_state
         if event == s.FAIL_EVENT or state in s.FAILURE_STATES or state == s.ERROR:
             name = PROVISION_ERROR
+            # Text from last_error as the checkpoint saves it (often set after this).
+            self._record(job, h.ERROR, _FAILURE_TYPES.get(state, h.PROVISIONING), None)
         elif self.lifecycle.is_stable(state):
             name = PROVISION_END
         else:
@@ -332,6 +436,7 @@ class Runtime:
             except InvalidParameterValue:
                 job.node = self.store.get(job.node.uuid)  # still reserved by us
                 job.events = []  # they told of changes now dropped
+                job.history = []
             node = job.node
             message = scrub_node(
                 node,

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, NamedTuple, Protocol
 
 import attrs
 
+from ironic_fsm import history as h
 from ironic_fsm import states as s
 from ironic_fsm.conductor.common import check_ident, shown
 from ironic_fsm.conductor.engine import DEPLOY, PHASE_BY_STATE, SERVICE
@@ -243,13 +244,13 @@ class Verbs(Flows):
         for guard in self._guards:
             reason = guard(attrs.evolve(node), verb, event, new_state)
             if reason:
-                raise TransitionRejected(
+                message = (
                     f"Node {node.uuid}: {verb!r} ({node.provision_state} -> {new_state}) "
-                    f"rejected: {reason}",
-                    node=node.uuid,
-                    verb=verb,
-                    reason=reason,
+                    f"rejected: {reason}"
                 )
+                # The node stays as it was; only its history tells of the refusal.
+                self._record_now(node, h.WARNING, h.PROVISIONING, message)
+                raise TransitionRejected(message, node=node.uuid, verb=verb, reason=reason)
 
     def _precheck_verb(self, node: Node, request: Request, event: str) -> None:
         """The handlers' refusals that need no hardware, on an unlocked read.
