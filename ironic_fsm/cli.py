@@ -53,6 +53,7 @@ from ironic_fsm.node import NODE_FIELDS
 if TYPE_CHECKING:
     from ironic_fsm.conductor import Conductor
     from ironic_fsm.config import Config
+    from ironic_fsm.history import HistoryEntry
     from ironic_fsm.node import Node
 
 __all__ = ["CLIError", "default_db_path", "main", "resolve_db_url"]
@@ -953,6 +954,44 @@ def _cmd_clean_steps(args: argparse.Namespace) -> int:
     return 0
 
 
+#: ``node history list`` columns, as ``openstack baremetal node history list``; ``--long``
+#: adds the detail ones.
+_HISTORY_COLUMNS: Final = ("UUID", "Created At", "Severity", "Event")
+_HISTORY_LONG_COLUMNS: Final = (*_HISTORY_COLUMNS, "Event Type", "Conductor", "User")
+
+
+def _history_record(entry: HistoryEntry) -> dict[str, object]:
+    return {
+        "uuid": entry.uuid,
+        "created_at": entry.created_at.isoformat(),
+        "severity": entry.severity,
+        "event_type": entry.event_type,
+        "event": entry.event,
+        "conductor": entry.conductor,
+        "user": entry.user,
+    }
+
+
+def _cmd_history_list(args: argparse.Namespace) -> int:
+    with _open_conductor(args) as conductor:
+        entries = conductor.get_node_history(args.node)
+    rows: list[list[object]] = []
+    for entry in entries:
+        row: list[object] = [entry.uuid, entry.created_at.isoformat(), entry.severity, entry.event]
+        if args.long:
+            row += [entry.event_type, entry.conductor, entry.user]
+        rows.append(row)
+    emit_list(args, _HISTORY_LONG_COLUMNS if args.long else _HISTORY_COLUMNS, rows)
+    return 0
+
+
+def _cmd_history_get(args: argparse.Namespace) -> int:
+    with _open_conductor(args) as conductor:
+        entry = conductor.get_node_history_entry(args.node, args.event)
+    emit_one(args, _history_record(entry))
+    return 0
+
+
 # -- lifecycle commands -------------------------------------------------------------------
 
 
@@ -1461,6 +1500,35 @@ def _build_node(
     )
     _add_output(p, many=True)
     p.set_defaults(func=_cmd_clean_steps, parser=p)
+
+    history = sub.add_parser(
+        "history",
+        help="what happened to a node",
+        description="A node's history: failures, maintenance, takeovers, refused verbs.",
+    )
+    history_sub = history.add_subparsers(dest="history_command", metavar="COMMAND", required=True)
+    p = history_sub.add_parser(
+        "list",
+        parents=[common],
+        help="list a node's history, oldest first",
+        description="List a node's history entries, oldest first.",
+    )
+    _add_node_arg(p)
+    p.add_argument(
+        "--long", action="store_true", help="also show the event type, conductor and user"
+    )
+    _add_output(p, many=True)
+    p.set_defaults(func=_cmd_history_list, parser=p)
+    p = history_sub.add_parser(
+        "get",
+        parents=[common],
+        help="show one history entry",
+        description="Show one entry of a node's history, by its UUID.",
+    )
+    _add_node_arg(p)
+    p.add_argument("event", metavar="EVENT_UUID", help="the entry's UUID")
+    _add_output(p, many=False)
+    p.set_defaults(func=_cmd_history_get, parser=p)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -241,3 +241,67 @@ def test_trim_reads_the_nodes_over_the_limit_not_the_fleet(tmp_path: Path) -> No
     assert any("node_history_counts_entries_idx" in d for d in plan), plan
     assert any("node_history_node_idx" in d for d in plan), plan
     assert not any(d.startswith("SCAN") for d in plan), plan
+
+
+# -- the command line: node history list / get ---------------------------------------------------
+
+
+def test_cli_node_history_list_and_get(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from ironic_fsm import cli
+
+    monkeypatch.delenv(cli.DB_ENV, raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    db = str(tmp_path / "nodes.sqlite")
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = cli.main(["--db", db, *argv])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    assert run("node", "create", "--name", "n1")[0] == 0
+    assert run("node", "manage", "n1")[0] == 0
+    code, out, err = run("node", "history", "list", "n1", "-f", "json")
+    assert (code, json.loads(out)) == (0, []), err
+    reason = "disk swap"
+    assert run("node", "set", "n1", "--maintenance", "--maintenance-reason", reason)[0] == 0
+    assert run("node", "unset", "n1", "--maintenance")[0] == 0
+
+    code, out, err = run("node", "history", "list", "n1", "-f", "json")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert [list(row) for row in rows] == [["UUID", "Created At", "Severity", "Event"]] * 2
+    assert [row["Severity"] for row in rows] == ["INFO", "INFO"]
+    assert reason in rows[0]["Event"]
+    assert "unset" in rows[1]["Event"]
+
+    code, out, _ = run("node", "history", "list", "n1", "--long", "-f", "json")
+    assert [row["Event Type"] for row in json.loads(out)] == ["maintenance", "maintenance"]
+    code, out, _ = run("node", "history", "list", "n1", "-f", "value", "-c", "Severity")
+    assert out.split() == ["INFO", "INFO"]
+    code, out, _ = run("node", "history", "list", "n1")  # the table
+    assert "Created At" in out
+    assert rows[0]["UUID"] in out
+
+    code, out, err = run("node", "history", "get", "n1", rows[0]["UUID"], "-f", "json")
+    assert code == 0, err
+    got = json.loads(out)
+    assert got["uuid"] == rows[0]["UUID"]
+    assert got["event_type"] == "maintenance"
+    assert got["severity"] == "INFO"
+    assert reason in got["event"]
+    assert got["user"] is None
+    assert set(got) == {
+        "uuid", "created_at", "severity", "event_type", "event", "conductor", "user"
+    }  # fmt: skip
+
+    code, out, err = run("node", "history", "get", "n1", "no-such-entry")
+    assert code != 0
+    assert "no history entry" in err
+    code, out, err = run("node", "history", "list", "ghost")
+    assert code != 0
+    assert "ghost" in err
