@@ -26,6 +26,7 @@ from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import bench_apply
 import bench_bmc
 import bench_fleet
 import bench_import
@@ -45,6 +46,7 @@ BENCHMARKS: dict[str, ModuleType] = {
     "bmc": bench_bmc,
     "fleet": bench_fleet,
     "reconcile": bench_reconcile,
+    "apply": bench_apply,
 }
 
 
