@@ -22,7 +22,14 @@ bare commit scaled to each count.
 Ironic's own figures come from ``shared/bench/ironic_baseline/results.md``
 (same machine kind; Ironic is not installed here).
 
-Run alone: ``python benchmarks/bench_lifecycle.py [--quick]``.
+Node history (issue 12), side by side: the same lifecycles with
+``node_history`` on and off, in one process, interleaved pass by pass
+(:func:`history_pair`). A successful lifecycle records nothing; the second
+workload fails automated cleaning once (a fault, maintenance: two entries),
+unsets maintenance (one entry), and then goes round successfully.
+
+Run alone: ``python benchmarks/bench_lifecycle.py [--quick]``
+(``--history`` runs only the history pair).
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from _harness import Section, SummaryRow, Table
+from _harness import Case, Section, SummaryRow, Table, measure
 
 HERE = Path(__file__).resolve().parent
 VERBS = ("manage", "provide", "deploy", "undeploy")
@@ -58,6 +65,8 @@ GOAL_RATIO_TO_IRONIC = 10.0
 #: FULL, with its own writes and with Ironic's 22), MemoryStore under 30 µs of CPU a transition.
 GOAL_RATIO_TO_FLOOR = 2.0
 GOAL_CPU_US_PER_TRANSITION = 30.0
+#: Issue 12's goal: a lifecycle with history on costs at most this much more than without.
+GOAL_HISTORY_RATIO = 1.1
 
 
 def _sync(kind: str) -> str:
@@ -230,6 +239,142 @@ def sqlite_floor(n: int, commits: int, synchronous: str, where: str | None = Non
     return elapsed / n
 
 
+# -- node history on vs off ------------------------------------------------------------------
+
+FLAKY_HW = "bench-flaky"
+#: The verbs of the failure workload: provide fails in cleaning (``bench_fail``), an
+#: update unsets maintenance and the flag, and the node goes round again.
+RECOVERY = ("manage", "provide", "unset", "manage", "provide", "deploy", "undeploy")
+
+
+def _flaky_hardware() -> Any:
+    """``fake-hardware`` whose priority-1 clean step fails on a node flagged ``bench_fail``."""
+    from ironic_fsm import HardwareType, clean_step
+    from ironic_fsm.drivers import fake
+
+    class FlakyVendor(fake.FakeVendor):
+        @clean_step(priority=1, requires_ramdisk=False)
+        def log_passthrough(self, task: Any, **kwargs: Any) -> None:
+            if task.node.driver_info.get("bench_fail"):
+                raise RuntimeError("disk would not wipe")
+
+    kinds = {
+        kind: getattr(fake.fake_hardware(), kind)
+        for kind in ("power", "management", "deploy", "boot", "bios", "raid", "inspect", "rescue")
+    }
+    return HardwareType(**kinds, vendor=FlakyVendor(), description="bench: fails on request")
+
+
+def _history_cases(store: Any, history: bool, nodes: int, made: dict[str, list[str]]) -> list[Case]:
+    """The two workloads on ``store`` with ``node_history`` on or off, ``nodes`` per pass.
+
+    ``made`` collects the UUIDs each workload created.
+    """
+    import ironic_fsm
+
+    tag = "on" if history else "off"
+    conductor = ironic_fsm.Conductor(
+        store=store, config=ironic_fsm.Config(node_history=history, host="bench")
+    )
+    conductor.register_hardware_type(FLAKY_HW, _flaky_hardware())
+    batches: dict[str, list[str]] = {"ok": [], "fail": []}
+
+    def fresh(which: str) -> None:
+        fields: dict[str, Any] = {"driver": FLAKY_HW}
+        if which == "fail":
+            fields["driver_info"] = {"bench_fail": True}
+        batches[which] = [conductor.create_node(**fields).uuid for _ in range(nodes)]
+        made.setdefault(which, []).extend(batches[which])
+
+    def success() -> None:
+        for ident in batches["ok"]:
+            for verb in VERBS:
+                conductor.do_provisioning_action(ident, verb)
+
+    def recovery() -> None:
+        for ident in batches["fail"]:
+            for verb in RECOVERY:
+                if verb == "unset":
+                    conductor.update_node(ident, maintenance=False, driver_info={})
+                else:
+                    conductor.do_provisioning_action(ident, verb)
+
+    return [
+        Case(f"success/{tag}", success, nodes, lambda: fresh("ok")),
+        Case(f"failure/{tag}", recovery, nodes, lambda: fresh("fail")),
+    ]
+
+
+def history_pair(kinds: dict[str, Any], nodes: int, repeats: int) -> list[dict[str, Any]]:
+    """Per store, µs per lifecycle with history off and on, and the entries one writes.
+
+    ``kinds`` maps a store's label to a factory; each configuration gets its own store, so
+    that history on one side never slows the other's reads.
+    """
+    results = []
+    for label, make in kinds.items():
+        stores = {True: make(), False: make()}
+        made: dict[bool, dict[str, list[str]]] = {False: {}, True: {}}
+        cases = {h: _history_cases(stores[h], h, nodes, made[h]) for h in (False, True)}
+        timings = measure([*cases[False], *cases[True]], repeats)
+        for workload in ("success", "failure"):
+            off = timings[f"{workload}/off"].best_ns / 1e3
+            on = timings[f"{workload}/on"].best_ns / 1e3
+            results.append({"store": label, "workload": workload, "off_us": off, "on_us": on})
+        # Entries one lifecycle of each workload wrote (history on; none with it off).
+        for r, which in zip(results[-2:], ("ok", "fail"), strict=True):
+            counts = {len(stores[True].node_history(u)) for u in made[True][which]}
+            assert not any(stores[False].node_history(u) for u in made[False][which])
+            r["entries"] = "/".join(str(c) for c in sorted(counts))
+        for store in stores.values():
+            close = getattr(store, "close", None)
+            if close is not None:
+                close()
+    return results
+
+
+def _history_table(results: list[dict[str, Any]]) -> tuple[Table, list[SummaryRow]]:
+    table = Table(
+        "Node history: µs per lifecycle with node_history off and on (same process, interleaved)",
+        ["store", "lifecycle", "off µs", "on µs", "on / off", "entries written"],
+    )
+    summary = []
+    for r in results:
+        ratio = r["on_us"] / r["off_us"]
+        table.add(
+            r["store"], r["workload"], f"{r['off_us']:,.0f}", f"{r['on_us']:,.0f}",
+            f"{ratio:.2f}x", r["entries"],
+        )  # fmt: skip
+        summary.append(
+            SummaryRow(
+                f"{r['store']}: {r['workload']} lifecycle, history on / off",
+                f"{ratio:.2f}x",
+                f"<= {GOAL_HISTORY_RATIO}x",
+                ratio <= GOAL_HISTORY_RATIO,
+            )
+        )
+    table.notes += [
+        "success: manage, provide, deploy, undeploy (records nothing, as Ironic); failure: "
+        "provide fails in cleaning (fault + failure: 2 entries), maintenance unset (1), then "
+        "manage, provide, deploy, undeploy",
+        "best pass of each; each configuration on its own store",
+    ]
+    return table, summary
+
+
+def _history_stores(tmp: str, pg_url: str | None) -> dict[str, Any]:
+    from ironic_fsm.stores import MemoryStore, SQLStore
+
+    counter = iter(range(1_000_000))
+    kinds: dict[str, Any] = {
+        "memory": MemoryStore,
+        "sqlite": lambda: SQLStore(f"sqlite:///{tmp}/history-{next(counter)}.sqlite"),
+    }
+    if pg_url is not None:
+        kinds["postgres"] = lambda: SQLStore(_fresh_pg_database(pg_url, f"history{next(counter)}"))
+    return kinds
+
+
 # -- the parent: run the matrix, report ------------------------------------------------------
 
 
@@ -283,6 +428,10 @@ def run(quick: bool = False) -> Section:
             url = _fresh_pg_database(pg_url, f"bench{index}") if kind == "postgres" else None
             floor_nodes = (50 if kind == "sqlite-full" else 200) if quick else 1000
             results.append(_spawn(kind, n, threads, url, floor_nodes))
+        with tempfile.TemporaryDirectory() as tmp:
+            history = history_pair(
+                _history_stores(tmp, pg_url), 20 if quick else 100, 3 if quick else 7
+            )
     finally:
         server.stop()
     writes = max(r["writes_per_node"] for r in results)
@@ -344,7 +493,8 @@ def run(quick: bool = False) -> Section:
                 return float(r["cpu_s"] / r["n"] / TRANSITIONS_PER_NODE * 1e6)
         raise KeyError((kind, n))
 
-    section = Section("5. Lifecycle", [table])
+    history_table, history_summary = _history_table(history)
+    section = Section("5. Lifecycle", [table, history_table])
     sqlite_rate = rate("sqlite", main_n)
     memory_rate = rate("memory", main_n)
     pg_rate = rate("postgres", main_n)
@@ -412,19 +562,40 @@ def run(quick: bool = False) -> Section:
                 None,
             )
         )
+    section.summary += history_summary
     section.seconds = time.perf_counter() - started
     return section
+
+
+def run_history(quick: bool = False) -> tuple[Table, list[SummaryRow]]:
+    """The history pair alone (memory, SQLite and PostgreSQL)."""
+    server, pg_url = _postgres()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            results = history_pair(
+                _history_stores(tmp, pg_url), 20 if quick else 100, 3 if quick else 7
+            )
+    finally:
+        server.stop()
+    return _history_table(results)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--history", action="store_true", help="only the node history pair")
     parser.add_argument("--worker", nargs="+", metavar="ARG", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         kind, n, threads, path, floor_nodes, url = args.worker
         result = worker(kind, int(n), int(threads), path, url or None, int(floor_nodes))
         print(json.dumps(result))
+        return
+    if args.history:
+        table, summary = run_history(args.quick)
+        print(table.render())
+        for row in summary:
+            print(f"  {row.verdict:4}  {row.figure}: {row.measured} (goal {row.goal})")
         return
     section = run(args.quick)
     print(section.render())

@@ -315,7 +315,7 @@ class StepEngine(Plans):
                 job,
                 h.ERROR,
                 h.MAINTENANCE,
-                f"Node {node.uuid} put in maintenance with fault {phase.fault!r}: {message}",
+                f"Maintenance set with fault {phase.fault!r}: {message}",
             )
         if phase.prepared_key is None or info.pop(phase.prepared_key, False):
             try:

@@ -267,18 +267,14 @@ class Runtime:
         host = self.config.host
         entries = []
         for severity, event_type, text, user in pending:
-            if text is None:
-                text = node.last_error or f"Node {node.uuid} failed in {node.provision_state}"
-            entries.append(
-                h.new_entry(
-                    node.uuid,
-                    now,
-                    severity,
-                    event_type,
-                    scrub_node(node, text),
-                    conductor=host,
-                    user=user,
+            if text is None and node.last_error:
+                text = node.last_error  # scrubbed by the checkpoint that saves it
+            else:
+                text = scrub_node(
+                    node, text or f"Node {node.uuid} failed in {node.provision_state}"
                 )
+            entries.append(
+                h.new_entry(node.uuid, now, severity, event_type, text, conductor=host, user=user)
             )
         return entries
 
