@@ -55,6 +55,8 @@ if TYPE_CHECKING:
     from ironic_fsm.conductor import Conductor
 
 __all__ = [
+    "BAD_RESULTS",
+    "FINAL_RESULTS",
     "FleetApply",
     "FleetFile",
     "FleetFileError",
@@ -148,10 +150,13 @@ class FleetFile:
 
 
 @cache
+def _schema_text() -> str:
+    return resources.files("ironic_fsm").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
+
+
 def schema() -> dict[str, Any]:
-    """The fleet file's JSON Schema, as shipped in the package."""
-    text = resources.files("ironic_fsm").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
-    data: dict[str, Any] = json.loads(text)
+    """The fleet file's JSON Schema, as shipped in the package (a fresh copy)."""
+    data: dict[str, Any] = json.loads(_schema_text())
     return data
 
 

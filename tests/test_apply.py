@@ -412,3 +412,14 @@ def test_bmc_fleet_to_active_and_back_to_available(
     }
     assert ipmi_bmc.state()["power"] == "off"
     assert redfish_bmc.get(redfish_bmc.system_id)["PowerState"] == "Off"
+
+
+def test_the_shipped_example_and_schema_are_valid() -> None:
+    example = Path(__file__).parent.parent / "examples" / "fleet.yaml"
+    env = {"IPMI_PASSWORD": "ipmi-pw", "REDFISH_PASSWORD": "redfish-pw"}
+    fleet = fleetfile.load_fleet(
+        example.read_text(encoding="utf-8"), source=str(example), env=env, conductor=Conductor()
+    )
+    assert [spec.name for spec in fleet.nodes] == ["web-1", "db-1", "spare-1", "old-1"]
+    assert fleet.secrets == {"ipmi-pw", "redfish-pw"}
+    assert fleetfile.schema()["properties"]["nodes"]["items"] == {"$ref": "#/definitions/node"}
