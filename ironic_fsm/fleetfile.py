@@ -315,7 +315,7 @@ def _object_errors(
     return errors
 
 
-def _schema_errors(data: Any, secrets: set[str]) -> tuple[list[str], set[Any] | None]:
+def _schema_errors(data: Any) -> tuple[list[str], set[Any] | None]:
     """Every schema error as ``path: message``, and the indexes of the nodes they are in.
 
     The second item is ``None`` when the file's shape is wrong above the nodes.
@@ -347,7 +347,7 @@ def _schema_errors(data: Any, secrets: set[str]) -> tuple[list[str], set[Any] | 
             if errors:
                 bad.add(index)
                 found += errors
-    return [scrub(f"{_path(where)}: {message}", secrets) for where, message in found], bad
+    return [f"{_path(where)}: {message}" for where, message in found], bad
 
 
 class _Checker:
@@ -473,8 +473,7 @@ def load_fleet(
     data = parse_fleet(text, source)
     errors: list[str] = []
     data, used = _substitute(data, os.environ if env is None else env, errors)
-    secrets = used | secret_values(data)
-    found, bad = _schema_errors(data, secrets)
+    found, bad = _schema_errors(data)
     errors += found
     specs: list[NodeSpec] = []
     if bad is not None:
@@ -497,6 +496,8 @@ def load_fleet(
             if index not in bad:
                 specs.append(checker.spec(index, item, wanted_states))
     if errors:
+        # Only now, with errors to show: the file's secrets, to keep out of them.
+        secrets = used | secret_values(data)
         errors = [scrub(error, secrets) for error in _in_file_order(errors)]
         raise FleetFileError(
             f"{source}: {len(errors)} problem(s); nothing was changed", errors=errors
