@@ -242,3 +242,33 @@ def test_trim_never_deletes_entries_younger_than_minimum_days() -> None:
     assert c.get_node_history(node.uuid) == everything[2:]
     assert c.trim_node_history(now=T0 + timedelta(days=10)) == 3
     assert c.get_node_history(node.uuid) == everything[-1:]
+
+
+def test_an_abort_by_request_is_info_and_never_repeats_an_old_error() -> None:
+    c = make_conductor()
+    node = new_node(
+        c,
+        states.ACTIVE,
+        driver_info={"fail_on": ["rescue_async"]},
+        last_error="an old error from long ago",
+    )
+    c.do_provisioning_action(node.uuid, "rescue", rescue_password="pw")
+    c.do_provisioning_action(node.uuid, "abort")
+    assert c.get_node(node.uuid).provision_state == states.RESCUEFAIL
+    (entry,) = c.get_node_history(node.uuid)
+    assert (entry.severity, entry.event_type) == ("INFO", "rescuing")
+    assert entry.event == "By request, the rescue operation was aborted."
+
+
+def test_an_aborted_clean_wait_is_info_with_the_abort_message() -> None:
+    c = make_conductor()
+    node = new_node(c, states.MANAGEABLE)
+    c.do_provisioning_action(node.uuid, "clean", clean_steps=[step("vendor", "async_clean")])
+    assert c.get_node(node.uuid).provision_state == states.CLEANWAIT
+    c.do_provisioning_action(node.uuid, "abort")
+    node = c.get_node(node.uuid)
+    assert node.provision_state == states.CLEANFAIL
+    (entry,) = c.get_node_history(node.uuid)
+    assert (entry.severity, entry.event_type) == ("INFO", "cleaning")
+    assert entry.event == node.last_error
+    assert entry.event.startswith("By request, the clean operation was aborted")

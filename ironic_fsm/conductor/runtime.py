@@ -76,6 +76,8 @@ _FAILURE_TYPES: Final = {
     s.RESCUEFAIL: h.RESCUING,
     s.UNRESCUEFAIL: h.RESCUING,
 }
+#: How an abort names the operation, by its event type.
+_OPERATIONS: Final = {h.RESCUING: "rescue", h.INSPECTING: "inspection", h.DEPLOYING: "deployment"}
 
 
 class Job:
@@ -298,8 +300,16 @@ class Runtime:
         state = node.provision_state
         if event == s.FAIL_EVENT or state in s.FAILURE_STATES or state == s.ERROR:
             name = PROVISION_ERROR
-            # Text from last_error as the checkpoint saves it (often set after this).
-            self._record(job, h.ERROR, _FAILURE_TYPES.get(state, h.PROVISIONING), None)
+            kind = _FAILURE_TYPES.get(state, h.PROVISIONING)
+            if event == s.ABORT_EVENT:  # by request: news, not an error
+                text = None
+                if last_error is UNSET or not last_error:  # never an older last_error
+                    operation = _OPERATIONS.get(kind, kind)
+                    text = f"By request, the {operation} operation was aborted."
+                self._record(job, h.INFO, kind, text)
+            else:
+                # Text from last_error as the checkpoint saves it (often set after this).
+                self._record(job, h.ERROR, kind, None)
         elif self.lifecycle.is_stable(state):
             name = PROVISION_END
         else:
