@@ -582,7 +582,11 @@ class SQLStore:
         )
         self._q_uuid_exists = f"SELECT 1 FROM nodes WHERE uuid = {q}"
         self._q_delete = f"DELETE FROM nodes WHERE uuid = {q}"
-        self._q_delete_by_name = f"DELETE FROM nodes WHERE name = {q}"
+        # PostgreSQL: the row lock makes a concurrent delete wait for our entries, then
+        # take them along; SQLite's write lock serialises the two anyway.
+        self._q_node_kept = self._q_uuid_exists + (
+            " FOR SHARE" if self._db.name == "postgresql" else ""
+        )
         self._q_select = "SELECT data, reservation, version FROM nodes"
         self._q_heartbeat = (
             f"INSERT INTO holders (holder, heartbeat) VALUES ({q}, {q}) "
@@ -1139,7 +1143,7 @@ class SQLStore:
             known = {
                 uuid
                 for uuid in {e.node_uuid for e in entries}
-                if conn.execute(self._q_uuid_exists, (uuid,)).fetchall()
+                if conn.execute(self._q_node_kept, (uuid,)).fetchall()
             }
             kept = [e for e in entries if e.node_uuid in known]
             if kept:
