@@ -423,3 +423,22 @@ def test_the_shipped_example_and_schema_are_valid() -> None:
     assert [spec.name for spec in fleet.nodes] == ["web-1", "db-1", "spare-1", "old-1"]
     assert fleet.secrets == {"ipmi-pw", "redfish-pw"}
     assert fleetfile.schema()["properties"]["nodes"]["items"] == {"$ref": "#/definitions/node"}
+
+
+def test_wait_gives_up_on_a_node_held_elsewhere(run: Run, db: Path, tmp_path: Path) -> None:
+    assert run("node", "create", "--name", "held").code == 0
+    store = SQLStore(f"sqlite:///{db}")
+    try:
+        store.reserve(stored(db)["held"].uuid, "elsewhere.example:1:x")
+    finally:
+        store.close()
+    nodes = [{"name": "held", "driver": "fake-hardware", "wanted": "manageable"}]
+    path = write_fleet(tmp_path / "fleet.yaml", nodes)
+    assert "'enroll' -> 'manageable': busy now" in run("apply", path, "--dry-run").out
+
+    result = run("apply", path, "--wait", "0.3", "-f", "json")
+
+    assert result.code == 1
+    assert "the fleet did not settle within 0.3 seconds" in result.err
+    assert summary(result)["held"]["Result"] == "busy"
+    assert stored(db)["held"].provision_state == "enroll"
