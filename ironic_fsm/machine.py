@@ -28,6 +28,8 @@ from typing import Any, Final, NamedTuple
 import transitions as _transitions
 
 from ironic_fsm import states as s
+from ironic_fsm._ironic_lifecycle import STATES as _STATES
+from ironic_fsm._ironic_lifecycle import TRANSITIONS as _TRANSITIONS
 from ironic_fsm.exceptions import InvalidDefinition, InvalidState
 
 __all__ = [
@@ -120,6 +122,47 @@ class Transition(NamedTuple):
 _Move = tuple[str, "str | None"]
 
 
+def _index_states(
+    states: Iterable[StateSpec | tuple[str, bool, str | None]],
+) -> dict[str, StateSpec]:
+    """The declared states by name; a name declared twice is refused."""
+    specs: dict[str, StateSpec] = {}
+    for spec in (StateSpec(*item) for item in states):
+        if spec.name in specs:
+            raise InvalidDefinition(f"State {spec.name!r} is declared twice", state=spec.name)
+        specs[spec.name] = spec
+    return specs
+
+
+def _declare(
+    specs: Mapping[str, StateSpec],
+    transitions: Iterable[Transition | tuple[str, str, str]],
+    initial: str,
+) -> tuple[Transition, ...]:
+    """The edges, as :mod:`transitions` reads the declaration back.
+
+    The declaration goes through transitions, whose event/transition model
+    we then read back; it also backs the Mermaid output.
+    """
+    edges = tuple(Transition(*edge) for edge in transitions)
+    declared = _transitions.Machine(
+        model=None,
+        states=list(specs),
+        transitions=[{"trigger": e.event, "source": e.source, "dest": e.dest} for e in edges],
+        initial=initial if initial in specs else None,
+        auto_transitions=False,
+    )
+    # dict.fromkeys: an edge declared twice is one edge, not two.
+    return tuple(
+        dict.fromkeys(
+            Transition(source, event_name, str(tr.dest))
+            for event_name, event in declared.events.items()
+            for source, trs in event.transitions.items()
+            for tr in trs
+        )
+    )
+
+
 class Lifecycle:
     """A validated, immutable provisioning state machine.
 
@@ -142,34 +185,15 @@ class Lifecycle:
         initial: str = s.ENROLL,
         verbs: Mapping[str, str] = s.VERBS,
     ) -> None:
-        specs = tuple(StateSpec(*spec) for spec in states)
-        edges = tuple(Transition(*edge) for edge in transitions)
-        self._specs: dict[str, StateSpec] = {}
-        for spec in specs:
-            if spec.name in self._specs:
-                raise InvalidDefinition(f"State {spec.name!r} is declared twice", state=spec.name)
-            self._specs[spec.name] = spec
+        self._specs: dict[str, StateSpec] = _index_states(states)
         self.initial = initial
         self.verbs: Mapping[str, str] = dict(verbs)
-        # The declaration goes through transitions, whose event/transition
-        # model we then read back; it also backs the Mermaid output.
-        declared = _transitions.Machine(
-            model=None,
-            states=list(self._specs),
-            transitions=[{"trigger": e.event, "source": e.source, "dest": e.dest} for e in edges],
-            initial=initial if initial in self._specs else None,
-            auto_transitions=False,
-        )
-        # dict.fromkeys: an edge declared twice is one edge, not two.
-        self._edges = tuple(
-            dict.fromkeys(
-                Transition(source, event_name, str(tr.dest))
-                for event_name, event in declared.events.items()
-                for source, trs in event.transitions.items()
-                for tr in trs
-            )
-        )
+        self._edges = _declare(self._specs, transitions, initial)
         self._validate()
+        self._compile()
+
+    def _compile(self) -> None:
+        """Build the lookup tables every query reads: decided once, at declaration."""
         self._next: dict[tuple[str, str], str] = {(e.source, e.event): e.dest for e in self._edges}
         allowed: dict[str, set[str]] = {name: set() for name in self._specs}
         for e in self._edges:
@@ -566,144 +590,6 @@ class Lifecycle:
             f"{len(self._edges)} transitions>"
         )
 
-
-_STATES: Final = (
-    StateSpec(s.ENROLL, True),
-    StateSpec(s.VERIFYING, False, s.MANAGEABLE),
-    StateSpec(s.MANAGEABLE, True),
-    StateSpec(s.INSPECTING, False, s.MANAGEABLE),
-    StateSpec(s.INSPECTWAIT, False, s.MANAGEABLE),
-    StateSpec(s.INSPECTFAIL, False, s.MANAGEABLE),
-    StateSpec(s.CLEANING, False, s.AVAILABLE),
-    StateSpec(s.CLEANWAIT, False, s.AVAILABLE),
-    StateSpec(s.CLEANFAIL, False, s.AVAILABLE),
-    StateSpec(s.CLEANHOLD, False, s.AVAILABLE),
-    StateSpec(s.AVAILABLE, True),
-    StateSpec(s.DEPLOYING, False, s.ACTIVE),
-    StateSpec(s.DEPLOYWAIT, False, s.ACTIVE),
-    StateSpec(s.DEPLOYFAIL, False, s.ACTIVE),
-    StateSpec(s.DEPLOYHOLD, False, s.ACTIVE),
-    StateSpec(s.ACTIVE, True),
-    StateSpec(s.DELETING, False, s.AVAILABLE),
-    StateSpec(s.ERROR, True),
-    StateSpec(s.ADOPTING, False, s.ACTIVE),
-    StateSpec(s.ADOPTFAIL, False, s.ACTIVE),
-    StateSpec(s.RESCUING, False, s.RESCUE),
-    StateSpec(s.RESCUEWAIT, False, s.RESCUE),
-    StateSpec(s.RESCUEFAIL, False, s.RESCUE),
-    StateSpec(s.RESCUE, True),
-    StateSpec(s.UNRESCUING, False, s.ACTIVE),
-    StateSpec(s.UNRESCUEFAIL, False, s.ACTIVE),
-    StateSpec(s.SERVICING, False, s.ACTIVE),
-    StateSpec(s.SERVICEWAIT, False, s.ACTIVE),
-    StateSpec(s.SERVICEFAIL, False, s.ACTIVE),
-    StateSpec(s.SERVICEHOLD, False, s.ACTIVE),
-)
-
-# Grouped by flow, in the order a node meets them.
-_TRANSITIONS: Final = (
-    # verification
-    (s.ENROLL, "manage", s.VERIFYING),
-    (s.VERIFYING, "done", s.MANAGEABLE),
-    (s.VERIFYING, "fail", s.ENROLL),
-    # inspection
-    (s.MANAGEABLE, "inspect", s.INSPECTING),
-    (s.INSPECTING, "done", s.MANAGEABLE),
-    (s.INSPECTING, "wait", s.INSPECTWAIT),
-    (s.INSPECTING, "fail", s.INSPECTFAIL),
-    (s.INSPECTWAIT, "done", s.MANAGEABLE),
-    (s.INSPECTWAIT, "resume", s.INSPECTING),
-    (s.INSPECTWAIT, "fail", s.INSPECTFAIL),
-    (s.INSPECTWAIT, "abort", s.INSPECTFAIL),
-    (s.INSPECTFAIL, "inspect", s.INSPECTING),
-    (s.INSPECTFAIL, "manage", s.MANAGEABLE),
-    # cleaning
-    (s.MANAGEABLE, "provide", s.CLEANING),
-    (s.MANAGEABLE, "clean", s.CLEANING),
-    (s.CLEANING, "done", s.AVAILABLE),
-    (s.CLEANING, "manage", s.MANAGEABLE),
-    (s.CLEANING, "wait", s.CLEANWAIT),
-    (s.CLEANING, "hold", s.CLEANHOLD),
-    (s.CLEANING, "fail", s.CLEANFAIL),
-    (s.CLEANWAIT, "resume", s.CLEANING),
-    (s.CLEANWAIT, "hold", s.CLEANHOLD),
-    (s.CLEANWAIT, "fail", s.CLEANFAIL),
-    (s.CLEANWAIT, "abort", s.CLEANFAIL),
-    (s.CLEANHOLD, "unhold", s.CLEANWAIT),
-    (s.CLEANHOLD, "abort", s.CLEANFAIL),
-    (s.CLEANFAIL, "manage", s.MANAGEABLE),
-    (s.AVAILABLE, "manage", s.MANAGEABLE),
-    # deployment
-    (s.AVAILABLE, "deploy", s.DEPLOYING),
-    (s.ACTIVE, "rebuild", s.DEPLOYING),
-    (s.ERROR, "rebuild", s.DEPLOYING),
-    (s.DEPLOYING, "done", s.ACTIVE),
-    (s.DEPLOYING, "wait", s.DEPLOYWAIT),
-    (s.DEPLOYING, "hold", s.DEPLOYHOLD),
-    (s.DEPLOYING, "fail", s.DEPLOYFAIL),
-    (s.DEPLOYWAIT, "resume", s.DEPLOYING),
-    (s.DEPLOYWAIT, "hold", s.DEPLOYHOLD),
-    (s.DEPLOYWAIT, "fail", s.DEPLOYFAIL),
-    (s.DEPLOYWAIT, "abort", s.DEPLOYFAIL),
-    (s.DEPLOYHOLD, "unhold", s.DEPLOYWAIT),
-    (s.DEPLOYHOLD, "abort", s.DEPLOYFAIL),
-    (s.DEPLOYFAIL, "deploy", s.DEPLOYING),
-    (s.DEPLOYFAIL, "rebuild", s.DEPLOYING),
-    # tear-down
-    (s.ACTIVE, "delete", s.DELETING),
-    (s.ERROR, "delete", s.DELETING),
-    (s.RESCUE, "delete", s.DELETING),
-    (s.RESCUEWAIT, "delete", s.DELETING),
-    (s.RESCUEFAIL, "delete", s.DELETING),
-    (s.UNRESCUEFAIL, "delete", s.DELETING),
-    (s.DEPLOYWAIT, "delete", s.DELETING),
-    (s.DEPLOYFAIL, "delete", s.DELETING),
-    (s.SERVICEWAIT, "delete", s.DELETING),
-    (s.SERVICEFAIL, "delete", s.DELETING),
-    (s.DELETING, "clean", s.CLEANING),
-    (s.DELETING, "fail", s.ERROR),
-    # adoption
-    (s.MANAGEABLE, "adopt", s.ADOPTING),
-    (s.ADOPTING, "done", s.ACTIVE),
-    (s.ADOPTING, "fail", s.ADOPTFAIL),
-    (s.ADOPTFAIL, "adopt", s.ADOPTING),
-    (s.ADOPTFAIL, "manage", s.MANAGEABLE),
-    # rescue
-    (s.ACTIVE, "rescue", s.RESCUING),
-    (s.RESCUE, "rescue", s.RESCUING),
-    (s.RESCUEFAIL, "rescue", s.RESCUING),
-    (s.UNRESCUEFAIL, "rescue", s.RESCUING),
-    (s.SERVICEFAIL, "rescue", s.RESCUING),
-    (s.RESCUING, "done", s.RESCUE),
-    (s.RESCUING, "wait", s.RESCUEWAIT),
-    (s.RESCUING, "fail", s.RESCUEFAIL),
-    (s.RESCUEWAIT, "resume", s.RESCUING),
-    (s.RESCUEWAIT, "fail", s.RESCUEFAIL),
-    (s.RESCUEWAIT, "abort", s.RESCUEFAIL),
-    (s.RESCUE, "unrescue", s.UNRESCUING),
-    (s.RESCUEFAIL, "unrescue", s.UNRESCUING),
-    (s.UNRESCUEFAIL, "unrescue", s.UNRESCUING),
-    (s.UNRESCUING, "done", s.ACTIVE),
-    (s.UNRESCUING, "fail", s.UNRESCUEFAIL),
-    # servicing
-    (s.ACTIVE, "service", s.SERVICING),
-    (s.SERVICEHOLD, "service", s.SERVICING),
-    (s.SERVICEFAIL, "service", s.SERVICING),
-    (s.SERVICING, "done", s.ACTIVE),
-    (s.SERVICING, "wait", s.SERVICEWAIT),
-    (s.SERVICING, "hold", s.SERVICEHOLD),
-    (s.SERVICING, "fail", s.SERVICEFAIL),
-    (s.SERVICEWAIT, "resume", s.SERVICING),
-    (s.SERVICEWAIT, "hold", s.SERVICEHOLD),
-    (s.SERVICEWAIT, "fail", s.SERVICEFAIL),
-    (s.SERVICEWAIT, "abort", s.SERVICEFAIL),
-    (s.SERVICEHOLD, "unhold", s.SERVICEWAIT),
-    (s.SERVICEHOLD, "fail", s.SERVICEFAIL),
-    (s.SERVICEHOLD, "abort", s.SERVICEFAIL),
-    (s.SERVICEFAIL, "wait", s.SERVICEWAIT),
-    (s.SERVICEFAIL, "hold", s.SERVICEHOLD),
-    (s.SERVICEFAIL, "abort", s.ACTIVE),
-)
 
 #: Ironic's lifecycle: 30 states, 18 events, 93 transitions. Built once.
 LIFECYCLE: Final = Lifecycle(_STATES, _TRANSITIONS)
