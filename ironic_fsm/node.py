@@ -17,13 +17,11 @@ from typing import Any, Final
 import attrs
 import orjson
 
-from ironic_fsm import states
+from ironic_fsm import _node_fields, states
 from ironic_fsm._node_fields import (
     _CANONICAL_UUID,
     _DATETIME_FIELDS,
     _TRUSTED_JSON,
-    MAX_NAME_LENGTH,
-    MAX_NESTING,
     _bad,
     _flag,
     _good_name,
@@ -59,6 +57,13 @@ __all__ = [
     "encode_stored",
     "is_uuid_like",
 ]
+
+#: How deeply JSON containers may nest inside a dict field. Real records
+#: nest a handful of levels; the bound keeps hostile input from exhausting
+#: the recursion limit of the JSON codec or of the database.
+MAX_NESTING: Final = _node_fields.MAX_NESTING
+#: Ironic's limit for names (and the width of the stores' name column).
+MAX_NAME_LENGTH: Final = _node_fields.MAX_NAME_LENGTH
 
 
 @attrs.define(eq=True, on_setattr=attrs.setters.NO_OP)
