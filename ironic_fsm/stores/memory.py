@@ -12,26 +12,28 @@ from typing import Any, Final
 from ironic_fsm.exceptions import ConcurrentUpdate
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.node import Node, Snapshot, thaw
-from ironic_fsm.stores.base import (
+from ironic_fsm.stores._query import (
     SET,
-    ConductorRecord,
-    Reserved,
     _scan_filters,
     bad_marker,
+    check_page,
+    normalize_filters,
+    order_key,
+    sort_records,
+    wake_time,
+)
+from ironic_fsm.stores.base import (
+    ConductorRecord,
+    Reserved,
     check_conductor,
     check_history,
-    check_page,
     check_time,
     conductor_order,
     duplicate_name,
     duplicate_uuid,
     locked_error,
-    normalize_filters,
     not_found,
-    order_key,
     snapshot,
-    sort_records,
-    wake_time,
 )
 
 __all__ = ["MemoryStore"]

@@ -107,24 +107,26 @@ from ironic_fsm.exceptions import (
 )
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.node import Node
-from ironic_fsm.stores.base import (
+from ironic_fsm.stores._query import (
     NULLABLE_SORT_KEYS,
     SET,
-    ConductorRecord,
-    Reserved,
     _scan_filters,
     bad_marker,
+    check_page,
+    normalize_filters,
+    wake_time,
+)
+from ironic_fsm.stores.base import (
+    ConductorRecord,
+    Reserved,
     check_conductor,
     check_history,
-    check_page,
     check_time,
     conductor_order,
     duplicate_name,
     encode,
     locked_error,
-    normalize_filters,
     not_found,
-    wake_time,
 )
 
 __all__ = ["DEFAULT_URL", "MIGRATIONS", "SCHEMA_VERSION", "SQLITE_BUSY_TIMEOUT", "SQLStore"]

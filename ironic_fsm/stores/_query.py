@@ -1,0 +1,274 @@
+"""What a listing or a scan may ask for, and how records are matched and ordered.
+
+The query vocabulary every store shares (sort keys, filters, pages) and the
+pure functions on nodes behind it; :mod:`ironic_fsm.stores.base` re-exports
+them, which is where callers find them.
+
+The filters themselves are described in :mod:`ironic_fsm.stores.base`.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Collection, Iterable, Sequence
+from datetime import datetime, timezone
+from typing import Any, Final
+
+from ironic_fsm.exceptions import InvalidParameterValue
+from ironic_fsm.node import NODE_FIELDS, Node
+
+#: Keys ``list`` sorts on (Ironic's sortable node fields that we have).
+#: Ties are broken by creation order, then UUID, so pages never skip or repeat.
+SORT_KEYS: Final = (
+    "created_at",
+    "updated_at",
+    "uuid",
+    "name",
+    "provision_state",
+    "provision_updated_at",
+    "driver",
+)
+#: Sort keys whose value may be missing (``None`` sorts first ascending, last descending).
+NULLABLE_SORT_KEYS: Final = frozenset({"updated_at", "name", "provision_updated_at"})
+SORT_DIRS: Final = ("asc", "desc")
+#: Filters that take a string, ``None`` (not set) or a collection of strings (any of).
+STRING_FILTERS: Final = frozenset(
+    {
+        "uuid",
+        "name",
+        "driver",
+        "provision_state",
+        "target_provision_state",
+        "power_state",
+        "reservation",
+        "resource_class",
+        "fault",
+    }
+)
+#: Filters that take ``True`` or ``False``.
+BOOL_FILTERS: Final = frozenset({"maintenance", "retired", "protected"})
+#: Every field ``list`` filters on: each is a column of the SQL store.
+#: Ironic's ``reserved`` filter: ``True`` for nodes someone holds, ``False`` for free ones.
+#: Not a field; stores see it as ``reservation`` equal to :data:`SET` (or to ``None``).
+RESERVED: Final = "reserved"
+FILTER_FIELDS: Final = (
+    *sorted(STRING_FILTERS | BOOL_FILTERS | {"version"}, key=NODE_FIELDS.index),
+    RESERVED,
+)
+
+
+class _Set:
+    """The filter value "any value but ``None``" (``reserved=True``)."""
+
+    def __repr__(self) -> str:
+        return "SET"
+
+
+#: A normalised filter value matching every value but ``None``.
+SET: Final = _Set()
+#: The ``driver_internal_info`` keys that hold when a ``wait`` step's time is up
+#: (any key ending so: ``clean_wait_until``, ``deploy_wait_until``, ...).
+WAIT_UNTIL_SUFFIX: Final = "_wait_until"
+_UTC: Final = timezone.utc
+
+
+#: Stands for "due at once" (an early time every database stores and sorts as it should).
+_DUE: Final = datetime(1970, 1, 1, tzinfo=_UTC)
+
+
+def wake_time(node: Node) -> datetime | None:
+    """When the node's current ``wait`` step is up: the earliest ``*_wait_until`` it holds.
+
+    The conductor records it in ``driver_internal_info`` as ISO 8601 text;
+    stores copy it into an indexed column so that :meth:`ScanningStore.waking`
+    needs no decoding. An unreadable value is due at once, as the conductor
+    reads it: a node whose deadline cannot be read must not wait forever.
+    """
+    earliest: datetime | None = None
+    for key, value in node.driver_internal_info.items():
+        if not (isinstance(key, str) and key.endswith(WAIT_UNTIL_SUFFIX)):
+            continue
+        try:
+            when = datetime.fromisoformat(value) if isinstance(value, str) else _DUE
+        except ValueError:
+            when = _DUE
+        when = when.replace(tzinfo=_UTC) if when.tzinfo is None else when.astimezone(_UTC)
+        if earliest is None or when < earliest:
+            earliest = when
+    return earliest
+
+
+def matches(node: Node, filters: dict[str, Any]) -> bool:
+    """Whether ``node`` matches every normalised filter (see :func:`normalize_filters`)."""
+    for key, wanted in filters.items():
+        value = getattr(node, key)
+        if isinstance(wanted, frozenset):
+            if value not in wanted:
+                return False
+        elif wanted is SET:
+            if value is None:
+                return False
+        elif value != wanted:
+            return False
+    return True
+
+
+def check_filters(filters: Iterable[str]) -> None:
+    """Refuse filters that are not node fields, or that no store pushes down, naming them."""
+    names = set(filters)
+    unknown = sorted(names - set(NODE_FIELDS) - {RESERVED})
+    if unknown:
+        raise InvalidParameterValue(
+            f"Cannot filter nodes on unknown field(s): {', '.join(unknown)}", fields=unknown
+        )
+    unindexed = sorted(names - set(FILTER_FIELDS))
+    if unindexed:
+        raise InvalidParameterValue(
+            f"Cannot filter nodes on {', '.join(unindexed)}: stores filter only on "
+            f"{', '.join(FILTER_FIELDS)}",
+            fields=unindexed,
+        )
+
+
+def _valid_text(value: object) -> bool:
+    return type(value) is str and "\x00" not in value
+
+
+def normalize_filters(filters: dict[str, Any]) -> dict[str, Any] | None:
+    """Filters checked and put in one shape; ``None`` when no node can match.
+
+    Collections of strings become frozensets (any of); ``reserved`` becomes
+    a ``reservation`` filter (:data:`SET` or ``None``); a value of the wrong
+    type, or containing NUL (no store keeps one), matches nothing.
+    """
+    check_filters(filters)
+    out: dict[str, Any] = {}
+    for key, value in filters.items():
+        if key == RESERVED:
+            continue
+        if key in BOOL_FILTERS:
+            if type(value) is not bool:
+                return None
+        elif key == "version":
+            if type(value) is not int:
+                return None
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            value = frozenset(v for v in value if _valid_text(v))  # others match nothing
+            if not value:
+                return None
+        elif value is not None and not _valid_text(value):
+            return None
+        out[key] = value
+    if RESERVED in filters:
+        held = filters[RESERVED]
+        if type(held) is not bool:
+            return None
+        holder = out.get("reservation", SET if held else None)
+        if (holder is None) is held:  # reserved=True with reservation=None, or the reverse
+            return None
+        out["reservation"] = holder
+    return out
+
+
+def check_page(limit: object, marker: object, sort_key: object, sort_dir: object) -> None:
+    """Refuse a bad ``limit``, ``marker``, ``sort_key`` or ``sort_dir`` (Ironic answers 400)."""
+    if limit is not None and (type(limit) is not int or limit < 0):
+        raise InvalidParameterValue(
+            f"limit must be a non-negative integer or None, not {limit!r}", field="limit"
+        )
+    if marker is not None and not _valid_text(marker):
+        raise InvalidParameterValue(
+            f"marker must be the UUID of a node, not a value of type {type(marker).__name__}",
+            field="marker",
+        )
+    if sort_key not in SORT_KEYS:
+        raise InvalidParameterValue(
+            f"Cannot sort nodes on {sort_key!r}: the sort keys are {', '.join(SORT_KEYS)}",
+            field="sort_key",
+        )
+    if sort_dir not in SORT_DIRS:
+        raise InvalidParameterValue(
+            f"sort_dir must be 'asc' or 'desc', not {sort_dir!r}", field="sort_dir"
+        )
+
+
+def bad_marker(marker: str) -> InvalidParameterValue:
+    """The error for a marker no node has (Ironic answers 400, not 404)."""
+    return InvalidParameterValue(
+        f"The marker {marker} is not the UUID of a node", field="marker", marker=marker
+    )
+
+
+def sort_records(
+    records: Iterable[Any],
+    key_of: Callable[[Any], tuple[Any, ...]],
+    *,
+    limit: int | None,
+    marker_key: tuple[Any, ...] | None,
+    descending: bool,
+) -> list[Any]:
+    """The page of ``records`` after ``marker_key`` in ``key_of`` order, at most ``limit``.
+
+    ``key_of`` gives a total order (see :func:`order_key`). Uses a bounded
+    heap, so a page of ``limit`` costs O(n log limit), not a full sort.
+    """
+    if marker_key is not None:
+        if descending:
+            records = (r for r in records if key_of(r) < marker_key)
+        else:
+            records = (r for r in records if key_of(r) > marker_key)
+    if limit is None:
+        return sorted(records, key=key_of, reverse=descending)
+    pick = heapq.nlargest if descending else heapq.nsmallest
+    return pick(limit, records, key=key_of)
+
+
+def order_key(sort_key: str, value: Any, seq: int, uuid: str) -> tuple[Any, ...]:
+    """A total order matching the SQL store's: ``None`` first, then values; then seq, uuid."""
+    if sort_key == "uuid":
+        return (uuid,)
+    if value is None:
+        return (0, "", seq, uuid)
+    if isinstance(value, datetime):
+        value = value.astimezone(_UTC)
+    return (1, value, seq, uuid)
+
+
+def _scan_filters(
+    states: Collection[str] | None,
+    limit: object,
+    filters: dict[str, Any],
+    when: object,
+) -> dict[str, Any] | None:
+    """The filters of a scan, with ``states`` as a ``provision_state`` filter; checked.
+
+    ``when`` is the scan's time (``updated_before``, ``before``): aware, like
+    every timestamp of a node, or ``None`` where it is optional.
+    """
+    check_page(limit, None, "created_at", "asc")
+    if when is not None and (not isinstance(when, datetime) or when.utcoffset() is None):
+        raise InvalidParameterValue(
+            f"A scan needs a timezone-aware datetime, not {when!r}", field="time"
+        )
+    if states is None and when is None:
+        raise InvalidParameterValue("waking needs the time to compare with", field="time")
+    if states is not None:
+        if isinstance(states, str) or not all(_valid_text(x) for x in states):
+            raise InvalidParameterValue(
+                f"states must be a collection of state names, not {states!r}", field="states"
+            )
+        if "provision_state" in filters:
+            raise InvalidParameterValue(
+                "Give the states as states, not also as a provision_state filter",
+                field="provision_state",
+            )
+        filters = {**filters, "provision_state": frozenset(states)}
+    return normalize_filters(filters)
+
+
+def _oldest_first(
+    nodes: Sequence[Node], when: Callable[[Node], datetime | None], limit: int | None
+) -> list[Node]:
+    far = datetime.max.replace(tzinfo=_UTC)
+    ordered = sorted(nodes, key=lambda n: when(n) or far)
+    return ordered if limit is None else ordered[:limit]
