@@ -37,7 +37,7 @@ def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(cli.DB_ENV, raising=False)
     monkeypatch.delenv(cli.CONFIG_ENV, raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
-    monkeypatch.setattr(cli, "POLL_INTERVAL", 0.05)
+    monkeypatch.setattr("ironic_fsm.cli.verbs.POLL_INTERVAL", 0.05)
 
 
 @pytest.fixture

@@ -92,7 +92,7 @@ def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ExtensionManager, "ENTRY_POINT_CACHE", {})
     monkeypatch.delenv(cli.DB_ENV, raising=False)
     monkeypatch.delenv(cli.CONFIG_ENV, raising=False)
-    monkeypatch.setattr(cli, "POLL_INTERVAL", 0.02)
+    monkeypatch.setattr("ironic_fsm.cli.verbs.POLL_INTERVAL", 0.02)
 
 
 @pytest.fixture

@@ -1,0 +1,116 @@
+"""Which database a command opens, and the conductor over it."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from ironic_fsm.cli.errors import CLIError
+from ironic_fsm.cli.settings import _read_settings, _settings_conductor
+from ironic_fsm.exceptions import (
+    IronicFSMError,
+    MissingDependency,
+)
+
+if TYPE_CHECKING:
+    from ironic_fsm.conductor import Conductor
+
+#: Environment variable naming the database when ``--db`` is not given.
+DB_ENV: Final = "IRONIC_FSM_DB"
+
+
+# -- the database ---------------------------------------------------------------------
+
+
+def default_db_path() -> Path:
+    """Where nodes live by default: the user's data directory (XDG base directories).
+
+    ``$XDG_DATA_HOME`` is honoured only when absolute, as the XDG
+    specification asks; otherwise ``~/.local/share``.
+    """
+    base = os.environ.get("XDG_DATA_HOME", "")
+    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".local" / "share"
+    return root / "ironic_fsm" / "ironic_fsm.sqlite"
+
+
+def _private_directory(path: Path) -> None:
+    """Create ``path`` (and missing parents) readable by its owner only.
+
+    The database holds BMC credentials. Our own directory is tightened
+    even if it already existed with a looser mode; parents that existed
+    are left alone (they are the user's).
+    """
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=0o700)
+        except FileExistsError:
+            continue  # made meanwhile by another command; checked below if it is ours
+        os.chmod(directory, 0o700)  # mkdir's mode is filtered by the umask
+    if path.stat().st_mode & 0o077:
+        os.chmod(path, 0o700)
+
+
+def resolve_db_url(db: str | None) -> str:
+    """The database URL for ``--db`` (or ``$IRONIC_FSM_DB``, or the default file).
+
+    A bare path becomes an absolute ``sqlite:///`` URL, so that the same
+    database is used whatever the working directory of later commands.
+    Only the default location's directory is created (mode 0700): a typo
+    in an explicit path should fail, not create directories.
+    """
+    value = db or os.environ.get(DB_ENV) or ""
+    if not value:
+        path = default_db_path()
+        _private_directory(path.parent)
+        return f"sqlite:///{path}"
+    if "://" in value:
+        return value
+    return f"sqlite:///{os.path.abspath(os.path.expanduser(value))}"
+
+
+def _redact_url(url: str) -> str:
+    # A PostgreSQL URL may carry a password, in the authority or the query; never echo it.
+    url = re.sub(r"(://[^:/@]*:)[^@]*@", r"\1******@", url)
+    return re.sub(r"(?i)(password=)[^&\s]*", r"\1******", url)
+
+
+def _missing_driver(url: str, exc: ImportError) -> MissingDependency:
+    """The store's database driver is absent: name the extra that brings it."""
+    scheme = url.split("://", 1)[0].lower()
+    extra = "postgres" if scheme.startswith("postgres") else "sql"
+    return MissingDependency(
+        f"the database {_redact_url(url)} needs a driver that is not installed "
+        f"({exc.name or exc}): pip install 'ironic_fsm[{extra}]'",
+        extra=extra,
+    )
+
+
+@contextmanager
+def _open_conductor(args: argparse.Namespace) -> Iterator[Conductor]:
+    """A conductor over the chosen database; the store is closed afterwards.
+
+    The settings file is read first, so that a mistake in it never
+    touches the database.
+    """
+    settings = _read_settings(getattr(args, "config", None))
+    url = resolve_db_url(args.db)
+    try:
+        from ironic_fsm.stores import SQLStore  # the store's driver loads only here
+
+        store = SQLStore(url)
+    except IronicFSMError:
+        raise
+    except ImportError as exc:
+        raise _missing_driver(url, exc) from exc
+    except Exception as exc:
+        raise CLIError(f"cannot open database {_redact_url(url)}: {exc}") from exc
+    try:
+        yield _settings_conductor(store, settings)
+    finally:
+        store.close()

@@ -1,0 +1,179 @@
+"""``node create|list|show|set|unset|delete|power``: the node record itself."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, Final
+
+from ironic_fsm import states as s
+from ironic_fsm.cli.argtypes import _kind, _load_json_arg
+from ironic_fsm.cli.database import _open_conductor
+from ironic_fsm.cli.errors import CLIError, _report_error, _usage_error
+from ironic_fsm.cli.output import (
+    _field_label,
+    _label,
+    _list_fields,
+    _node_record,
+    _show_fields,
+    emit_list,
+    emit_one,
+)
+from ironic_fsm.exceptions import (
+    IronicFSMError,
+)
+
+_POWER: Final = {
+    "on": (s.POWER_ON, s.POWER_ON),
+    "off": (s.POWER_OFF, s.SOFT_POWER_OFF),
+    "reboot": (s.REBOOT, s.SOFT_REBOOT),
+}
+
+
+def _cmd_create(args: argparse.Namespace) -> int:
+    fields: dict[str, Any] = {"driver": args.driver}
+    if args.uuid is not None:
+        fields["uuid"] = args.uuid
+    if args.name is not None:
+        fields["name"] = args.name
+    if args.resource_class is not None:
+        fields["resource_class"] = args.resource_class
+    for option in ("driver_info", "properties", "extra"):
+        pairs = getattr(args, option)
+        if pairs:
+            fields[option] = dict(pairs)
+    if args.traits:
+        fields["traits"] = list(dict.fromkeys(args.traits))
+    with _open_conductor(args) as conductor:
+        node = conductor.create_node(**fields)
+    emit_one(args, _node_record(node))
+    return 0
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    filters: dict[str, Any] = {}
+    for name in ("retired", "maintenance", "provision_state", "driver"):
+        value = getattr(args, name)
+        if value is not None:
+            filters[name] = value
+    sort_key, sort_dir = args.sort
+    fields = _list_fields(args)
+    with _open_conductor(args) as conductor:
+        nodes = conductor.list_nodes(
+            limit=args.limit or None,
+            marker=args.marker,
+            sort_key=sort_key,
+            sort_dir=sort_dir,
+            **filters,
+        )
+    records = [_node_record(node) for node in nodes]
+    emit_list(
+        args,
+        [_field_label(field) for field in fields],
+        [[record[field] for field in fields] for record in records],
+    )
+    return 0
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    with _open_conductor(args) as conductor:
+        node = conductor.get_node(args.node)
+    emit_one(args, _node_record(node, _show_fields(args)))
+    return 0
+
+
+_DICT_OPTIONS: Final = ("driver_info", "properties", "extra", "instance_info")
+
+
+def _cmd_set(args: argparse.Namespace) -> int:
+    fields: dict[str, Any] = {}
+    for flag in ("retired", "maintenance", "protected"):
+        if getattr(args, flag):
+            fields[flag] = True
+    for name in (
+        "retired_reason",
+        "maintenance_reason",
+        "protected_reason",
+        "name",
+        "driver",
+        "resource_class",
+        "automated_clean",
+    ):
+        value = getattr(args, name)
+        if value is not None:
+            fields[name] = value
+    if args.target_raid_config is not None:
+        config = _load_json_arg(args.target_raid_config, "--target-raid-config")
+        if not isinstance(config, dict):
+            raise CLIError(f"--target-raid-config: expected a JSON object, got {_kind(config)}")
+        fields["target_raid_config"] = config
+    updates = {name: getattr(args, name) for name in _DICT_OPTIONS if getattr(args, name)}
+    if not fields and not updates:
+        _usage_error(args, "nothing to set: give at least one option (see --help)")
+    with _open_conductor(args) as conductor:
+        if updates:
+            # KEY=VALUE merges into the stored dict, as Ironic's client does with
+            # JSON patch "add"; update_node takes whole fields, so read them first.
+            current = conductor.get_node(args.node)
+            for name, pairs in updates.items():
+                merged = dict(getattr(current, name))
+                merged.update(pairs)
+                fields[name] = merged
+        conductor.update_node(args.node, **fields)
+    return 0
+
+
+def _cmd_unset(args: argparse.Namespace) -> int:
+    fields: dict[str, Any] = {}
+    for flag in ("retired", "maintenance", "protected"):
+        if getattr(args, flag):
+            fields[flag] = False
+    for flag in (
+        "retired_reason",
+        "maintenance_reason",
+        "protected_reason",
+        "name",
+        "resource_class",
+        "automated_clean",
+    ):
+        if getattr(args, f"unset_{flag}"):
+            fields[flag] = None
+    if args.target_raid_config:
+        fields["target_raid_config"] = {}
+    removals = {name: getattr(args, name) for name in _DICT_OPTIONS if getattr(args, name)}
+    if not fields and not removals:
+        _usage_error(args, "nothing to unset: give at least one option (see --help)")
+    with _open_conductor(args) as conductor:
+        if removals:
+            current = conductor.get_node(args.node)
+            for name, keys in removals.items():
+                # Removing a key that is not there is not an error, as in Ironic's client.
+                remaining = dict(getattr(current, name))
+                for key in keys:
+                    remaining.pop(key, None)
+                fields[name] = remaining
+        conductor.update_node(args.node, **fields)
+    return 0
+
+
+def _cmd_delete(args: argparse.Namespace) -> int:
+    code = 0
+    with _open_conductor(args) as conductor:
+        for ident in args.nodes:
+            # Each node on its own, as Ironic's client does: one refusal
+            # does not stop the others, but the exit code reports it.
+            try:
+                conductor.delete_node(ident)
+            except IronicFSMError as exc:
+                _report_error(exc)
+                code = 1
+            else:
+                print(f"Deleted node {ident}")
+    return code
+
+
+def _cmd_power(args: argparse.Namespace) -> int:
+    hard, soft = _POWER[args.power_action]
+    with _open_conductor(args) as conductor:
+        node = conductor.set_power_state(args.node, soft if args.soft else hard)
+    print(f"Node {_label(node)}: power state is {node.power_state}")
+    return 0
