@@ -21,7 +21,7 @@ import pytest
 from ironic_fsm.exceptions import InvalidParameterValue, NodeLocked
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.node import Node
-from ironic_fsm.stores import SQLStore, sql
+from ironic_fsm.stores import SQLStore, _schema, sql
 from ironic_fsm.stores.base import ConductorRecord, Reserved
 from ironic_fsm.stores.sql import MIGRATIONS, SCHEMA_VERSION
 
@@ -273,13 +273,13 @@ def test_a_failed_migration_step_changes_nothing(
 
 def test_two_openers_at_once_migrate_once(v1_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     fills: list[int] = []
-    fill = sql._v2_fill
+    fill = _schema._v2_fill
 
     def counted(store: SQLStore, conn: Any) -> None:
         fills.append(1)
         fill(store, conn)
 
-    monkeypatch.setattr(sql, "_v2_fill", counted)
+    monkeypatch.setattr(_schema, "_v2_fill", counted)
     start = threading.Barrier(3)
     errors: list[BaseException] = []
 

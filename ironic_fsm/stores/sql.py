@@ -20,52 +20,7 @@ fleet needs next live anyway (``FOR UPDATE SKIP LOCKED``, advisory locks,
 connections, timestamps and the one mapping of driver errors per database;
 this module holds the statements and the Store semantics.
 
-Layout (schema version 4; a database of an earlier version is upgraded in
-place when opened, see "Migrations" below):
-
-* ``nodes``: one row per node. ``data`` holds
-  :meth:`Node.to_json() <ironic_fsm.node.Node.to_json>` (written only if
-  it reads back equal to the node) and is the source of truth
-  for every field but two. The fields listings filter and sort on
-  (:data:`~ironic_fsm.stores.base.FILTER_FIELDS`, the timestamps) are
-  copied into columns on every write, and so is ``wait_until``, the
-  earliest ``*_wait_until`` of ``driver_internal_info``
-  (:func:`~ironic_fsm.stores.base.wake_time`), so that listings and the
-  periodic scans run in SQL on indexes and decode only the rows they
-  return. ``reservation`` and ``version`` are columns that win over
-  ``data`` when a node is read back (reserving and releasing change the
-  ``reservation`` column alone). ``seq`` records insertion order, the
-  tie-break of every sort (then ``uuid``, which is unique).
-* ``holders``: the last heartbeat of each reservation holder (crash recovery).
-* ``conductors`` (version 3): the conductor registry, one row per conductor,
-  keyed by its holder token: ``hostname``, ``conductor_group``,
-  ``hardware_types`` (a JSON list), ``online`` (False once it stopped
-  cleanly), ``started_at`` and ``updated_at`` (its last heartbeat).
-* ``node_history`` (version 4): one row per history entry (Ironic's
-  fields; ``user`` is the column ``username``, a reserved word in
-  PostgreSQL), indexed on ``(node_uuid, created_at, seq)``; ``seq`` orders
-  entries of one instant as they were written.
-* ``node_history_counts`` (version 4): per node, how many entries it has
-  and the last ``seq`` given, kept in the transaction that writes or
-  deletes entries; indexed on the count, so that the periodic trim finds
-  the nodes over the limit without reading the others.
-* ``ironic_fsm_schema``: one row with the schema version.
-
-Indexes: one per sort key, on ``(key, seq, uuid)``, so that a page after a
-marker is a range scan of ``limit`` entries (keyset pagination: ``WHERE
-(key, seq, uuid) > (marker's)``), never an offset; ``(provision_state,
-provision_updated_at)`` for callback timeouts; ``reservation`` for crash
-recovery; ``wait_until`` for ``wait`` steps; ``resource_class``.
-
-Migrations: :data:`MIGRATIONS` maps each version N to the step that makes
-N + 1: DDL statements, and functions for what SQL alone cannot do (filling
-new columns from ``data``). Opening a database runs the missing steps in
-order, each in one transaction that also stamps its version: on SQLite
-under ``BEGIN IMMEDIATE``, on PostgreSQL holding an advisory lock, so two
-processes opening an old database at once migrate it once (the second finds
-the work done). A new database is created as version 1 and migrated like
-any other, so there is one path to the current layout. A database of a
-newer version than this code knows is refused, never touched.
+Layout and migrations: see :mod:`ironic_fsm.stores._schema`.
 
 Durability on SQLite: files are opened in WAL mode. With the default
 ``sqlite_synchronous='NORMAL'`` a committed change survives the process being
@@ -92,21 +47,25 @@ from __future__ import annotations
 import builtins
 import json
 import logging
-from collections.abc import Callable, Collection, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from types import TracebackType
-from typing import Any, Final, Protocol
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from typing import Any, Final
 
 from ironic_fsm.exceptions import (
     ConcurrentUpdate,
     InvalidParameterValue,
-    IronicFSMError,
-    MissingDependency,
 )
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.node import Node
+from ironic_fsm.stores._connect import (
+    _Connection,
+    _Database,
+    _hide_password,
+    _open_postgres,
+    _open_sqlite,
+)
 from ironic_fsm.stores._query import (
     NULLABLE_SORT_KEYS,
     SET,
@@ -115,6 +74,15 @@ from ironic_fsm.stores._query import (
     check_page,
     normalize_filters,
     wake_time,
+)
+from ironic_fsm.stores._schema import (
+    _COLUMNS,
+    _CREATED,
+    _RESERVATION,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    _check_columns,
+    _schema_ddl,
 )
 from ironic_fsm.stores.base import (
     ConductorRecord,
@@ -144,35 +112,6 @@ POOL_SIZE: Final = 10
 POOL_TIMEOUT: Final = 30.0
 
 _SYNCHRONOUS_MODES: Final = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
-#: Column widths of the v1 layout; checked for both databases (SQLite does not).
-_WIDTHS: Final = {"uuid": 36, "name": 255, "driver": 255, "provision_state": 64, "reservation": 255}
-_NULLABLE: Final = frozenset({"name", "reservation"})
-#: Text columns of v2: any length, may be unset.
-_FREE_TEXT: Final = ("target_provision_state", "power_state", "resource_class", "fault")
-_CHECKED: Final[tuple[tuple[str, int | None], ...]] = (
-    *_WIDTHS.items(),
-    *((field, None) for field in _FREE_TEXT),
-)
-#: The columns a write sets from the node, in statement order (``data`` and ``version`` apart).
-_COLUMNS: Final = (
-    "name",
-    "driver",
-    "provision_state",
-    "maintenance",
-    "retired",
-    "reservation",
-    "target_provision_state",
-    "power_state",
-    "protected",
-    "resource_class",
-    "fault",
-    "provision_updated_at",
-    "updated_at",
-    "wait_until",
-)
-_RESERVATION: Final = _COLUMNS.index("reservation")
-#: Index of ``created_at`` in a row's values (after :data:`_COLUMNS`).
-_CREATED: Final = len(_COLUMNS)
 #: Most nodes whose last written columns a store remembers (see ``_save_statement``).
 _WRITTEN_CAP: Final = 50_000
 _UTC: Final = timezone.utc
@@ -184,198 +123,6 @@ _HISTORY_FIELDS: Final = (
     "uuid, node_uuid, created_at, severity, event_type, event, conductor, username"
 )
 _LOG: Final = logging.getLogger(__name__)
-
-
-def _schema_ddl(timestamp: str) -> list[str]:
-    """The v1 schema, as the first release created it (names, types, constraints)."""
-    return [
-        "CREATE TABLE IF NOT EXISTS ironic_fsm_schema (\n"
-        "\tid INTEGER NOT NULL, \n"
-        "\tversion INTEGER NOT NULL, \n"
-        "\tPRIMARY KEY (id)\n"
-        ")",
-        "CREATE TABLE IF NOT EXISTS nodes (\n"
-        "\tuuid VARCHAR(36) NOT NULL, \n"
-        "\tname VARCHAR(255), \n"
-        "\tdriver VARCHAR(255) NOT NULL, \n"
-        "\tprovision_state VARCHAR(64) NOT NULL, \n"
-        "\tmaintenance BOOLEAN NOT NULL, \n"
-        "\tretired BOOLEAN NOT NULL, \n"
-        "\treservation VARCHAR(255), \n"
-        "\tversion INTEGER NOT NULL, \n"
-        "\tseq BIGINT NOT NULL, \n"
-        f"\tcreated_at {timestamp} NOT NULL, \n"
-        "\tdata TEXT NOT NULL, \n"
-        "\tPRIMARY KEY (uuid), \n"
-        "\tCONSTRAINT uniq_nodes0name UNIQUE (name)\n"
-        ")",
-        "CREATE INDEX IF NOT EXISTS nodes_provision_state_idx ON nodes (provision_state)",
-        "CREATE INDEX IF NOT EXISTS nodes_reservation_idx ON nodes (reservation)",
-        "CREATE INDEX IF NOT EXISTS nodes_driver_idx ON nodes (driver)",
-        "CREATE INDEX IF NOT EXISTS nodes_seq_idx ON nodes (seq)",
-        "CREATE TABLE IF NOT EXISTS holders (\n"
-        "\tholder VARCHAR(255) NOT NULL, \n"
-        f"\theartbeat {timestamp} NOT NULL, \n"
-        "\tPRIMARY KEY (holder)\n"
-        ")",
-    ]
-
-
-def _v2_ddl(timestamp: str) -> list[str]:
-    """Schema 2: the columns and indexes listings and periodic scans need."""
-    return [
-        "ALTER TABLE nodes ADD COLUMN target_provision_state TEXT",
-        "ALTER TABLE nodes ADD COLUMN power_state TEXT",
-        "ALTER TABLE nodes ADD COLUMN protected BOOLEAN NOT NULL DEFAULT FALSE",
-        "ALTER TABLE nodes ADD COLUMN resource_class TEXT",
-        "ALTER TABLE nodes ADD COLUMN fault TEXT",
-        f"ALTER TABLE nodes ADD COLUMN provision_updated_at {timestamp}",
-        f"ALTER TABLE nodes ADD COLUMN updated_at {timestamp}",
-        f"ALTER TABLE nodes ADD COLUMN wait_until {timestamp}",
-        # v1's single-column indexes become (key, seq, uuid): sort and page on them.
-        "DROP INDEX nodes_provision_state_idx",
-        "DROP INDEX nodes_driver_idx",
-        "CREATE INDEX nodes_created_at_idx ON nodes (created_at, seq, uuid)",
-        "CREATE INDEX nodes_updated_at_idx ON nodes (updated_at, seq, uuid)",
-        "CREATE INDEX nodes_name_idx ON nodes (name, seq, uuid)",
-        "CREATE INDEX nodes_provision_state_idx ON nodes (provision_state, seq, uuid)",
-        "CREATE INDEX nodes_provision_updated_at_idx ON nodes (provision_updated_at, seq, uuid)",
-        "CREATE INDEX nodes_driver_idx ON nodes (driver, seq, uuid)",
-        "CREATE INDEX nodes_state_age_idx ON nodes (provision_state, provision_updated_at)",
-        "CREATE INDEX nodes_wait_until_idx ON nodes (wait_until)",
-        "CREATE INDEX nodes_resource_class_idx ON nodes (resource_class)",
-    ]
-
-
-def _v2_fill(store: SQLStore, conn: Any) -> None:
-    """Fill schema 2's new columns from each node's ``data`` (and nothing else)."""
-    q = store._q
-    rows = conn.execute("SELECT uuid, data FROM nodes").fetchall()
-    updates = []
-    for uuid, data in rows:
-        try:
-            node = Node.from_json(data)
-        except IronicFSMError as exc:  # kept as it is: readable by nobody, lost by nobody
-            _LOG.warning("Node %s: its record cannot be read (%s); columns left empty", uuid, exc)
-            continue
-        values = store._columns(node)
-        updates.append((*values[6:], uuid))
-    if updates:
-        names = ", ".join(f"{column} = {q}" for column in _COLUMNS[6:])
-        store._execute_many(conn, f"UPDATE nodes SET {names} WHERE uuid = {q}", updates)
-
-
-def _v3_ddl(timestamp: str) -> list[str]:
-    """Schema 3: the conductor registry, one row per conductor (a holder token)."""
-    return [
-        "CREATE TABLE conductors (\n"
-        "\tholder VARCHAR(255) NOT NULL, \n"
-        "\thostname VARCHAR(255) NOT NULL, \n"
-        "\tconductor_group VARCHAR(255) NOT NULL, \n"
-        "\thardware_types TEXT NOT NULL, \n"
-        "\tonline BOOLEAN NOT NULL, \n"
-        f"\tstarted_at {timestamp} NOT NULL, \n"
-        f"\tupdated_at {timestamp} NOT NULL, \n"
-        "\tPRIMARY KEY (holder)\n"
-        ")",
-        "CREATE INDEX conductors_hostname_idx ON conductors (hostname)",
-    ]
-
-
-def _v4_ddl(timestamp: str) -> list[str]:
-    """Schema 4: node history, and a per-node count that lets the trim skip the others."""
-    return [
-        "CREATE TABLE node_history (\n"
-        "\tuuid VARCHAR(36) NOT NULL, \n"
-        "\tnode_uuid VARCHAR(36) NOT NULL, \n"
-        f"\tcreated_at {timestamp} NOT NULL, \n"
-        "\tseq BIGINT NOT NULL, \n"
-        "\tseverity VARCHAR(16) NOT NULL, \n"
-        "\tevent_type VARCHAR(255) NOT NULL, \n"
-        "\tevent TEXT NOT NULL, \n"
-        "\tconductor VARCHAR(255), \n"
-        "\tusername VARCHAR(64), \n"
-        "\tPRIMARY KEY (uuid)\n"
-        ")",
-        "CREATE INDEX node_history_node_idx ON node_history (node_uuid, created_at, seq)",
-        "CREATE TABLE node_history_counts (\n"
-        "\tnode_uuid VARCHAR(36) NOT NULL, \n"
-        "\tentries INTEGER NOT NULL, \n"
-        "\tlast_seq BIGINT NOT NULL, \n"
-        "\tPRIMARY KEY (node_uuid)\n"
-        ")",
-        "CREATE INDEX node_history_counts_entries_idx ON node_history_counts (entries)",
-    ]
-
-
-#: One schema step: DDL (given the dialect's timestamp type) or a function of the store
-#: and the connection, run in order.
-_Step = str | Callable[["SQLStore", Any], None]
-
-#: Version N -> the steps that make version N + 1 of it. Add a version by adding an entry.
-MIGRATIONS: Final[dict[int, Callable[[str], builtins.list[_Step]]]] = {
-    1: lambda timestamp: [*_v2_ddl(timestamp), _v2_fill],
-    2: lambda timestamp: [*_v3_ddl(timestamp)],
-    3: lambda timestamp: [*_v4_ddl(timestamp)],
-}
-
-#: The schema version this code writes and understands.
-SCHEMA_VERSION: Final = 1 + len(MIGRATIONS)
-
-
-class _Cursor(Protocol):
-    rowcount: int
-
-    def fetchall(self) -> list[Any]: ...
-
-
-class _Connection(Protocol):
-    def execute(self, sql: Any, params: Sequence[Any] = ..., /) -> Any: ...
-
-
-class _Database(Protocol):
-    """What :class:`SQLStore` needs from a dialect module's database class."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def placeholder(self) -> str: ...
-    @property
-    def returning(self) -> bool: ...
-    @property
-    def table_exists_sql(self) -> str: ...
-
-    def connection(self, node: Node | None = None) -> AbstractContextManager[Any]: ...
-    def transaction(self, node: Node | None = None) -> AbstractContextManager[Any]: ...
-    def setup(self) -> AbstractContextManager[Any]: ...
-    def schema_transaction(self, conn: Any) -> AbstractContextManager[None]: ...
-    def translate(self, exc: BaseException, node: Node | None) -> IronicFSMError: ...
-    def bind_time(self, value: datetime) -> Any: ...
-    def read_time(self, value: Any) -> datetime: ...
-    def timestamp_type(self) -> str: ...
-    def open(self) -> None: ...
-    def close(self) -> None: ...
-
-
-def _check_columns(node: Node) -> None:
-    """Refuse, naming the field, a column value the database would reject or truncate."""
-    for field, width in _CHECKED:
-        value = getattr(node, field)
-        if value is None and (width is None or field in _NULLABLE):
-            continue
-        problem = None
-        if not isinstance(value, str):
-            problem = f"must be a string, not {type(value).__name__}"
-        elif width is not None and len(value) > width:
-            problem = f"is {len(value)} characters long; at most {width} fit"
-        elif "\x00" in value:
-            problem = "contains a NUL character"
-        if problem is not None:
-            raise InvalidParameterValue(
-                f"Node {node.uuid} cannot be stored: {field} {problem}",
-                node=node.uuid,
-                field=field,
-            )
 
 
 def _check_holder(holder: str) -> None:
@@ -400,83 +147,6 @@ def _pick(rows: Sequence[Any], ident: str) -> Any:
         if row[0] == ident:
             return row
     return rows[0] if rows else None
-
-
-def _hide_password(url: str) -> str:
-    """``url`` fit for messages: a password in the user part or the query is masked.
-
-    libpq takes ``?password=...`` as well as ``user:password@``; both are secrets.
-    """
-    parts = urlsplit(url)
-    if parts.password is None and "password" not in parts.query.lower():
-        return url  # as given: rebuilding drops the empty host of sqlite:////abs/path
-    if parts.password is not None:
-        netloc = parts.netloc.rsplit("@", 1)
-        user = netloc[0].split(":", 1)[0]
-        parts = parts._replace(netloc=f"{user}:***@{netloc[1]}")
-    if "password" in parts.query.lower():
-        query = [
-            (key, "***" if "password" in key.lower() else value)
-            for key, value in parse_qsl(parts.query, keep_blank_values=True)
-        ]
-        parts = parts._replace(query=urlencode(query, safe="*"))
-    return urlunsplit(parts)
-
-
-def _open_sqlite(
-    url: str, synchronous: str, busy_timeout: float, connect_args: dict[str, Any]
-) -> _Database:
-    from ironic_fsm.stores._sqlite import SQLiteDB
-
-    rest = url[len("sqlite://") :]
-    path, _, query = rest.partition("?")
-    if path == "/":
-        # "sqlite:///" names no file; taking it for memory would drop every write silently.
-        raise InvalidParameterValue(
-            "The SQLite URL sqlite:/// names no file: use sqlite:///PATH for a file, "
-            "or sqlite:// for a private in-memory database",
-            url=url,
-        )
-    database = path[1:] if path.startswith("/") else path
-    options = dict(parse_qsl(query))
-    uri = options.pop("uri", "").lower() == "true"
-    memory = (
-        database in ("", ":memory:")
-        or database.startswith("file::memory:")
-        or options.get("mode") == "memory"
-    )
-    if uri:  # SQLite's own URI form, e.g. sqlite:///file:nodes.db?mode=ro&uri=true
-        target = f"{database}?{urlencode(options)}" if options else database
-    else:
-        target = ":memory:" if memory else database
-    return SQLiteDB(
-        target,
-        memory=memory,
-        uri=uri,
-        synchronous=synchronous,
-        busy_timeout=busy_timeout,
-        connect_args=connect_args,
-    )
-
-
-def _open_postgres(
-    url: str, pool_size: int, pool_timeout: float, connect_args: dict[str, Any]
-) -> _Database:
-    try:
-        from ironic_fsm.stores._postgres import PostgresDB
-    except ImportError as exc:
-        raise MissingDependency(
-            "A PostgreSQL store needs psycopg and psycopg_pool: pip install 'ironic_fsm[postgres]'",
-            extra="postgres",
-        ) from exc
-    conninfo = "postgresql" + url[url.index("://") :]
-    return PostgresDB(
-        conninfo,
-        _hide_password(url),
-        pool_size=pool_size,
-        pool_timeout=pool_timeout,
-        connect_args=connect_args,
-    )
 
 
 class SQLStore:
