@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any, Final
 
 from ironic_fsm import states as s
@@ -84,6 +85,39 @@ def _cmd_show(args: argparse.Namespace) -> int:
 _DICT_OPTIONS: Final = ("driver_info", "properties", "extra", "instance_info")
 
 
+def _merged(stored: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    return {**stored, **dict(pairs)}
+
+
+def _without(stored: dict[str, Any], keys: list[str]) -> dict[str, Any]:
+    # Removing a key that is not there is not an error, as in Ironic's client.
+    gone = set(keys)
+    return {key: value for key, value in stored.items() if key not in gone}
+
+
+def _update_node(
+    args: argparse.Namespace,
+    verb: str,
+    fields: dict[str, Any],
+    edit: Callable[[dict[str, Any], Any], dict[str, Any]],
+) -> int:
+    """Apply ``node set``/``node unset``: plain fields as given, dict options via ``edit``.
+
+    ``update_node`` takes whole fields, so the stored dicts are read first
+    and edited key by key.
+    """
+    changes = {name: getattr(args, name) for name in _DICT_OPTIONS if getattr(args, name)}
+    if not fields and not changes:
+        _usage_error(args, f"nothing to {verb}: give at least one option (see --help)")
+    with _open_conductor(args) as conductor:
+        if changes:
+            current = conductor.get_node(args.node)
+            for name, change in changes.items():
+                fields[name] = edit(dict(getattr(current, name)), change)
+        conductor.update_node(args.node, **fields)
+    return 0
+
+
 def _cmd_set(args: argparse.Namespace) -> int:
     fields: dict[str, Any] = {}
     for flag in ("retired", "maintenance", "protected"):
@@ -106,20 +140,8 @@ def _cmd_set(args: argparse.Namespace) -> int:
         if not isinstance(config, dict):
             raise CLIError(f"--target-raid-config: expected a JSON object, got {_kind(config)}")
         fields["target_raid_config"] = config
-    updates = {name: getattr(args, name) for name in _DICT_OPTIONS if getattr(args, name)}
-    if not fields and not updates:
-        _usage_error(args, "nothing to set: give at least one option (see --help)")
-    with _open_conductor(args) as conductor:
-        if updates:
-            # KEY=VALUE merges into the stored dict, as Ironic's client does with
-            # JSON patch "add"; update_node takes whole fields, so read them first.
-            current = conductor.get_node(args.node)
-            for name, pairs in updates.items():
-                merged = dict(getattr(current, name))
-                merged.update(pairs)
-                fields[name] = merged
-        conductor.update_node(args.node, **fields)
-    return 0
+    # KEY=VALUE merges into the stored dict, as Ironic's client does with JSON patch "add".
+    return _update_node(args, "set", fields, _merged)
 
 
 def _cmd_unset(args: argparse.Namespace) -> int:
@@ -139,20 +161,7 @@ def _cmd_unset(args: argparse.Namespace) -> int:
             fields[flag] = None
     if args.target_raid_config:
         fields["target_raid_config"] = {}
-    removals = {name: getattr(args, name) for name in _DICT_OPTIONS if getattr(args, name)}
-    if not fields and not removals:
-        _usage_error(args, "nothing to unset: give at least one option (see --help)")
-    with _open_conductor(args) as conductor:
-        if removals:
-            current = conductor.get_node(args.node)
-            for name, keys in removals.items():
-                # Removing a key that is not there is not an error, as in Ironic's client.
-                remaining = dict(getattr(current, name))
-                for key in keys:
-                    remaining.pop(key, None)
-                fields[name] = remaining
-        conductor.update_node(args.node, **fields)
-    return 0
+    return _update_node(args, "unset", fields, _without)
 
 
 def _cmd_delete(args: argparse.Namespace) -> int:
