@@ -66,8 +66,8 @@ from ironic_fsm.stores._connect import (
     _open_postgres,
     _open_sqlite,
 )
+from ironic_fsm.stores._paging import page_ranges
 from ironic_fsm.stores._query import (
-    NULLABLE_SORT_KEYS,
     SET,
     _scan_filters,
     bad_marker,
@@ -543,56 +543,12 @@ class SQLStore:
         """
         check_page(limit, marker, sort_key, sort_dir)
         wanted = normalize_filters(filters)
-        q = self._q
-        desc = sort_dir == "desc"
-        op, way = ("<", " DESC") if desc else (">", "")
-        keyed = sort_key != "uuid"
-        nullable = sort_key in NULLABLE_SORT_KEYS
         with self._db.connection() as conn:
-            after: Any = None
-            if marker is not None:
-                column = f"{sort_key}, seq" if keyed else "uuid"
-                rows = conn.execute(
-                    f"SELECT {column} FROM nodes WHERE uuid = {q}", (marker,)
-                ).fetchall()
-                if not rows:
-                    raise bad_marker(marker)
-                after = rows[0]
+            after = None if marker is None else self._marker_row(conn, marker, sort_key)
             if wanted is None or limit == 0:
                 return []
             where, params = self._where(wanted)
-            # The ranges in page order: (condition, its parameters, ORDER BY).
-            ranges: builtins.list[tuple[builtins.list[str], builtins.list[Any], str]] = []
-            if not keyed:
-                cond = [] if after is None else [f"uuid {op} {q}"]
-                ranges.append((cond, [] if after is None else [marker], f"uuid{way}"))
-            else:
-                order = f"{sort_key}{way}, seq{way}, uuid{way}"
-                nulls_order = f"seq{way}, uuid{way}"
-                at_null = after is not None and after[0] is None
-                valued: tuple[builtins.list[str], builtins.list[Any], str] | None = None
-                nulls: tuple[builtins.list[str], builtins.list[Any], str] | None = None
-                if after is None:
-                    valued = ([f"{sort_key} IS NOT NULL"] if nullable else [], [], order)
-                    nulls = ([f"{sort_key} IS NULL"], [], nulls_order) if nullable else None
-                elif at_null:
-                    valued = None if desc else ([f"{sort_key} IS NOT NULL"], [], order)
-                    nulls = (
-                        [f"{sort_key} IS NULL", f"(seq, uuid) {op} ({q}, {q})"],
-                        [after[1], marker],
-                        nulls_order,
-                    )
-                else:
-                    valued = (
-                        [f"({sort_key}, seq, uuid) {op} ({q}, {q}, {q})"],
-                        [after[0], after[1], marker],
-                        order,
-                    )
-                    nulls = (
-                        ([f"{sort_key} IS NULL"], [], nulls_order) if nullable and desc else None
-                    )
-                first, second = (nulls, valued) if not desc else (valued, nulls)
-                ranges.extend(r for r in (first, second) if r is not None)
+            ranges = page_ranges(sort_key, sort_dir == "desc", after, marker, self._q)
             found: builtins.list[Any] = []
             for cond, extra, order in ranges:
                 left = None if limit is None else limit - len(found)
@@ -601,6 +557,16 @@ class SQLStore:
                 tail = f" ORDER BY {order}" + ("" if left is None else f" LIMIT {int(left)}")
                 found.extend(self._select(conn, [*where, *cond], [*params, *extra], tail))
         return [_to_node(r[0], r[1], r[2]) for r in found]
+
+    def _marker_row(self, conn: Any, marker: str, sort_key: str) -> Any:
+        """The marker's ``(key, seq)`` (``(uuid,)`` sorted on uuid); a bad marker is refused."""
+        column = "uuid" if sort_key == "uuid" else f"{sort_key}, seq"
+        rows = conn.execute(
+            f"SELECT {column} FROM nodes WHERE uuid = {self._q}", (marker,)
+        ).fetchall()
+        if not rows:
+            raise bad_marker(marker)
+        return rows[0]
 
     def reserved(self) -> builtins.list[Reserved]:
         """Every reserved node's UUID, holder and ``updated_at``: one index range, no decoding."""
