@@ -45,7 +45,6 @@ contention :class:`~ironic_fsm.exceptions.StoreBusy`, anything else
 from __future__ import annotations
 
 import builtins
-import json
 import logging
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
@@ -66,6 +65,7 @@ from ironic_fsm.stores._connect import (
     _open_postgres,
     _open_sqlite,
 )
+from ironic_fsm.stores._history import _SQLHistory
 from ironic_fsm.stores._paging import page_ranges
 from ironic_fsm.stores._query import (
     SET,
@@ -75,6 +75,7 @@ from ironic_fsm.stores._query import (
     normalize_filters,
     wake_time,
 )
+from ironic_fsm.stores._registry import _check_holder, _SQLRegistry
 from ironic_fsm.stores._schema import (
     _COLUMNS,
     _CREATED,
@@ -85,12 +86,8 @@ from ironic_fsm.stores._schema import (
     _schema_ddl,
 )
 from ironic_fsm.stores.base import (
-    ConductorRecord,
     Reserved,
-    check_conductor,
     check_history,
-    check_time,
-    conductor_order,
     duplicate_name,
     encode,
     locked_error,
@@ -115,23 +112,7 @@ _SYNCHRONOUS_MODES: Final = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
 #: Most nodes whose last written columns a store remembers (see ``_save_statement``).
 _WRITTEN_CAP: Final = 50_000
 _UTC: Final = timezone.utc
-#: Earlier than any time a conductor records.
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=_UTC)
-#: Later than any time a conductor records (a trim without a minimum age).
-_END: Final = datetime(9999, 12, 31, tzinfo=_UTC)
-_HISTORY_FIELDS: Final = (
-    "uuid, node_uuid, created_at, severity, event_type, event, conductor, username"
-)
 _LOG: Final = logging.getLogger(__name__)
-
-
-def _check_holder(holder: str) -> None:
-    if not isinstance(holder, str) or len(holder) > 255 or "\x00" in holder:
-        raise InvalidParameterValue(
-            f"A reservation holder must be a string of at most 255 characters without NUL, "
-            f"not {holder!r}",
-            field="reservation",
-        )
 
 
 def _to_node(data: str, reservation: str | None, version: int) -> Node:
@@ -149,7 +130,7 @@ def _pick(rows: Sequence[Any], ident: str) -> Any:
     return rows[0] if rows else None
 
 
-class SQLStore:
+class SQLStore(_SQLHistory, _SQLRegistry):
     """Node records in a SQL database: SQLite (embedded) or PostgreSQL (shared).
 
     Args:
@@ -214,6 +195,9 @@ class SQLStore:
         self._echo = echo
         self.url: str = _hide_password(url)
         self.dialect: str = db.name
+        self._written: dict[str, tuple[int, tuple[Any, ...]]] = {}
+        self._bound: dict[datetime, Any] = {}
+        self._save_sql: dict[tuple[int, ...], str] = {}
         self._build_statements(db.placeholder)
         try:
             self._prepare_schema()
@@ -223,105 +207,6 @@ class SQLStore:
             raise
 
     # -- setup ----------------------------------------------------------------------
-
-    def _build_statements(self, q: str) -> None:
-        """Every statement, written once with this dialect's placeholder."""
-        self._q_get = (
-            f"SELECT uuid, data, reservation, version FROM nodes WHERE uuid = {q} OR name = {q}"
-        )
-        self._q_reserve = (
-            f"UPDATE nodes SET reservation = {q} WHERE uuid = {q} AND reservation IS NULL"
-        )
-        if self._db.returning:
-            self._q_reserve += " RETURNING data, reservation, version"
-        self._q_by_uuid = f"SELECT data, reservation, version FROM nodes WHERE uuid = {q}"
-        self._q_release = (
-            f"UPDATE nodes SET reservation = NULL WHERE uuid = {q} AND reservation = {q}"
-        )
-        self._written: dict[str, tuple[int, tuple[Any, ...]]] = {}
-        self._bound: dict[datetime, Any] = {}
-        self._save_sql: dict[tuple[int, ...], str] = {}
-        self._q_version = f"SELECT version FROM nodes WHERE uuid = {q}"
-        names = ", ".join(_COLUMNS)
-        marks = ", ".join(q for _ in _COLUMNS)
-        self._q_create = (
-            f"INSERT INTO nodes (uuid, {names}, version, seq, created_at, data) VALUES "
-            f"({q}, {marks}, 1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM nodes), {q}, {q})"
-        )
-        self._q_create_seq = (
-            f"INSERT INTO nodes (uuid, {names}, version, seq, created_at, data) VALUES "
-            f"({q}, {marks}, 1, {q}, {q}, {q})"
-        )
-        self._q_uuid_exists = f"SELECT 1 FROM nodes WHERE uuid = {q}"
-        self._q_delete = f"DELETE FROM nodes WHERE uuid = {q}"
-        # PostgreSQL: the row lock makes a concurrent delete wait for our entries, then
-        # take them along; SQLite's write lock serialises the two anyway.
-        self._q_node_kept = self._q_uuid_exists + (
-            " FOR SHARE" if self._db.name == "postgresql" else ""
-        )
-        self._q_select = "SELECT data, reservation, version FROM nodes"
-        self._q_heartbeat = (
-            f"INSERT INTO holders (holder, heartbeat) VALUES ({q}, {q}) "
-            "ON CONFLICT (holder) DO UPDATE SET heartbeat = excluded.heartbeat"
-        )
-        self._q_holders = "SELECT holder, heartbeat FROM holders"
-        self._q_conductor_upsert = (
-            "INSERT INTO conductors (holder, hostname, conductor_group, hardware_types, online, "
-            f"started_at, updated_at) VALUES ({q}, {q}, {q}, {q}, {q}, {q}, {q}) "
-            "ON CONFLICT (holder) DO UPDATE SET hostname = excluded.hostname, "
-            "conductor_group = excluded.conductor_group, "
-            "hardware_types = excluded.hardware_types, online = excluded.online, "
-            "started_at = excluded.started_at, updated_at = excluded.updated_at"
-        )
-        self._q_conductor_prune = (
-            f"DELETE FROM conductors WHERE hostname = {q} AND holder <> {q} "
-            f"AND (online = {q} OR updated_at < {q})"
-        )
-        self._q_conductor_touch = (
-            f"UPDATE conductors SET online = {q}, updated_at = {q} WHERE holder = {q}"
-        )
-        self._q_conductors = (
-            "SELECT holder, hostname, conductor_group, hardware_types, online, started_at, "
-            "updated_at FROM conductors"
-        )
-        # ">= ''" is "IS NOT NULL" for text, but SQLite searches its index only for a range.
-        # No ORDER BY (sorted after): the reservation index finds the few, in any order.
-        self._q_reserved = (
-            f"SELECT uuid, reservation, updated_at, seq FROM nodes"
-            f"{self._index_hint('nodes_reservation_idx')} WHERE reservation >= ''"
-        )
-        self._q_history_count = (
-            "INSERT INTO node_history_counts (node_uuid, entries, last_seq) "
-            f"VALUES ({q}, {q}, {q}) ON CONFLICT (node_uuid) DO UPDATE SET "
-            "entries = node_history_counts.entries + excluded.entries, "
-            "last_seq = node_history_counts.last_seq + excluded.last_seq"
-        )
-        if self._db.returning:
-            self._q_history_count += " RETURNING last_seq"
-        self._q_history_last = f"SELECT last_seq FROM node_history_counts WHERE node_uuid = {q}"
-        self._q_history_insert = (
-            "INSERT INTO node_history (uuid, node_uuid, created_at, seq, severity, event_type, "
-            f"event, conductor, username) VALUES ({q}, {q}, {q}, {q}, {q}, {q}, {q}, {q}, {q})"
-        )
-        self._q_history = (
-            f"SELECT {_HISTORY_FIELDS} FROM node_history WHERE node_uuid = {q} "
-            "ORDER BY created_at, seq"
-        )
-        self._q_history_over = (
-            "SELECT node_uuid, entries FROM node_history_counts"
-            f"{self._index_hint('node_history_counts_entries_idx')} WHERE entries > {q}"
-        )
-        self._q_history_trim = (
-            "DELETE FROM node_history WHERE uuid IN (SELECT uuid FROM node_history "
-            f"WHERE node_uuid = {q} AND created_at < {q} ORDER BY created_at, seq LIMIT {q})"
-        )
-        self._q_history_uncount = (
-            f"UPDATE node_history_counts SET entries = entries - {q} WHERE node_uuid = {q}"
-        )
-        self._q_history_drop = f"DELETE FROM node_history WHERE node_uuid = {q}"
-        self._q_history_drop_count = f"DELETE FROM node_history_counts WHERE node_uuid = {q}"
-        self._q_uuid_of_name = f"SELECT uuid FROM nodes WHERE name = {q}"
-        self._q = q
 
     def _prepare_schema(self) -> None:
         """Create what is missing, run the missing migrations, refuse a newer schema."""
@@ -362,14 +247,6 @@ class SQLStore:
         conn.execute(
             f"UPDATE ironic_fsm_schema SET version = {self._q} WHERE id = 1", (version + 1,)
         )
-
-    def _execute_many(self, conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        """One statement for many rows: a batch on both drivers."""
-        if self._db.name == "sqlite":
-            conn.executemany(sql, rows)
-        else:
-            with conn.cursor() as cursor:
-                cursor.executemany(sql, rows)
 
     def _schema_version(self, conn: _Connection) -> int | None:
         (exists,) = conn.execute(self._db.table_exists_sql).fetchall()[0]
@@ -609,11 +486,6 @@ class SQLStore:
         params.append(self._db.bind_time(before))
         return self._scan(where, params, "wait_until", limit, "nodes_wait_until_idx")
 
-    def _index_hint(self, index: str) -> str:
-        """SQLite: use ``index``. Without statistics its planner takes ``reservation IS NULL``
-        for a selective term and walks every free node; PostgreSQL's planner has statistics."""
-        return f" INDEXED BY {index}" if self._db.name == "sqlite" else ""
-
     def _scan(
         self,
         where: builtins.list[str],
@@ -742,95 +614,6 @@ class SQLStore:
 
     # -- node history (see HistoryStore) -----------------------------------------------------
 
-    def _write_history(self, conn: Any, entries: Sequence[HistoryEntry]) -> None:
-        """Insert ``entries`` and count them per node, in the caller's transaction."""
-        by_node: dict[str, builtins.list[HistoryEntry]] = {}
-        for entry in entries:
-            by_node.setdefault(entry.node_uuid, []).append(entry)
-        bind = self._db.bind_time
-        for node_uuid, group in by_node.items():
-            n = len(group)
-            if self._db.returning:
-                last = conn.execute(self._q_history_count, (node_uuid, n, n)).fetchall()[0][0]
-            else:  # the write lock is held: nobody moves last_seq meanwhile
-                conn.execute(self._q_history_count, (node_uuid, n, n))
-                last = conn.execute(self._q_history_last, (node_uuid,)).fetchall()[0][0]
-            first = int(last) - n + 1
-            rows = [
-                (
-                    e.uuid,
-                    e.node_uuid,
-                    bind(e.created_at),
-                    first + i,
-                    e.severity,
-                    e.event_type,
-                    e.event,
-                    e.conductor,
-                    e.user,
-                )
-                for i, e in enumerate(group)
-            ]
-            self._execute_many(conn, self._q_history_insert, rows)
-
-    def add_history(self, entries: Sequence[HistoryEntry]) -> None:
-        """Write entries that go with no node change, in one transaction; unknown nodes: none."""
-        check_history(entries)
-        if not entries:
-            return
-        with self._db.transaction() as conn:
-            known = {
-                uuid
-                for uuid in {e.node_uuid for e in entries}
-                if conn.execute(self._q_node_kept, (uuid,)).fetchall()
-            }
-            kept = [e for e in entries if e.node_uuid in known]
-            if kept:
-                self._write_history(conn, kept)
-
-    def node_history(self, node_uuid: str) -> builtins.list[HistoryEntry]:
-        """The node's entries, oldest first: one range of the ``(node_uuid, created_at)`` index."""
-        if not isinstance(node_uuid, str) or "\x00" in node_uuid:
-            return []
-        with self._db.connection() as conn:
-            rows = conn.execute(self._q_history, (node_uuid,)).fetchall()
-        read = self._db.read_time
-        return [
-            HistoryEntry(
-                uuid=uuid,
-                node_uuid=node,
-                created_at=read(created),
-                severity=severity,
-                event_type=event_type,
-                event=event,
-                conductor=conductor,
-                user=user,
-            )
-            for uuid, node, created, severity, event_type, event, conductor, user in rows
-        ]
-
-    def trim_history(self, max_entries: int, *, before: datetime | None, limit: int) -> int:
-        """Delete at most ``limit`` of the oldest entries beyond ``max_entries`` per node.
-
-        One transaction. Reads only the nodes over the limit (a range of the
-        count index) and, per node, the entries it deletes (a range of
-        ``(node_uuid, created_at, seq)``): the fleet's size does not count.
-        """
-        if before is not None:
-            check_time(before, "before")
-        cutoff = self._db.bind_time(before or _END)
-        deleted = 0
-        with self._db.transaction() as conn:
-            over = conn.execute(self._q_history_over, (max_entries,)).fetchall()
-            for node_uuid, entries in over:
-                if deleted >= limit:
-                    break
-                wanted = min(int(entries) - max_entries, limit - deleted)
-                gone = conn.execute(self._q_history_trim, (node_uuid, cutoff, wanted)).rowcount
-                if gone:
-                    conn.execute(self._q_history_uncount, (gone, node_uuid))
-                    deleted += gone
-        return deleted
-
     def reserve(self, ident: str, holder: str) -> Node:
         """Atomically set ``reservation = holder`` if the node is free; nothing else changes.
 
@@ -883,80 +666,6 @@ class SQLStore:
                 raise not_found(ident)
             if found[0] != ident:
                 conn.execute(self._q_release, (found[0], holder))
-
-    def heartbeat(self, holder: str, now: datetime) -> None:
-        """Record that ``holder`` is alive at ``now`` (naive datetimes are taken as UTC)."""
-        _check_holder(holder)
-        with self._db.connection() as conn:
-            conn.execute(self._q_heartbeat, (holder, self._db.bind_time(now)))
-
-    def holders(self) -> dict[str, datetime]:
-        """Every holder's last heartbeat, as aware UTC datetimes."""
-        with self._db.connection() as conn:
-            rows = conn.execute(self._q_holders).fetchall()
-        return {row[0]: self._db.read_time(row[1]) for row in rows}
-
-    # -- the conductor registry (see ConductorRegistry) ---------------------------------------
-
-    def register_conductor(
-        self, record: ConductorRecord, *, replace_before: datetime | None = None
-    ) -> None:
-        """Add or replace ``record``'s row, drop its host's stopped or dead ones, at once."""
-        check_conductor(record)
-        if replace_before is not None:
-            check_time(replace_before, "replace_before")
-        bind = self._db.bind_time
-        # Before every real time: "no row is older than this", so only offline rows go.
-        oldest = bind(replace_before or _EPOCH)
-        types = json.dumps(list(record.hardware_types))
-        with self._db.transaction() as conn:
-            conn.execute(self._q_conductor_prune, (record.hostname, record.holder, False, oldest))
-            conn.execute(
-                self._q_conductor_upsert,
-                (
-                    record.holder,
-                    record.hostname,
-                    record.conductor_group,
-                    types,
-                    record.online,
-                    bind(record.started_at),
-                    bind(record.updated_at),
-                ),
-            )
-
-    def conductor_heartbeat(self, holder: str, now: datetime) -> bool:
-        """Mark ``holder`` online at ``now``; False when it has no row (register it again)."""
-        check_time(now, "now")
-        with self._db.connection() as conn:
-            touched = conn.execute(
-                self._q_conductor_touch, (True, self._db.bind_time(now), holder)
-            ).rowcount
-        return bool(touched)
-
-    def unregister_conductor(self, holder: str, now: datetime) -> None:
-        """Mark ``holder`` offline at ``now`` (a stopped conductor is not alive, at once)."""
-        check_time(now, "now")
-        with self._db.connection() as conn:
-            conn.execute(self._q_conductor_touch, (False, self._db.bind_time(now), holder))
-
-    def list_conductors(self) -> builtins.list[ConductorRecord]:
-        """Every registered conductor (one small table, read whole)."""
-        with self._db.connection() as conn:
-            rows = conn.execute(self._q_conductors).fetchall()
-        read = self._db.read_time
-        records = [
-            ConductorRecord(
-                holder,
-                hostname,
-                group,
-                tuple(json.loads(types)),
-                bool(online),
-                read(started),
-                read(updated),
-            )
-            for holder, hostname, group, types, online, started, updated in rows
-        ]
-        return sorted(records, key=conductor_order)
 
     # -- lifetime ------------------------------------------------------------------------
 

@@ -1,0 +1,114 @@
+"""Node history in SQL: the ``node_history`` rows and their per-node counts.
+
+Entries are written in the transaction of the save that caused them
+(:meth:`~ironic_fsm.stores.sql.SQLStore.save`) or on their own
+(:meth:`add_history`); the counts let the periodic trim find the nodes over
+the limit without reading the others.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any, Final
+
+from ironic_fsm.history import HistoryEntry
+from ironic_fsm.stores._statements import _SQLStatements
+from ironic_fsm.stores.base import check_history, check_time
+
+#: Later than any time a conductor records (a trim without a minimum age).
+_END: Final = datetime(9999, 12, 31, tzinfo=timezone.utc)
+
+
+class _SQLHistory(_SQLStatements):
+    """:class:`~ironic_fsm.stores.base.HistoryStore` on the store's statements."""
+
+    def _write_history(self, conn: Any, entries: Sequence[HistoryEntry]) -> None:
+        """Insert ``entries`` and count them per node, in the caller's transaction."""
+        by_node: dict[str, builtins.list[HistoryEntry]] = {}
+        for entry in entries:
+            by_node.setdefault(entry.node_uuid, []).append(entry)
+        bind = self._db.bind_time
+        for node_uuid, group in by_node.items():
+            n = len(group)
+            if self._db.returning:
+                last = conn.execute(self._q_history_count, (node_uuid, n, n)).fetchall()[0][0]
+            else:  # the write lock is held: nobody moves last_seq meanwhile
+                conn.execute(self._q_history_count, (node_uuid, n, n))
+                last = conn.execute(self._q_history_last, (node_uuid,)).fetchall()[0][0]
+            first = int(last) - n + 1
+            rows = [
+                (
+                    e.uuid,
+                    e.node_uuid,
+                    bind(e.created_at),
+                    first + i,
+                    e.severity,
+                    e.event_type,
+                    e.event,
+                    e.conductor,
+                    e.user,
+                )
+                for i, e in enumerate(group)
+            ]
+            self._execute_many(conn, self._q_history_insert, rows)
+
+    def add_history(self, entries: Sequence[HistoryEntry]) -> None:
+        """Write entries that go with no node change, in one transaction; unknown nodes: none."""
+        check_history(entries)
+        if not entries:
+            return
+        with self._db.transaction() as conn:
+            known = {
+                uuid
+                for uuid in {e.node_uuid for e in entries}
+                if conn.execute(self._q_node_kept, (uuid,)).fetchall()
+            }
+            kept = [e for e in entries if e.node_uuid in known]
+            if kept:
+                self._write_history(conn, kept)
+
+    def node_history(self, node_uuid: str) -> builtins.list[HistoryEntry]:
+        """The node's entries, oldest first: one range of the ``(node_uuid, created_at)`` index."""
+        if not isinstance(node_uuid, str) or "\x00" in node_uuid:
+            return []
+        with self._db.connection() as conn:
+            rows = conn.execute(self._q_history, (node_uuid,)).fetchall()
+        read = self._db.read_time
+        return [
+            HistoryEntry(
+                uuid=uuid,
+                node_uuid=node,
+                created_at=read(created),
+                severity=severity,
+                event_type=event_type,
+                event=event,
+                conductor=conductor,
+                user=user,
+            )
+            for uuid, node, created, severity, event_type, event, conductor, user in rows
+        ]
+
+    def trim_history(self, max_entries: int, *, before: datetime | None, limit: int) -> int:
+        """Delete at most ``limit`` of the oldest entries beyond ``max_entries`` per node.
+
+        One transaction. Reads only the nodes over the limit (a range of the
+        count index) and, per node, the entries it deletes (a range of
+        ``(node_uuid, created_at, seq)``): the fleet's size does not count.
+        """
+        if before is not None:
+            check_time(before, "before")
+        cutoff = self._db.bind_time(before or _END)
+        deleted = 0
+        with self._db.transaction() as conn:
+            over = conn.execute(self._q_history_over, (max_entries,)).fetchall()
+            for node_uuid, entries in over:
+                if deleted >= limit:
+                    break
+                wanted = min(int(entries) - max_entries, limit - deleted)
+                gone = conn.execute(self._q_history_trim, (node_uuid, cutoff, wanted)).rowcount
+                if gone:
+                    conn.execute(self._q_history_uncount, (gone, node_uuid))
+                    deleted += gone
+        return deleted

@@ -1,0 +1,135 @@
+"""The statements of :class:`~ironic_fsm.stores.sql.SQLStore`, written once per store.
+
+Every statement is built when the store opens, with its dialect's
+placeholder and features (``RETURNING``, row locks, SQLite index hints), so
+that a call only binds parameters. The store's history and registry parts
+(:mod:`._history`, :mod:`._registry`) read them from here too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from ironic_fsm.stores._connect import _Database
+from ironic_fsm.stores._schema import _COLUMNS
+
+_HISTORY_FIELDS: Final = (
+    "uuid, node_uuid, created_at, severity, event_type, event, conductor, username"
+)
+
+
+class _SQLStatements:
+    """The prepared statement texts, and the few helpers every part of the store runs them with."""
+
+    _db: _Database
+    _echo: bool
+
+    def _build_statements(self, q: str) -> None:
+        """Every statement, written once with this dialect's placeholder."""
+        self._q_get = (
+            f"SELECT uuid, data, reservation, version FROM nodes WHERE uuid = {q} OR name = {q}"
+        )
+        self._q_reserve = (
+            f"UPDATE nodes SET reservation = {q} WHERE uuid = {q} AND reservation IS NULL"
+        )
+        if self._db.returning:
+            self._q_reserve += " RETURNING data, reservation, version"
+        self._q_by_uuid = f"SELECT data, reservation, version FROM nodes WHERE uuid = {q}"
+        self._q_release = (
+            f"UPDATE nodes SET reservation = NULL WHERE uuid = {q} AND reservation = {q}"
+        )
+        self._q_version = f"SELECT version FROM nodes WHERE uuid = {q}"
+        names = ", ".join(_COLUMNS)
+        marks = ", ".join(q for _ in _COLUMNS)
+        self._q_create = (
+            f"INSERT INTO nodes (uuid, {names}, version, seq, created_at, data) VALUES "
+            f"({q}, {marks}, 1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM nodes), {q}, {q})"
+        )
+        self._q_create_seq = (
+            f"INSERT INTO nodes (uuid, {names}, version, seq, created_at, data) VALUES "
+            f"({q}, {marks}, 1, {q}, {q}, {q})"
+        )
+        self._q_uuid_exists = f"SELECT 1 FROM nodes WHERE uuid = {q}"
+        self._q_delete = f"DELETE FROM nodes WHERE uuid = {q}"
+        # PostgreSQL: the row lock makes a concurrent delete wait for our entries, then
+        # take them along; SQLite's write lock serialises the two anyway.
+        self._q_node_kept = self._q_uuid_exists + (
+            " FOR SHARE" if self._db.name == "postgresql" else ""
+        )
+        self._q_select = "SELECT data, reservation, version FROM nodes"
+        self._q_heartbeat = (
+            f"INSERT INTO holders (holder, heartbeat) VALUES ({q}, {q}) "
+            "ON CONFLICT (holder) DO UPDATE SET heartbeat = excluded.heartbeat"
+        )
+        self._q_holders = "SELECT holder, heartbeat FROM holders"
+        self._q_conductor_upsert = (
+            "INSERT INTO conductors (holder, hostname, conductor_group, hardware_types, online, "
+            f"started_at, updated_at) VALUES ({q}, {q}, {q}, {q}, {q}, {q}, {q}) "
+            "ON CONFLICT (holder) DO UPDATE SET hostname = excluded.hostname, "
+            "conductor_group = excluded.conductor_group, "
+            "hardware_types = excluded.hardware_types, online = excluded.online, "
+            "started_at = excluded.started_at, updated_at = excluded.updated_at"
+        )
+        self._q_conductor_prune = (
+            f"DELETE FROM conductors WHERE hostname = {q} AND holder <> {q} "
+            f"AND (online = {q} OR updated_at < {q})"
+        )
+        self._q_conductor_touch = (
+            f"UPDATE conductors SET online = {q}, updated_at = {q} WHERE holder = {q}"
+        )
+        self._q_conductors = (
+            "SELECT holder, hostname, conductor_group, hardware_types, online, started_at, "
+            "updated_at FROM conductors"
+        )
+        # ">= ''" is "IS NOT NULL" for text, but SQLite searches its index only for a range.
+        # No ORDER BY (sorted after): the reservation index finds the few, in any order.
+        self._q_reserved = (
+            f"SELECT uuid, reservation, updated_at, seq FROM nodes"
+            f"{self._index_hint('nodes_reservation_idx')} WHERE reservation >= ''"
+        )
+        self._q_history_count = (
+            "INSERT INTO node_history_counts (node_uuid, entries, last_seq) "
+            f"VALUES ({q}, {q}, {q}) ON CONFLICT (node_uuid) DO UPDATE SET "
+            "entries = node_history_counts.entries + excluded.entries, "
+            "last_seq = node_history_counts.last_seq + excluded.last_seq"
+        )
+        if self._db.returning:
+            self._q_history_count += " RETURNING last_seq"
+        self._q_history_last = f"SELECT last_seq FROM node_history_counts WHERE node_uuid = {q}"
+        self._q_history_insert = (
+            "INSERT INTO node_history (uuid, node_uuid, created_at, seq, severity, event_type, "
+            f"event, conductor, username) VALUES ({q}, {q}, {q}, {q}, {q}, {q}, {q}, {q}, {q})"
+        )
+        self._q_history = (
+            f"SELECT {_HISTORY_FIELDS} FROM node_history WHERE node_uuid = {q} "
+            "ORDER BY created_at, seq"
+        )
+        self._q_history_over = (
+            "SELECT node_uuid, entries FROM node_history_counts"
+            f"{self._index_hint('node_history_counts_entries_idx')} WHERE entries > {q}"
+        )
+        self._q_history_trim = (
+            "DELETE FROM node_history WHERE uuid IN (SELECT uuid FROM node_history "
+            f"WHERE node_uuid = {q} AND created_at < {q} ORDER BY created_at, seq LIMIT {q})"
+        )
+        self._q_history_uncount = (
+            f"UPDATE node_history_counts SET entries = entries - {q} WHERE node_uuid = {q}"
+        )
+        self._q_history_drop = f"DELETE FROM node_history WHERE node_uuid = {q}"
+        self._q_history_drop_count = f"DELETE FROM node_history_counts WHERE node_uuid = {q}"
+        self._q_uuid_of_name = f"SELECT uuid FROM nodes WHERE name = {q}"
+        self._q = q
+
+    def _index_hint(self, index: str) -> str:
+        """SQLite: use ``index``. Without statistics its planner takes ``reservation IS NULL``
+        for a selective term and walks every free node; PostgreSQL's planner has statistics."""
+        return f" INDEXED BY {index}" if self._db.name == "sqlite" else ""
+
+    def _execute_many(self, conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """One statement for many rows: a batch on both drivers."""
+        if self._db.name == "sqlite":
+            conn.executemany(sql, rows)
+        else:
+            with conn.cursor() as cursor:
+                cursor.executemany(sql, rows)
