@@ -83,6 +83,18 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 
 _DICT_OPTIONS: Final = ("driver_info", "properties", "extra", "instance_info")
+#: The on/off fields of ``node set`` (True) and ``node unset`` (False).
+_FLAGS: Final = ("retired", "maintenance", "protected")
+#: The plain fields ``node unset`` clears; ``node set`` also sets the driver (never unset).
+_UNSETTABLE: Final = (
+    "retired_reason",
+    "maintenance_reason",
+    "protected_reason",
+    "name",
+    "resource_class",
+    "automated_clean",
+)
+_SETTABLE: Final = (*_UNSETTABLE[:4], "driver", *_UNSETTABLE[4:])
 
 
 def _merged(stored: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
@@ -119,22 +131,10 @@ def _update_node(
 
 
 def _cmd_set(args: argparse.Namespace) -> int:
-    fields: dict[str, Any] = {}
-    for flag in ("retired", "maintenance", "protected"):
-        if getattr(args, flag):
-            fields[flag] = True
-    for name in (
-        "retired_reason",
-        "maintenance_reason",
-        "protected_reason",
-        "name",
-        "driver",
-        "resource_class",
-        "automated_clean",
-    ):
-        value = getattr(args, name)
-        if value is not None:
-            fields[name] = value
+    fields: dict[str, Any] = {flag: True for flag in _FLAGS if getattr(args, flag)}
+    fields.update(
+        (name, getattr(args, name)) for name in _SETTABLE if getattr(args, name) is not None
+    )
     if args.target_raid_config is not None:
         config = _load_json_arg(args.target_raid_config, "--target-raid-config")
         if not isinstance(config, dict):
@@ -145,20 +145,8 @@ def _cmd_set(args: argparse.Namespace) -> int:
 
 
 def _cmd_unset(args: argparse.Namespace) -> int:
-    fields: dict[str, Any] = {}
-    for flag in ("retired", "maintenance", "protected"):
-        if getattr(args, flag):
-            fields[flag] = False
-    for flag in (
-        "retired_reason",
-        "maintenance_reason",
-        "protected_reason",
-        "name",
-        "resource_class",
-        "automated_clean",
-    ):
-        if getattr(args, f"unset_{flag}"):
-            fields[flag] = None
+    fields: dict[str, Any] = {flag: False for flag in _FLAGS if getattr(args, flag)}
+    fields.update((name, None) for name in _UNSETTABLE if getattr(args, f"unset_{name}"))
     if args.target_raid_config:
         fields["target_raid_config"] = {}
     return _update_node(args, "unset", fields, _without)
