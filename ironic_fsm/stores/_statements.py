@@ -2,15 +2,17 @@
 
 Every statement is built when the store opens, with its dialect's
 placeholder and features (``RETURNING``, row locks, SQLite index hints), so
-that a call only binds parameters. The store's history and registry parts
-(:mod:`._history`, :mod:`._registry`) read them from here too.
+that a call only binds parameters. The store's scans, history and registry parts
+(:mod:`._scans`, :mod:`._history`, :mod:`._registry`) read them from here too.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any, Final
 
+from ironic_fsm.node import Node
 from ironic_fsm.stores._connect import _Database
 from ironic_fsm.stores._schema import _COLUMNS
 
@@ -18,12 +20,23 @@ _HISTORY_FIELDS: Final = (
     "uuid, node_uuid, created_at, severity, event_type, event, conductor, username"
 )
 
+# The store's logger: statements are logged under the store's name.
+_LOG: Final = logging.getLogger("ironic_fsm.stores.sql")
+
+
+def _to_node(data: str, reservation: str | None, version: int) -> Node:
+    node = Node.from_json(data)
+    node.reservation = reservation  # the columns are authoritative over the JSON
+    node.version = version
+    return node
+
 
 class _SQLStatements:
     """The prepared statement texts, and the few helpers every part of the store runs them with."""
 
     _db: _Database
     _echo: bool
+    dialect: str
 
     def _build_statements(self, q: str) -> None:
         """Every statement, written once with this dialect's placeholder."""
@@ -133,3 +146,6 @@ class _SQLStatements:
         else:
             with conn.cursor() as cursor:
                 cursor.executemany(sql, rows)
+
+    def _log(self, sql: str) -> None:
+        _LOG.debug("%s: %s", self.dialect, sql)

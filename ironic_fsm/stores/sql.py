@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import builtins
 import logging
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from types import TracebackType
@@ -68,14 +68,13 @@ from ironic_fsm.stores._connect import (
 from ironic_fsm.stores._history import _SQLHistory
 from ironic_fsm.stores._paging import page_ranges
 from ironic_fsm.stores._query import (
-    SET,
-    _scan_filters,
     bad_marker,
     check_page,
     normalize_filters,
     wake_time,
 )
 from ironic_fsm.stores._registry import _check_holder, _SQLRegistry
+from ironic_fsm.stores._scans import _SQLScans
 from ironic_fsm.stores._schema import (
     _COLUMNS,
     _CREATED,
@@ -85,8 +84,8 @@ from ironic_fsm.stores._schema import (
     _check_columns,
     _schema_ddl,
 )
+from ironic_fsm.stores._statements import _to_node
 from ironic_fsm.stores.base import (
-    Reserved,
     check_history,
     duplicate_name,
     encode,
@@ -115,13 +114,6 @@ _UTC: Final = timezone.utc
 _LOG: Final = logging.getLogger(__name__)
 
 
-def _to_node(data: str, reservation: str | None, version: int) -> Node:
-    node = Node.from_json(data)
-    node.reservation = reservation  # the columns are authoritative over the JSON
-    node.version = version
-    return node
-
-
 def _pick(rows: Sequence[Any], ident: str) -> Any:
     """The row whose uuid is ``ident``, else the one whose name is (UUIDs win, as in memory)."""
     for row in rows:
@@ -130,7 +122,7 @@ def _pick(rows: Sequence[Any], ident: str) -> Any:
     return rows[0] if rows else None
 
 
-class SQLStore(_SQLHistory, _SQLRegistry):
+class SQLStore(_SQLScans, _SQLHistory, _SQLRegistry):
     """Node records in a SQL database: SQLite (embedded) or PostgreSQL (shared).
 
     Args:
@@ -265,9 +257,6 @@ class SQLStore(_SQLHistory, _SQLRegistry):
                 schema_version=version,
             )
 
-    def _log(self, sql: str) -> None:
-        _LOG.debug("%s: %s", self.dialect, sql)
-
     # -- conversions ------------------------------------------------------------------
 
     def _time(self, node: Node, field: str) -> Any:
@@ -313,32 +302,6 @@ class SQLStore(_SQLHistory, _SQLRegistry):
         _check_columns(node)  # first: its messages name the column's limit
         data = encode(node).decode()
         return data, (*self._columns(node), self._time(node, "created_at"))
-
-    def _where(self, filters: dict[str, Any]) -> tuple[list[str], list[Any]]:
-        """SQL conditions for filters normalised by :func:`~.base.normalize_filters`."""
-        where: list[str] = []
-        params: list[Any] = []
-        for key, value in filters.items():
-            if value is None:
-                where.append(f"{key} IS NULL")
-            elif value is SET:
-                where.append(f"{key} IS NOT NULL")
-            elif isinstance(value, frozenset):
-                where.append(f"{key} IN ({', '.join(self._q for _ in value)})")
-                params.extend(sorted(value))
-            else:
-                where.append(f"{key} = {self._q}")
-                params.append(value)
-        return where, params
-
-    def _select(self, conn: Any, where: Sequence[str], params: Sequence[Any], tail: str) -> Any:
-        sql = self._q_select
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += tail
-        if self._echo:
-            self._log(sql)
-        return conn.execute(sql, params).fetchall()
 
     # -- the Store protocol --------------------------------------------------------------
 
@@ -445,70 +408,6 @@ class SQLStore(_SQLHistory, _SQLRegistry):
             raise bad_marker(marker)
         return rows[0]
 
-    def reserved(self) -> builtins.list[Reserved]:
-        """Every reserved node's UUID, holder and ``updated_at``: one index range, no decoding."""
-        if self._echo:
-            self._log(self._q_reserved)
-        with self._db.connection() as conn:
-            rows = conn.execute(self._q_reserved).fetchall()
-        rows.sort(key=lambda r: (r[3], r[0]))
-        return [
-            Reserved(r[0], r[1], None if r[2] is None else self._db.read_time(r[2])) for r in rows
-        ]
-
-    def in_states(
-        self,
-        states: Collection[str],
-        *,
-        updated_before: datetime | None = None,
-        limit: int | None = None,
-        **filters: Any,
-    ) -> builtins.list[Node]:
-        """Nodes in ``states`` (changed before ``updated_before``), oldest first; on indexes."""
-        wanted = _scan_filters(states, limit, filters, updated_before)
-        if wanted is None:
-            return []
-        where, params = self._where(wanted)
-        if updated_before is not None:
-            where.append(f"provision_updated_at < {self._q}")
-            params.append(self._db.bind_time(updated_before))
-        return self._scan(where, params, "provision_updated_at", limit, "nodes_state_age_idx")
-
-    def waking(
-        self, before: datetime, *, limit: int | None = None, **filters: Any
-    ) -> builtins.list[Node]:
-        """Nodes whose ``wait`` step is up at ``before``, earliest first; on an index."""
-        wanted = _scan_filters(None, limit, filters, before)
-        if wanted is None:
-            return []
-        where, params = self._where(wanted)
-        where.append(f"wait_until <= {self._q}")
-        params.append(self._db.bind_time(before))
-        return self._scan(where, params, "wait_until", limit, "nodes_wait_until_idx")
-
-    def _scan(
-        self,
-        where: builtins.list[str],
-        params: builtins.list[Any],
-        by: str,
-        limit: int | None,
-        index: str,
-    ) -> builtins.list[Node]:
-        """Candidates through ``index``, sorted here (unset ``by`` last), then decoded.
-
-        No ``ORDER BY``: it could make the planner walk an index in order
-        instead of searching the one that finds the few candidates.
-        """
-        sql = f"SELECT {by}, seq, uuid, data, reservation, version FROM nodes"
-        sql += self._index_hint(index)
-        sql += " WHERE " + " AND ".join(where)
-        if self._echo:
-            self._log(sql)
-        with self._db.connection() as conn:
-            rows = conn.execute(sql, params).fetchall()
-        rows.sort(key=lambda r: (r[0] is None, r[0] if r[0] is not None else "", r[1], r[2]))
-        return [_to_node(r[3], r[4], r[5]) for r in rows[:limit]]
-
     def save(self, node: Node, *, history: Sequence[HistoryEntry] = ()) -> None:
         """Write ``node`` if its version is current; bump ``node.version`` in place.
 
@@ -612,7 +511,7 @@ class SQLStore(_SQLHistory, _SQLRegistry):
             conn.execute(self._q_history_drop, (uuid,))
             conn.execute(self._q_history_drop_count, (uuid,))
 
-    # -- node history (see HistoryStore) -----------------------------------------------------
+    # -- reservations ------------------------------------------------------------------------
 
     def reserve(self, ident: str, holder: str) -> Node:
         """Atomically set ``reservation = holder`` if the node is free; nothing else changes.

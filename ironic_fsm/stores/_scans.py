@@ -1,0 +1,111 @@
+"""Listing conditions and the periodic scans in SQL: filters become ``WHERE`` terms.
+
+The scans (:meth:`reserved`, :meth:`in_states`, :meth:`waking`) read their
+candidates through one index each and decode only the rows they return.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Collection, Sequence
+from datetime import datetime
+from typing import Any
+
+from ironic_fsm.node import Node
+from ironic_fsm.stores._query import SET, _scan_filters
+from ironic_fsm.stores._statements import _SQLStatements, _to_node
+from ironic_fsm.stores.base import Reserved
+
+
+class _SQLScans(_SQLStatements):
+    """:class:`~ironic_fsm.stores.base.ScanningStore`'s scans, and the filter terms of ``list``."""
+
+    def _where(self, filters: dict[str, Any]) -> tuple[list[str], list[Any]]:
+        """SQL conditions for filters normalised by :func:`~.base.normalize_filters`."""
+        where: list[str] = []
+        params: list[Any] = []
+        for key, value in filters.items():
+            if value is None:
+                where.append(f"{key} IS NULL")
+            elif value is SET:
+                where.append(f"{key} IS NOT NULL")
+            elif isinstance(value, frozenset):
+                where.append(f"{key} IN ({', '.join(self._q for _ in value)})")
+                params.extend(sorted(value))
+            else:
+                where.append(f"{key} = {self._q}")
+                params.append(value)
+        return where, params
+
+    def _select(self, conn: Any, where: Sequence[str], params: Sequence[Any], tail: str) -> Any:
+        sql = self._q_select
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += tail
+        if self._echo:
+            self._log(sql)
+        return conn.execute(sql, params).fetchall()
+
+    def reserved(self) -> builtins.list[Reserved]:
+        """Every reserved node's UUID, holder and ``updated_at``: one index range, no decoding."""
+        if self._echo:
+            self._log(self._q_reserved)
+        with self._db.connection() as conn:
+            rows = conn.execute(self._q_reserved).fetchall()
+        rows.sort(key=lambda r: (r[3], r[0]))
+        return [
+            Reserved(r[0], r[1], None if r[2] is None else self._db.read_time(r[2])) for r in rows
+        ]
+
+    def in_states(
+        self,
+        states: Collection[str],
+        *,
+        updated_before: datetime | None = None,
+        limit: int | None = None,
+        **filters: Any,
+    ) -> builtins.list[Node]:
+        """Nodes in ``states`` (changed before ``updated_before``), oldest first; on indexes."""
+        wanted = _scan_filters(states, limit, filters, updated_before)
+        if wanted is None:
+            return []
+        where, params = self._where(wanted)
+        if updated_before is not None:
+            where.append(f"provision_updated_at < {self._q}")
+            params.append(self._db.bind_time(updated_before))
+        return self._scan(where, params, "provision_updated_at", limit, "nodes_state_age_idx")
+
+    def waking(
+        self, before: datetime, *, limit: int | None = None, **filters: Any
+    ) -> builtins.list[Node]:
+        """Nodes whose ``wait`` step is up at ``before``, earliest first; on an index."""
+        wanted = _scan_filters(None, limit, filters, before)
+        if wanted is None:
+            return []
+        where, params = self._where(wanted)
+        where.append(f"wait_until <= {self._q}")
+        params.append(self._db.bind_time(before))
+        return self._scan(where, params, "wait_until", limit, "nodes_wait_until_idx")
+
+    def _scan(
+        self,
+        where: builtins.list[str],
+        params: builtins.list[Any],
+        by: str,
+        limit: int | None,
+        index: str,
+    ) -> builtins.list[Node]:
+        """Candidates through ``index``, sorted here (unset ``by`` last), then decoded.
+
+        No ``ORDER BY``: it could make the planner walk an index in order
+        instead of searching the one that finds the few candidates.
+        """
+        sql = f"SELECT {by}, seq, uuid, data, reservation, version FROM nodes"
+        sql += self._index_hint(index)
+        sql += " WHERE " + " AND ".join(where)
+        if self._echo:
+            self._log(sql)
+        with self._db.connection() as conn:
+            rows = conn.execute(sql, params).fetchall()
+        rows.sort(key=lambda r: (r[0] is None, r[0] if r[0] is not None else "", r[1], r[2]))
+        return [_to_node(r[3], r[4], r[5]) for r in rows[:limit]]
