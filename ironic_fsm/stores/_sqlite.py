@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime, timezone
@@ -114,12 +115,30 @@ class SQLiteDB:
             raise self.translate(exc, None) from exc
         try:
             if not self.memory:
-                conn.execute("PRAGMA journal_mode=WAL")
+                self._enable_wal(conn)
             conn.execute(f"PRAGMA synchronous={self._synchronous}")
         except sqlite3.Error as exc:
             conn.close()
             raise self.translate(exc, None) from exc
         return conn
+
+    def _enable_wal(self, conn: sqlite3.Connection) -> None:
+        """Switch the file to WAL, waiting out other openers up to the busy timeout.
+
+        Switching needs the file to itself for a moment, and SQLite answers
+        "database is locked" at once, without its busy handler, while another
+        connection is opening the same file: several processes starting
+        together on a new (or pre-WAL) database would fail for nothing.
+        """
+        deadline = time.monotonic() + self.busy_timeout
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(0.005)
 
     @contextmanager
     def connection(self, node: Node | None = None) -> Iterator[sqlite3.Connection]:
