@@ -48,6 +48,23 @@ _UUID_SHAPE: Final = re.compile(
 )
 
 
+def json_kind(value: object) -> str:
+    """A JSON value's type, in JSON's words (for messages about files and options)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
 def _bad(field: str, expected: str, value: object) -> InvalidParameterValue:
     # Only the type is named: values may be secrets or huge.
     return InvalidParameterValue(

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from ironic_fsm import states as s
+from ironic_fsm._node_fields import json_kind as _kind
 from ironic_fsm.exceptions import (
     InvalidParameterValue,
     IronicFSMError,
@@ -192,22 +193,6 @@ def _path(parts: Iterable[Any]) -> str:
         else:
             text += f"[{json.dumps(part)}]"
     return text or "(top level)"
-
-
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
 
 
 def parse_fleet(text: str, source: str = "<fleet file>") -> Any:

@@ -9,27 +9,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ironic_fsm._node_fields import json_kind as _kind
 from ironic_fsm.cli.errors import CLIError
 from ironic_fsm.machine import LIFECYCLE
 
 # -- argument helpers -------------------------------------------------------------------
-
-
-def _kind(value: object) -> str:
-    """A JSON value's type, in JSON's words."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
 
 
 def _key_value(text: str) -> tuple[str, str]:

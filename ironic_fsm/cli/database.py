@@ -10,7 +10,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from ironic_fsm.cli.errors import CLIError
 from ironic_fsm.cli.settings import _read_settings, _settings_conductor
 from ironic_fsm.exceptions import (
     IronicFSMError,
@@ -108,8 +107,6 @@ def _open_conductor(args: argparse.Namespace) -> Iterator[Conductor]:
         raise
     except ImportError as exc:
         raise _missing_driver(url, exc) from exc
-    except Exception as exc:
-        raise CLIError(f"cannot open database {_redact_url(url)}: {exc}") from exc
     try:
         yield _settings_conductor(store, settings)
     finally:

@@ -7,7 +7,8 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from ironic_fsm import states as s
-from ironic_fsm.cli.argtypes import _kind, _load_json_arg
+from ironic_fsm._node_fields import json_kind as _kind
+from ironic_fsm.cli.argtypes import _load_json_arg
 from ironic_fsm.cli.database import _open_conductor
 from ironic_fsm.cli.errors import CLIError, _report_error, _usage_error
 from ironic_fsm.cli.output import (

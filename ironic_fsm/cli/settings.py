@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-from ironic_fsm.cli.argtypes import _kind, _parse_json, _read_source
+from ironic_fsm._node_fields import json_kind as _kind
+from ironic_fsm.cli.argtypes import _parse_json, _read_source
 from ironic_fsm.cli.errors import CLIError
 from ironic_fsm.exceptions import (
     IronicFSMError,
