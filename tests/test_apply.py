@@ -9,12 +9,13 @@ sushy-tools emulator) over the wire on 127.0.0.1.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
 import yaml
+from cli_harness import Result, Run, isolate_cli_env
 
 from ironic_fsm import cli, fleetfile
 from ironic_fsm.conductor import Conductor
@@ -23,20 +24,9 @@ from ironic_fsm.testing.ipmi_bmc import BMC, start_bmc
 from ironic_fsm.testing.redfish_emulator import Emulator, start_emulator
 
 
-class Result(NamedTuple):
-    code: int
-    out: str
-    err: str
-
-
-Run = Callable[..., Result]
-
-
 @pytest.fixture(autouse=True)
 def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(cli.DB_ENV, raising=False)
-    monkeypatch.delenv(cli.CONFIG_ENV, raising=False)
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    isolate_cli_env(tmp_path, monkeypatch)
     monkeypatch.setattr("ironic_fsm.cli.verbs.POLL_INTERVAL", 0.05)
 
 

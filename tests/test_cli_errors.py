@@ -12,31 +12,20 @@ import os
 import stat
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
+from cli_harness import Result, Run, isolate_cli_env
 
 from ironic_fsm import cli
 from ironic_fsm.conductor import Conductor
 from ironic_fsm.stores import SQLStore
 
 
-class Result(NamedTuple):
-    code: int
-    out: str
-    err: str
-
-
-Run = Callable[..., Result]
-
-
 @pytest.fixture(autouse=True)
 def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(cli.DB_ENV, raising=False)
-    monkeypatch.delenv(cli.CONFIG_ENV, raising=False)
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    isolate_cli_env(tmp_path, monkeypatch)
 
 
 @pytest.fixture

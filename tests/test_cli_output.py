@@ -11,49 +11,24 @@ import io
 import json
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
 import yaml
+from cli_harness import Run, isolate_cli_env, ok, runner
 
-from ironic_fsm import cli
 from ironic_fsm.node import NODE_FIELDS
-
-
-class Result(NamedTuple):
-    code: int
-    out: str
-    err: str
-
-
-Run = Callable[..., Result]
 
 
 @pytest.fixture(autouse=True)
 def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(cli.DB_ENV, raising=False)
-    monkeypatch.delenv(cli.CONFIG_ENV, raising=False)
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    isolate_cli_env(tmp_path, monkeypatch)
 
 
 @pytest.fixture
 def run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Run:
-    db = str(tmp_path / "nodes.sqlite")
-
-    def _run(*argv: str) -> Result:
-        capsys.readouterr()
-        code = cli.main(["--db", db, *argv])
-        captured = capsys.readouterr()
-        return Result(code, captured.out, captured.err)
-
-    return _run
-
-
-def ok(result: Result) -> Result:
-    assert result.code == 0, result.err
-    return result
+    return runner(str(tmp_path / "nodes.sqlite"), capsys)
 
 
 @pytest.fixture
