@@ -12,13 +12,12 @@ whole protocol.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from contextvars import ContextVar
 from types import MappingProxyType
 from typing import Any
 
 from ironic_fsm import states as s
 from ironic_fsm.conductor.common import check_ident
-from ironic_fsm.conductor.verbs import Verbs
+from ironic_fsm.conductor.verbs import Request, Verbs
 from ironic_fsm.exceptions import (
     InvalidParameterValue,
     InvalidState,
@@ -47,9 +46,6 @@ VERB_ARGS: Mapping[str, frozenset[str]] = MappingProxyType(
         "disable_ramdisk": frozenset(),
     }
 )
-
-#: The node (UUID, version) a reconcile in this context decided its verb on.
-_READ: ContextVar[tuple[str, int] | None] = ContextVar("ironic_fsm_reconcile_read", default=None)
 
 #: Events that destroy the instance: refused on a protected node.
 _DESTRUCTIVE = frozenset({s.DELETE_EVENT, s.REBUILD_EVENT})
@@ -124,9 +120,10 @@ class Reconcile(Verbs):
         verb = verbs[0]
         event = self.lifecycle.verbs[verb]
         passed = {key: value for key, value in verb_args.items() if event in VERB_ARGS[key]}
-        token = _READ.set((node.uuid, node.version))
         try:
-            return self.do_provisioning_action(node.uuid, verb, **passed)
+            return self._provision(
+                node.uuid, verb, Request(verb, **passed), read_version=node.version
+            )
         except NodeLocked:
             # Another caller holds it: that caller's verb is this step's.
             return self.store.get(node.uuid)
@@ -136,27 +133,6 @@ class Reconcile(Verbs):
             if now.provision_state != state or now.version != node.version:
                 return now
             raise
-        finally:
-            _READ.reset(token)
-
-    def _check_verb(self, node: Node, verb: str, event: str) -> None:
-        """Also refuse a reconcile's verb on a node that changed since reconcile read it.
-
-        ``do_provisioning_action`` calls this on its own read and again under
-        the reservation. The version check there is what makes "one verb
-        per step" hold for concurrent callers: a verb the node's new state
-        accepts too (``rescue`` in ``rescue``) would otherwise be issued
-        again by a caller that read the node before another's verb.
-        """
-        super()._check_verb(node, verb, event)
-        read = _READ.get()
-        # Only this node: a listener may well act on other nodes meanwhile.
-        if read is not None and read[0] == node.uuid and read[1] != node.version:
-            raise InvalidStateRequested(
-                f"Node {node.uuid} changed since reconcile read it; {verb!r} was not issued",
-                node=node.uuid,
-                verb=verb,
-            )
 
     def _check_wanted(self, node: Node, wanted: Any) -> None:
         """``wanted`` names a stable state of this lifecycle, whatever the node is doing."""

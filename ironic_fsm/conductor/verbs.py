@@ -173,6 +173,21 @@ _USER_STEP_VERBS: Mapping[str, tuple[str, str, _UserStepFlow]] = {
 }
 
 
+def _check_read_version(node: Node, verb: str, read_version: int | None) -> None:
+    """Refuse a verb decided on an older read of the node (one verb per step).
+
+    A verb the node's new state accepts too (``rescue`` in ``rescue``) would
+    otherwise be issued again by a caller that read the node before
+    another caller's verb.
+    """
+    if read_version is not None and node.version != read_version:
+        raise InvalidStateRequested(
+            f"Node {node.uuid} changed since reconcile read it; {verb!r} was not issued",
+            node=node.uuid,
+            verb=verb,
+        )
+
+
 class Verbs(Flows):
     """``do_provisioning_action`` and one handler per event."""
 
@@ -200,6 +215,26 @@ class Verbs(Flows):
             NodeLocked: the node is busy.
             NodeInMaintenance, NodeProtected, NodeIsRetired: as Ironic refuses.
         """
+        return self._provision(
+            ident,
+            verb,
+            Request(
+                verb,
+                clean_steps,
+                deploy_steps,
+                service_steps,
+                runbook,
+                disable_ramdisk,
+                rescue_password,
+            ),
+        )
+
+    def _provision(
+        self, ident: str, verb: str, request: Request, *, read_version: int | None = None
+    ) -> Node:
+        """``do_provisioning_action``'s work; ``read_version`` is the version the caller
+        decided on (``reconcile``): a node saved since then is refused, not acted on.
+        """
         ident = check_ident(ident)
         if not isinstance(verb, str):
             raise InvalidParameterValue(
@@ -215,8 +250,6 @@ class Verbs(Flows):
                 node=ident,
                 verb=verb,
             )
-        request = Request(verb, clean_steps, deploy_steps, service_steps, runbook,
-                          disable_ramdisk, rescue_password)  # fmt: skip
         problems = argument_problems(request)
         if problems:
             raise InvalidParameterValue(
@@ -231,9 +264,11 @@ class Verbs(Flows):
         current = self.store.get(ident)
         if current.reservation is None:
             self._check_verb(current, verb, event)
+            _check_read_version(current, verb, read_version)
             self._precheck_verb(current, request, event)
         with self._reserved(ident) as job:
             self._check_verb(job.node, verb, event)
+            _check_read_version(job.node, verb, read_version)
             if self._guards:
                 self._ask_guards(job.node, verb, event)
             self._HANDLERS.get(event, Verbs._verb_generic)(self, job, request)
