@@ -36,6 +36,7 @@ from ironic_fsm.conductor.common import process_start, utcnow
 from ironic_fsm.conductor.fleet import Fleet
 from ironic_fsm.conductor.history import History
 from ironic_fsm.conductor.nodes import Nodes
+from ironic_fsm.conductor.power_sync import PowerSync
 from ironic_fsm.conductor.reconcile import Reconcile
 from ironic_fsm.conductor.recovery import Recovery
 from ironic_fsm.conductor.registry import HardwareRegistry
@@ -52,7 +53,7 @@ __all__ = ["Conductor", "Guard", "Listener"]
 Listener = _runtime.Listener
 
 
-class Conductor(Fleet, History, Reconcile, Verbs, Recovery, Nodes):
+class Conductor(Fleet, History, Reconcile, Verbs, PowerSync, Recovery, Nodes):
     """Drives nodes through Ironic's lifecycle.
 
     Args:

@@ -139,6 +139,13 @@ class Fleet(Runtime):
         now = self._now()
         return [self._conductor_info(record, now) for record in self._conductor_records()]
 
+    def owns(self, node_uuid: str, driver: str, conductor_group: str) -> bool:
+        """Whether this conductor does the periodic work of that node (its share of the ring).
+
+        (Being written: every node, until the hash ring lands.)
+        """
+        return True
+
     # -- for the conductor's own use ----------------------------------------------------------
 
     def _conductor_records(self) -> list[ConductorRecord]:
