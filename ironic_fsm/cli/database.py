@@ -8,9 +8,9 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from ironic_fsm.cli.settings import _read_settings, _settings_conductor
+from ironic_fsm.cli.settings import _read_settings, _Settings, _settings_conductor
 from ironic_fsm.exceptions import (
     IronicFSMError,
     MissingDependency,
@@ -18,6 +18,7 @@ from ironic_fsm.exceptions import (
 
 if TYPE_CHECKING:
     from ironic_fsm.conductor import Conductor
+    from ironic_fsm.stores import SQLStore, Store
 
 #: Environment variable naming the database when ``--db`` is not given.
 DB_ENV: Final = "IRONIC_FSM_DB"
@@ -91,23 +92,68 @@ def _missing_driver(url: str, exc: ImportError) -> MissingDependency:
 
 
 @contextmanager
-def _open_conductor(args: argparse.Namespace) -> Iterator[Conductor]:
-    """A conductor over the chosen database; the store is closed afterwards.
-
-    The settings file is read first, so that a mistake in it never
-    touches the database.
-    """
-    settings = _read_settings(getattr(args, "config", None))
-    url = resolve_db_url(args.db)
+def _open_store(url: str, **store_args: Any) -> Iterator[SQLStore]:
+    """The store at ``url``, closed afterwards; a missing database driver named by its extra."""
     try:
         from ironic_fsm.stores import SQLStore  # the store's driver loads only here
 
-        store = SQLStore(url)
+        store = SQLStore(url, **store_args)
     except IronicFSMError:
         raise
     except ImportError as exc:
         raise _missing_driver(url, exc) from exc
     try:
-        yield _settings_conductor(store, settings)
+        yield store
     finally:
         store.close()
+
+
+def _build_conductor(store: Store, settings: _Settings | None, **conductor_args: Any) -> Conductor:
+    """The settings' conductor, with ``conductor_args`` (executor, hand-off) given when built.
+
+    The settings' runbooks and templates are checked (and their mistakes
+    named) by the settings module's own conductor first, then given to
+    this one as they are.
+    """
+    configured = _settings_conductor(store, settings)
+    if not conductor_args:
+        return configured
+    from ironic_fsm.conductor import Conductor
+
+    conductor = Conductor(store=store, config=configured.config, **conductor_args)
+    if settings is not None:
+        for name, (steps, traits) in settings.runbooks.items():
+            conductor.add_runbook(name, steps, traits=traits)
+        for name, steps in settings.deploy_templates.items():
+            conductor.add_deploy_template(name, steps)
+    return conductor
+
+
+def _service_serves(conductor: Conductor, ident: str) -> bool:
+    """Whether a live conductor service serves the node's hardware type (it then runs the flow).
+
+    A conductor that is alive in the registry is a running service: a CLI
+    command never registers. Its hardware types are those it advertised.
+    """
+    driver = conductor.get_node(ident).driver
+    return any(info.alive and driver in info.hardware_types for info in conductor.list_conductors())
+
+
+@contextmanager
+def _open_conductor(
+    args: argparse.Namespace, *, hand_off_for: str | None = None, **conductor_args: Any
+) -> Iterator[Conductor]:
+    """A conductor over the chosen database; the store is closed afterwards.
+
+    The settings file is read first, so that a mistake in it never
+    touches the database. With ``hand_off_for`` (a node), the conductor
+    hands that node's work to a running service when one serves its
+    hardware type, so that operators drive a fleet from the shell; without
+    a service, it runs the work itself as before.
+    """
+    settings = _read_settings(getattr(args, "config", None))
+    with _open_store(resolve_db_url(args.db)) as store:
+        conductor = _build_conductor(store, settings, **conductor_args)
+        if hand_off_for is not None and _service_serves(conductor, hand_off_for):
+            conductor = _build_conductor(store, settings, hand_off=True, **conductor_args)
+        yield conductor

@@ -21,6 +21,7 @@ from ironic_fsm.cli.nodes import (
     _cmd_unset,
 )
 from ironic_fsm.cli.output import _CSV_QUOTING, _LIST_FORMATS, _SHOW_FORMATS
+from ironic_fsm.cli.serve import add_serve_parser
 from ironic_fsm.cli.settings import CONFIG_ENV
 from ironic_fsm.cli.verbs import _VERB_OPTIONS, _VERBS, _cmd_clean_steps, _cmd_verb
 from ironic_fsm.node import NODE_FIELDS
@@ -462,6 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--long", action="store_true", help="also show drivers and the last heartbeat")
     _add_output(p, many=True)
     p.set_defaults(func=_cmd_conductor_list, parser=p)
+    add_serve_parser(top, common)
 
     p = top.add_parser(
         "states",

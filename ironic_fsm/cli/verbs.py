@@ -75,7 +75,7 @@ def _cmd_verb(args: argparse.Namespace) -> int:
     for dest in ("clean_steps", "deploy_steps", "service_steps"):
         value = getattr(args, dest)
         kwargs[dest] = None if value is None else _load_steps(value, _VERB_OPTIONS[dest][0])
-    with _open_conductor(args) as conductor:
+    with _open_conductor(args, hand_off_for=args.node) as conductor:
         node = conductor.do_provisioning_action(args.node, verb, **kwargs)
         if args.wait is not None:
             settled = _wait_for(conductor, node, verb, args.wait)
@@ -137,6 +137,8 @@ def _report_outcome(node: Node, verb: str) -> int:
         print(f"Node {_label(node)} is in '{state}', waiting for an asynchronous step")
     elif state in s.HOLD_STATES:
         print(f"Node {_label(node)} is in '{state}'; run 'node unhold' to go on")
+    elif not _settled(node):
+        print(f"Node {_label(node)} is in '{state}': a conductor service is working on it")
     else:
         print(f"Node {_label(node)} is now in provision state '{state}'")
     return 0

@@ -1,0 +1,298 @@
+"""The service around one conductor: flow threads, periodic duties, a clean stop.
+
+A :class:`~ironic_fsm.Conductor` does the work when asked; a fleet needs
+something that asks: claims queued work, heartbeats, takes over the nodes
+of dead conductors, times out waits, syncs power and trims history, each
+on its own timer with Ironic's option names. :class:`Service` is that
+something, for ``ironic-fsm serve`` and for applications that embed it.
+It never configures logging and installs signal handlers only when asked
+(``ironic-fsm serve`` asks).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+
+from ironic_fsm.service.listener import Listener
+from ironic_fsm.service.periodic import Periodic
+
+if TYPE_CHECKING:
+    from ironic_fsm.conductor import Conductor
+
+__all__ = [
+    "DEFAULT_WORKERS", "EXIT_FORCED", "EXIT_OK", "FlowExecutor", "Service", "ServiceOptions",
+]  # fmt: skip
+
+LOG = logging.getLogger("ironic_fsm.service")
+
+#: Exit code of a service that drained and went offline.
+EXIT_OK: Final = 0
+#: Exit code of a service stopped at once (second signal, or the graceful timeout):
+#: flows in progress were abandoned, to be resumed by the other conductors.
+EXIT_FORCED: Final = 3
+#: Flow threads by default. Ironic's ``workers_pool_size`` (300 green threads)
+#: assumes eventlet; here each flow is an OS thread that mostly waits on a BMC
+#: or the database, so a few per core keep two cores busy without piling up
+#: reservations that another, idle conductor could have run.
+DEFAULT_WORKERS: Final = 8
+#: Claim poll period on SQLite (no notifications there) and as PostgreSQL's safety net.
+POLL_SQLITE: Final = 1.0
+POLL_POSTGRES: Final = 10.0
+#: How often a draining service looks at what is still running.
+_DRAIN_TICK: Final = 0.05
+
+
+def _positive(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and (isinstance(value, bool) or not value > 0):
+        raise ValueError(f"{attribute.name} must be > 0, not {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class ServiceOptions:
+    """How the service runs; the conductor's own options stay in :class:`~ironic_fsm.Config`."""
+
+    #: Flow threads (and the most nodes this service claims at once).
+    workers: int = attrs.field(default=DEFAULT_WORKERS, validator=_positive)
+    #: Seconds between two claims of queued work; ``None``: 1 on SQLite, 10 with ``listen_dsn``.
+    poll_interval: float | None = attrs.field(default=None, validator=_positive)
+    #: Ironic's option: seconds a drain waits for running flows before stopping at once.
+    graceful_shutdown_timeout: float = attrs.field(default=60.0)
+    #: PostgreSQL connection string to ``LISTEN`` on for queued work (``None``: poll only).
+    listen_dsn: str | None = None
+
+
+class FlowExecutor(ThreadPoolExecutor):
+    """The conductor's flow threads, counting what is queued or running in them.
+
+    The count lets the service claim only what it can start now, and tell
+    when a drain is over even on a conductor that cannot count for itself.
+    ``on_done`` is called after each flow (the service claims more then).
+    """
+
+    def __init__(self, workers: int, on_done: Callable[[], None] | None = None) -> None:
+        super().__init__(max_workers=workers, thread_name_prefix="ironic-fsm-flow")
+        self._count_lock = threading.Lock()
+        self._in_flight = 0
+        #: Called after each flow; the service sets it to claim more at once.
+        self.on_done = on_done
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        with self._count_lock:
+            self._in_flight += 1
+        try:
+            future = super().submit(fn, *args, **kwargs)
+        except BaseException:
+            self._finished(None)
+            raise
+        future.add_done_callback(self._finished)
+        return future
+
+    def _finished(self, _future: Future[Any] | None) -> None:
+        with self._count_lock:
+            self._in_flight -= 1
+        if self.on_done is not None:
+            self.on_done()
+
+
+class Service:
+    """Runs one conductor as a service until stopped; see ``docs/fleet.rst``.
+
+    Args:
+        conductor: The conductor, built with ``executor`` as its executor.
+        executor: Its :class:`FlowExecutor` (``None``: the conductor runs
+            flows in the service's own threads, for tests and tiny setups).
+        options: How the service runs.
+    """
+
+    def __init__(
+        self,
+        conductor: Conductor,
+        *,
+        executor: FlowExecutor | None = None,
+        options: ServiceOptions | None = None,
+    ) -> None:
+        self.conductor = conductor
+        self.executor = executor
+        self.options = options or ServiceOptions()
+        #: Set when new work can be claimed: a notification, a finished flow, a stop.
+        self.wake = threading.Event()
+        if executor is not None and executor.on_done is None:
+            executor.on_done = self.wake.set
+        self._stopping = threading.Event()
+        self._forced = threading.Event()
+        self._started = False
+        self.draining = False
+        self.tasks: dict[str, Periodic] = {}
+        self.listener: Listener | None = None
+        #: Called once the conductor is registered and the duties run (the API starts here).
+        self.on_started: list[Callable[[], None]] = []
+        #: Called first when stopping, before the drain (the API stops here).
+        self.on_stopping: list[Callable[[], None]] = []
+
+    # -- the public face ----------------------------------------------------------------------
+
+    def run(self, *, handle_signals: bool = False) -> int:
+        """Start, block until stopped, shut down; :data:`EXIT_OK` or :data:`EXIT_FORCED`.
+
+        With ``handle_signals`` (main thread only), the first SIGTERM or
+        SIGINT drains and the second stops at once.
+        """
+        previous = self._install_signals() if handle_signals else {}
+        try:
+            self.start()
+            while not self._stopping.wait(0.5):
+                pass
+            return self._shut_down()
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+    def stop(self, graceful: bool = True) -> None:
+        """Ask :meth:`run` to drain (``graceful``) or to stop at once; safe from any thread."""
+        if not graceful or self._stopping.is_set():
+            self._forced.set()
+        self._stopping.set()
+
+    def running(self) -> int:
+        """Flows queued or running in this service's conductor."""
+        counted = getattr(self.conductor, "running", None)
+        if callable(counted):
+            return int(counted())
+        return 0 if self.executor is None else self.executor.in_flight
+
+    def start(self) -> None:
+        """Register the conductor and start the duties; :meth:`run` calls it.
+
+        Registering happens here, in the caller, so that a conductor that
+        cannot serve what it is told to (an enabled hardware type missing)
+        fails to start rather than failing in a thread.
+        """
+        if self._started:
+            return
+        self._started = True
+        self.conductor.heartbeat()
+        if self.options.listen_dsn is not None:
+            self.listener = Listener(self.options.listen_dsn, self.wake)
+            self.listener.start()
+        for task in self._duties():
+            self.tasks[task.name] = task
+            task.start()
+        LOG.info(
+            "Conductor %s serving: %d flow threads, duties %s",
+            self.conductor.holder, self.options.workers, ", ".join(self.tasks) or "none",
+        )  # fmt: skip
+        for hook in self.on_started:
+            hook()
+
+    # -- the duties ----------------------------------------------------------------------------
+
+    def _duties(self) -> list[Periodic]:
+        """Each periodic duty the conductor offers and the settings enable."""
+        conductor, config = self.conductor, self.conductor.config
+        beat = config.heartbeat_interval
+        duties = [
+            Periodic("heartbeat", conductor.heartbeat, beat, first_delay=beat),
+            # As Ironic checks for dead conductors: once per heartbeat period.
+            Periodic("takeover", conductor.recover, beat),
+        ]
+        if callable(getattr(conductor, "claim_work", None)):
+            duties.append(Periodic("claim", self._claim, self._poll_interval(), wake=self.wake))
+        optional: list[tuple[str, str, float]] = [
+            ("timeouts", "check_timeouts", config.check_provision_state_interval),
+            ("power_sync", "sync_power_states", config.sync_power_state_interval),
+            ("history_trim", "trim_node_history", config.node_history_cleanup_interval),
+        ]
+        for name, method, interval in optional:
+            duty = getattr(conductor, method, None)
+            if interval > 0 and callable(duty):
+                duties.append(Periodic(name, duty, interval))
+        return duties
+
+    def _poll_interval(self) -> float:
+        if self.options.poll_interval is not None:
+            return self.options.poll_interval
+        return POLL_POSTGRES if self.options.listen_dsn is not None else POLL_SQLITE
+
+    def _claim(self) -> None:
+        """Claim queued work, as much as there are free flow threads."""
+        if self.draining:
+            return
+        free = self.options.workers - self.running()
+        if free > 0:
+            self.conductor.claim_work(limit=free)  # type: ignore[attr-defined]
+
+    # -- stopping -----------------------------------------------------------------------------
+
+    def _install_signals(self) -> dict[int, Any]:
+        def handler(signum: int, _frame: FrameType | None) -> None:
+            how = "at once" if self._stopping.is_set() else "after draining"
+            LOG.warning("Signal %s: stopping %s", signal.Signals(signum).name, how)
+            self.stop()
+
+        return {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+    def _shut_down(self) -> int:
+        """Drain (unless forced), stop the duties, go offline; the exit code."""
+        for hook in self.on_stopping:
+            try:
+                hook()
+            except Exception:
+                LOG.exception("Stopping a front end failed")
+        self.draining = True
+        for name, task in self.tasks.items():
+            if name != "heartbeat":  # others must keep seeing us alive while we drain
+                task.stop()
+        if self.listener is not None:
+            self.listener.stop()
+        drain = getattr(self.conductor, "drain", None)
+        if callable(drain):
+            drain()
+        forced = not self._wait_drained()
+        for task in self.tasks.values():
+            task.stop()
+        if self.executor is not None:
+            self.executor.shutdown(wait=not forced, cancel_futures=forced)
+        if not forced:
+            for task in self.tasks.values():
+                task.join()
+        try:
+            self.conductor.unregister()
+        except Exception:
+            LOG.exception("Going offline failed; the others see this conductor dead in time")
+        if forced:
+            LOG.warning(
+                "Stopped at once with %d flow(s) unfinished: the other conductors resume "
+                "them at their recorded step",
+                self.running(),
+            )
+            return EXIT_FORCED
+        LOG.info("Conductor %s drained and offline", self.conductor.holder)
+        return EXIT_OK
+
+    def _wait_drained(self) -> bool:
+        """Wait for running flows to end; ``False`` when forced or out of time."""
+        deadline = time.monotonic() + self.options.graceful_shutdown_timeout
+        while self.running() > 0:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                LOG.warning(
+                    "Drain: %d flow(s) still running after graceful_shutdown_timeout (%g s)",
+                    self.running(), self.options.graceful_shutdown_timeout,
+                )  # fmt: skip
+                return False
+            if self._forced.wait(min(_DRAIN_TICK, left)):
+                return False
+        return True

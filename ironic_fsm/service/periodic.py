@@ -1,0 +1,94 @@
+"""A periodic task: one duty of the conductor, on its own thread and its own timer.
+
+One thread per duty rather than one scheduler: there are half a dozen of
+them, each spends its time waiting on the database or on BMCs, and a
+thread of its own is the simplest way to make sure a slow pass (a power
+sync over hundreds of BMCs, a trim deleting a backlog) never delays the
+heartbeat that keeps this conductor alive in the eyes of the others.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["Periodic"]
+
+LOG = logging.getLogger("ironic_fsm.service")
+
+
+class Periodic:
+    """Call ``duty`` every ``interval`` seconds until stopped; an error is logged, not fatal.
+
+    The interval runs from the start of one pass to the start of the next,
+    so that a pass that takes time does not push the schedule back; a pass
+    longer than the interval is followed by the next one at once. ``wake``
+    (optional) cuts a wait short, for duties that new work should start at
+    once (claiming on a PostgreSQL notification).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        duty: Callable[[], Any],
+        interval: float,
+        *,
+        wake: threading.Event | None = None,
+        first_delay: float = 0.0,
+    ) -> None:
+        self.name = name
+        self.interval = interval
+        self._duty = duty
+        self._wake = wake
+        self._first_delay = first_delay
+        self._stop = threading.Event()
+        #: Completed passes and failed ones (for tests and the operator's logs).
+        self.passes = 0
+        self.failures = 0
+        self._thread = threading.Thread(target=self._loop, name=f"ironic-fsm-{name}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Ask the loop to end after the pass in progress (it is not interrupted)."""
+        self._stop.set()
+        if self._wake is not None:
+            self._wake.set()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the loop to end; whether it did within ``timeout``."""
+        if self._thread.ident is not None:
+            self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def _pause(self, seconds: float) -> None:
+        if seconds <= 0:
+            return
+        if self._wake is None:
+            self._stop.wait(seconds)
+            return
+        self._wake.wait(seconds)
+        self._wake.clear()
+
+    def _loop(self) -> None:
+        self._pause(self._first_delay)
+        while not self._stop.is_set():
+            started = time.monotonic()
+            self.run_once()
+            self._pause(self.interval - (time.monotonic() - started))
+
+    def run_once(self) -> None:
+        """One pass; whatever it raises is logged with its traceback and counted."""
+        try:
+            self._duty()
+        except Exception:
+            self.failures += 1
+            LOG.exception(
+                "Periodic task %s failed; it runs again in %g s", self.name, self.interval
+            )
+        else:
+            self.passes += 1
