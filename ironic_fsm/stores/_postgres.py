@@ -20,7 +20,7 @@ from psycopg import errors as pg_errors
 
 from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError, StoreBusy, StoreError
 from ironic_fsm.node import Node
-from ironic_fsm.stores.base import duplicate_name, duplicate_uuid
+from ironic_fsm.stores.base import WORK_CHANNEL, duplicate_name, duplicate_uuid
 
 __all__ = ["PostgresDB"]
 
@@ -138,6 +138,15 @@ class PostgresDB:
             f"({type(exc).__name__}: {text}); nothing was written",
             node=uuid,
         )
+
+    def announce_work(self, uuid: str) -> None:
+        """``NOTIFY ironic_fsm_work, '<uuid>'``: services that ``LISTEN`` wake at once.
+
+        Sent after the release that queued the node has committed (pooled
+        connections are in autocommit), so a woken listener finds it free.
+        """
+        with self.connection() as conn:
+            conn.execute("SELECT pg_notify(%s, %s)", (WORK_CHANNEL, uuid))
 
     @staticmethod
     def bind_time(value: datetime) -> datetime:

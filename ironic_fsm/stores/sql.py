@@ -566,6 +566,12 @@ class SQLStore(_SQLScans, _SQLHistory, _SQLRegistry):
             if found[0] != ident:
                 conn.execute(self._q_release, (found[0], holder))
 
+    def announce_work(self, uuid: str) -> None:
+        """Wake services waiting for queued work: ``NOTIFY`` on PostgreSQL, nothing on SQLite."""
+        announce = getattr(self._db, "announce_work", None)  # SQLite's database has none
+        if announce is not None:
+            announce(uuid)
+
     # -- lifetime ------------------------------------------------------------------------
 
     @contextmanager
