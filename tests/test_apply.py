@@ -141,6 +141,32 @@ def test_unreadable_yaml_names_line_and_column(run: Run, tmp_path: Path) -> None
     assert "line 3" in result.err
 
 
+def test_yaml_duplicate_key_is_refused_without_quoting_the_file(
+    run: Run, db: Path, tmp_path: Path
+) -> None:
+    """A key given twice is a mistake, not 'the last one wins'; the error names the key
+    and where it is, but never quotes the file's line (it may hold a password)."""
+    path = tmp_path / "fleet.yaml"
+    path.write_text(
+        "nodes:\n  - name: a\n    driver: fake-hardware\n"
+        "    driver_info: {ipmi_password: pw-never-shown-3, ipmi_password: other-pw-4}\n",
+        encoding="utf-8",
+    )
+    result = run("apply", str(path))
+    assert result.code == 1
+    assert "not valid YAML" in result.err
+    assert "ipmi_password" in result.err
+    assert "pw-never-shown-3" not in result.err + result.out
+    assert "other-pw-4" not in result.err + result.out
+    assert not db.exists() or stored(db) == {}
+    with pytest.raises(fleetfile.FleetFileError) as caught:
+        fleetfile.parse_fleet("nodes:\n  - name: a\n   driver: [\n", "f.yaml")
+    assert caught.value.errors == [
+        "(file): not valid YAML: while parsing a block collection, did not find expected '-' "
+        "indicator (line 3, column 4)"
+    ]
+
+
 def test_json_file_and_library_use_without_the_cli() -> None:
     text = json.dumps({"nodes": [{"name": "n", "driver": "fake-hardware", "wanted": "active"}]})
     conductor = Conductor()
