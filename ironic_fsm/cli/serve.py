@@ -20,7 +20,7 @@ from urllib.parse import unquote, urlsplit
 
 from ironic_fsm.cli.argtypes import _timeout
 from ironic_fsm.cli.database import _build_conductor, _open_store, resolve_db_url
-from ironic_fsm.cli.errors import CLIError, _usage_error
+from ironic_fsm.cli.errors import CLIError, _error, _usage_error
 from ironic_fsm.cli.settings import _read_settings
 from ironic_fsm.masking import MASK
 
@@ -187,6 +187,9 @@ class _Redact(logging.Filter):
             if record.exc_text:
                 record.exc_text = record.exc_text.replace(secret, MASK)
         record.msg, record.args = message, None
+        # Formatters (python-json-logger's too) print exc_text when exc_info is gone:
+        # the masked text is then the only traceback they can show.
+        record.exc_info = None
         return True
 
 
@@ -249,7 +252,9 @@ def _check_api(args: argparse.Namespace) -> Callable[..., Any] | None:
         # By name: the API is an optional extra, and may be absent from this install.
         start_api: Callable[..., Any] = importlib.import_module("ironic_fsm.api").start_api
     except (ImportError, AttributeError):
-        _usage_error(args, "--api needs the REST API: pip install 'ironic_fsm[api]'")
+        # One line, no usage: the command line is right, the install lacks the extra.
+        _error("--api needs the REST API: pip install 'ironic_fsm[api]'")
+        raise SystemExit(2) from None
     return start_api
 
 
