@@ -1,6 +1,6 @@
 """The SQL layout of :class:`~ironic_fsm.stores.sql.SQLStore`: tables, columns, migrations.
 
-Layout (schema version 4; a database of an earlier version is upgraded in
+Layout (schema version 5; a database of an earlier version is upgraded in
 place when opened, see "Migrations" below):
 
 * ``nodes``: one row per node. ``data`` holds
@@ -29,6 +29,12 @@ place when opened, see "Migrations" below):
   and the last ``seq`` given, kept in the transaction that writes or
   deletes entries; indexed on the count, so that the periodic trim finds
   the nodes over the limit without reading the others.
+* ``node_power_sync`` (version 5): per node, when the periodic power sync
+  last read its power state (``synced_at``; NULL: never), indexed on it, so
+  that a pass reads only the nodes due (:mod:`._power`). A narrow table of
+  its own: marking a node synced rewrites a small row, not the node's.
+  Triggers on ``nodes`` add the row of every inserted node and delete the
+  row of every deleted one, so node writes stay as they were.
 * ``ironic_fsm_schema``: one row with the schema version.
 
 Indexes: one per sort key, on ``(key, seq, uuid)``, so that a page after a
@@ -240,6 +246,47 @@ def _v4_ddl(timestamp: str) -> list[str]:
     ]
 
 
+def _v5_ddl(timestamp: str) -> list[str]:
+    """Schema 5: when each node's power state was last synced, on an index."""
+    return [
+        "CREATE TABLE node_power_sync (\n"
+        "\tnode_uuid VARCHAR(36) NOT NULL, \n"
+        f"\tsynced_at {timestamp}, \n"
+        "\tPRIMARY KEY (node_uuid)\n"
+        ")",
+        "CREATE INDEX node_power_sync_due_idx ON node_power_sync (synced_at)",
+        "INSERT INTO node_power_sync (node_uuid, synced_at) SELECT uuid, NULL FROM nodes",
+    ]
+
+
+#: SQLite: the triggers that keep one ``node_power_sync`` row per node.
+_V5_SQLITE_TRIGGERS: Final = (
+    "CREATE TRIGGER nodes_power_sync_add AFTER INSERT ON nodes BEGIN "
+    "INSERT INTO node_power_sync (node_uuid, synced_at) VALUES (NEW.uuid, NULL); END",
+    "CREATE TRIGGER nodes_power_sync_drop AFTER DELETE ON nodes BEGIN "
+    "DELETE FROM node_power_sync WHERE node_uuid = OLD.uuid; END",
+)
+#: PostgreSQL: the same, as trigger functions (in the schema the store works in).
+_V5_POSTGRES_TRIGGERS: Final = (
+    "CREATE FUNCTION nodes_power_sync_add() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+    "INSERT INTO node_power_sync (node_uuid, synced_at) VALUES (NEW.uuid, NULL); "
+    "RETURN NULL; END $$",
+    "CREATE FUNCTION nodes_power_sync_drop() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+    "DELETE FROM node_power_sync WHERE node_uuid = OLD.uuid; RETURN NULL; END $$",
+    "CREATE TRIGGER nodes_power_sync_add AFTER INSERT ON nodes "
+    "FOR EACH ROW EXECUTE FUNCTION nodes_power_sync_add()",
+    "CREATE TRIGGER nodes_power_sync_drop AFTER DELETE ON nodes "
+    "FOR EACH ROW EXECUTE FUNCTION nodes_power_sync_drop()",
+)
+
+
+def _v5_triggers(store: SQLStore, conn: Any) -> None:
+    """Schema 5's triggers, in the dialect of the database (they differ in syntax only)."""
+    triggers = _V5_POSTGRES_TRIGGERS if store.dialect == "postgresql" else _V5_SQLITE_TRIGGERS
+    for statement in triggers:
+        conn.execute(statement)
+
+
 #: One schema step: DDL (given the dialect's timestamp type) or a function of the store
 #: and the connection, run in order.
 _Step = str | Callable[["SQLStore", Any], None]
@@ -249,6 +296,7 @@ MIGRATIONS: Final[dict[int, Callable[[str], builtins.list[_Step]]]] = {
     1: lambda timestamp: [*_v2_ddl(timestamp), _v2_fill],
     2: lambda timestamp: [*_v3_ddl(timestamp)],
     3: lambda timestamp: [*_v4_ddl(timestamp)],
+    4: lambda timestamp: [*_v5_ddl(timestamp), _v5_triggers],
 }
 
 #: The schema version this code writes and understands.

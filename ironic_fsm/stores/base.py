@@ -7,6 +7,9 @@ Two protocols, so that stores written for the first release keep working:
   same transaction as the save that caused it (:func:`save_with_history`).
   A store without it still works: history is then skipped, never written
   apart from its change (see :func:`save_with_history`).
+* :class:`PowerSyncStore` (from :mod:`._power`): a store that knows when each
+  node's power was last synced, so the power sync reads only what is due;
+  :func:`power_sync_due` falls back to ``list()`` (every node due) without it.
 * :class:`ScanningStore`: a :class:`Store` whose ``list`` pages and sorts
   (``limit``, ``marker``, ``sort_key``, ``sort_dir``) and that answers the
   periodic scans from indexed columns: :meth:`~ScanningStore.reserved`
@@ -45,6 +48,7 @@ from ironic_fsm.node import (
     encode_stored,
     freeze,
 )
+from ironic_fsm.stores._power import PowerSyncRow, PowerSyncStore, mark_power_synced, power_sync_due
 from ironic_fsm.stores._query import (
     _UTC,
     BOOL_FILTERS,
@@ -83,6 +87,8 @@ __all__ = [
     "ConductorRegistry",
     "HistoryStore",
     "ListScans",
+    "PowerSyncRow",
+    "PowerSyncStore",
     "Reserved",
     "ScanningStore",
     "Store",
@@ -102,10 +108,12 @@ __all__ = [
     "in_states",
     "list_page",
     "locked_error",
+    "mark_power_synced",
     "matches",
     "normalize_filters",
     "not_found",
     "order_key",
+    "power_sync_due",
     "reserved",
     "save_with_history",
     "snapshot",

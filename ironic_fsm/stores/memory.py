@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import heapq
 import itertools
 import threading
 from collections.abc import Collection, Sequence
@@ -12,6 +13,7 @@ from typing import Any, Final
 from ironic_fsm.exceptions import ConcurrentUpdate
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.node import Node, Snapshot, thaw
+from ironic_fsm.stores._power import PowerSyncRow, check_sync_args
 from ironic_fsm.stores._query import (
     SET,
     _scan_filters,
@@ -132,6 +134,12 @@ class MemoryStore:
         self._history: dict[str, builtins.list[HistoryEntry]] = {}
         self._seq = itertools.count(1)
         self._lock = threading.Lock()
+        #: Power sync (see PowerSyncStore): nodes never synced, in creation order; the last
+        #: sync of the others, and a heap of (time, uuid) over them whose stale entries (a
+        #: later sync, a deleted node) are dropped as the due scan meets them.
+        self._power_never: dict[str, None] = {}
+        self._power_synced: dict[str, datetime] = {}
+        self._power_heap: builtins.list[tuple[datetime, str]] = []
 
     def _uuid(self, ident: str) -> str:
         if ident in self._nodes:
@@ -152,6 +160,7 @@ class MemoryStore:
             self._nodes[node.uuid] = _Record(node, data, 1, next(self._seq), created)
             if node.name is not None:
                 self._names[node.name] = node.uuid
+            self._power_never[node.uuid] = None
         node.version = 1
 
     def create_many(self, nodes: builtins.list[Node]) -> None:
@@ -176,6 +185,7 @@ class MemoryStore:
                 self._nodes[node.uuid] = _Record(node, data, 1, next(self._seq), created)
                 if node.name is not None:
                     self._names[node.name] = node.uuid
+                self._power_never[node.uuid] = None
         for node in nodes:
             node.version = 1
 
@@ -301,6 +311,46 @@ class MemoryStore:
             if record.name is not None:
                 self._names.pop(record.name, None)
             self._history.pop(uuid, None)
+            self._power_never.pop(uuid, None)
+            self._power_synced.pop(uuid, None)  # its heap entries are stale from now on
+
+    # -- power sync (see PowerSyncStore) -------------------------------------------------
+
+    def power_sync_due(self, before: datetime) -> builtins.list[PowerSyncRow]:
+        """Nodes never synced, then those last synced at or before ``before``, oldest first.
+
+        Costs what is due: the heap is popped only as far as ``before``
+        (the due entries are pushed back: they stay due until marked).
+        """
+        check_sync_args((), before)
+        with self._lock:
+            uuids = list(self._power_never)
+            heap, synced = self._power_heap, self._power_synced
+            kept = []
+            while heap and heap[0][0] <= before:
+                entry = heapq.heappop(heap)
+                if synced.get(entry[1]) == entry[0]:
+                    kept.append(entry)
+            for entry in kept:
+                heapq.heappush(heap, entry)
+                uuids.append(entry[1])
+            rows = []
+            for uuid in uuids:
+                r = self._nodes[uuid]
+                fields = (r.driver, r.provision_state, r.maintenance, r.fault, r.reservation)
+                rows.append(PowerSyncRow(uuid, *fields, synced.get(uuid)))
+            return rows
+
+    def mark_power_synced(self, uuids: Sequence[str], when: datetime) -> None:
+        wanted = check_sync_args(uuids, when)
+        when = when.astimezone(_UTC)
+        with self._lock:
+            for uuid in wanted:
+                if uuid not in self._nodes or self._power_synced.get(uuid) == when:
+                    continue
+                self._power_never.pop(uuid, None)
+                self._power_synced[uuid] = when
+                heapq.heappush(self._power_heap, (when, uuid))
 
     # -- node history (see HistoryStore) -------------------------------------------------
 

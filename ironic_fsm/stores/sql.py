@@ -67,6 +67,7 @@ from ironic_fsm.stores._connect import (
 )
 from ironic_fsm.stores._history import _SQLHistory
 from ironic_fsm.stores._paging import page_ranges
+from ironic_fsm.stores._power import _SQLPowerSync
 from ironic_fsm.stores._query import (
     bad_marker,
     check_page,
@@ -122,7 +123,7 @@ def _pick(rows: Sequence[Any], ident: str) -> Any:
     return rows[0] if rows else None
 
 
-class SQLStore(_SQLScans, _SQLHistory, _SQLRegistry):
+class SQLStore(_SQLScans, _SQLHistory, _SQLRegistry, _SQLPowerSync):
     """Node records in a SQL database: SQLite (embedded) or PostgreSQL (shared).
 
     Args:

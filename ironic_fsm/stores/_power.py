@@ -1,0 +1,165 @@
+"""Power-sync bookkeeping: which nodes are due for a power-state sync, on any store.
+
+The periodic power sync (``Conductor.sync_power_states``) must cost what is
+due, not what the fleet holds. So a store remembers, per node, when its
+power state was last synced, on an index: the pass reads the nodes not
+synced since a cut-off and nothing else, without decoding a record.
+
+* :class:`PowerSyncStore`: the two methods a store adds for that
+  (:meth:`~PowerSyncStore.power_sync_due`, :meth:`~PowerSyncStore.mark_power_synced`).
+  Both built-in stores have them.
+* :func:`power_sync_due` and :func:`mark_power_synced`: what the conductor
+  calls, on any store. A store without the methods falls back to one
+  ``list()``: every node is due at every pass (Ironic's own behaviour,
+  which reads the whole fleet each time), and marking is a no-op.
+* :class:`_SQLPowerSync`: the SQL side, inherited by ``SQLStore``. Its table
+  is ``node_power_sync`` (schema version 5, :mod:`._schema`): one row per
+  node, kept by triggers on ``nodes``, so that node writes stay as they
+  were and deleting a node deletes its row.
+
+This module imports nothing else of the stores package at run time, so
+that :mod:`.base` can re-export it without loading the SQL modules.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
+
+from ironic_fsm.exceptions import InvalidParameterValue
+
+if TYPE_CHECKING:
+    from ironic_fsm.stores._connect import _Database
+    from ironic_fsm.stores.base import Store
+
+__all__ = [
+    "PowerSyncRow", "PowerSyncStore", "check_sync_args", "mark_power_synced", "power_sync_due",
+]  # fmt: skip
+
+
+class PowerSyncRow(NamedTuple):
+    """A node due for a power sync, as the scan sees it: indexed columns, no record decoded.
+
+    Enough for the conductor to tell a candidate from a node to pass over
+    (reserved, in maintenance, in a state where power must not be touched)
+    and to ask the hash ring whether the node is its own.
+    """
+
+    uuid: str
+    driver: str
+    provision_state: str
+    maintenance: bool
+    fault: str | None
+    reservation: str | None
+    #: When its power state was last synced (``None``: never).
+    synced_at: datetime | None
+
+
+@runtime_checkable
+class PowerSyncStore(Protocol):
+    """A store that knows when each node's power state was last synced.
+
+    Times are aware UTC datetimes chosen by the conductor's clock. A new
+    node is due at once; deleting a node forgets it.
+    """
+
+    def power_sync_due(self, before: datetime) -> builtins.list[PowerSyncRow]:
+        """Every node never synced, or last synced at or before ``before``.
+
+        Reads an index of the sync times: a pass with nothing due costs the
+        same for any fleet.
+        """
+
+    def mark_power_synced(self, uuids: Sequence[str], when: datetime) -> None:
+        """Record that these nodes were synced at ``when`` (unknown UUIDs are ignored)."""
+
+
+def power_sync_due(store: Store, before: datetime) -> builtins.list[PowerSyncRow]:
+    """:meth:`PowerSyncStore.power_sync_due` on any store; else every node, from ``list()``."""
+    if isinstance(store, PowerSyncStore):
+        return store.power_sync_due(before)
+    return [
+        PowerSyncRow(
+            n.uuid, n.driver, n.provision_state, n.maintenance, n.fault, n.reservation, None
+        )
+        for n in store.list()
+    ]
+
+
+def mark_power_synced(store: Store, uuids: Sequence[str], when: datetime) -> None:
+    """:meth:`PowerSyncStore.mark_power_synced` on any store (a no-op on one without it)."""
+    if uuids and isinstance(store, PowerSyncStore):
+        store.mark_power_synced(uuids, when)
+
+
+def check_sync_args(uuids: Iterable[object], when: object) -> builtins.list[str]:
+    """Refuse, before anything is written, a UUID that is not text or a naive or odd time."""
+    if not isinstance(when, datetime) or when.utcoffset() is None:
+        raise InvalidParameterValue(
+            f"A power-sync time must be a timezone-aware datetime, not {when!r}", field="when"
+        )
+    out = []
+    for uuid in uuids:
+        if not isinstance(uuid, str) or "\x00" in uuid:
+            raise InvalidParameterValue(f"Not a node UUID: {uuid!r}", field="uuids")
+        out.append(uuid)
+    return out
+
+
+class _SQLPowerSync:
+    """:class:`PowerSyncStore` on SQL: the ``node_power_sync`` table and its index.
+
+    A mixin of ``SQLStore``; it uses the store's database, placeholder and
+    statement log, declared here rather than inherited so that this module
+    loads no SQL code of its own.
+    """
+
+    if TYPE_CHECKING:
+        _db: _Database
+        _echo: bool
+        _q: str
+
+        def _log(self, sql: str) -> None: ...
+        def _index_hint(self, index: str) -> str: ...
+        def _execute_many(self, conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+
+    def power_sync_due(self, before: datetime) -> builtins.list[PowerSyncRow]:
+        """Nodes never synced or synced at or before ``before``: two ranges of one index.
+
+        Joined to ``nodes`` by primary key for the columns the pass decides
+        on; ``data`` is never read.
+        """
+        check_sync_args((), before)
+        db = self._db
+        columns = (
+            "SELECT n.uuid, n.driver, n.provision_state, n.maintenance, n.fault, "
+            "n.reservation, p.synced_at FROM node_power_sync p"
+            f"{self._index_hint('node_power_sync_due_idx')} JOIN nodes n ON n.uuid = p.node_uuid"
+        )
+        never = f"{columns} WHERE p.synced_at IS NULL"
+        due = f"{columns} WHERE p.synced_at <= {self._q}"
+        if self._echo:
+            self._log(never)
+            self._log(due)
+        with db.connection() as conn:
+            rows = conn.execute(never).fetchall()
+            rows += conn.execute(due, (db.bind_time(before),)).fetchall()
+        read = db.read_time
+        return [
+            PowerSyncRow(r[0], r[1], r[2], bool(r[3]), r[4], r[5], r[6] and read(r[6]))
+            for r in rows
+        ]
+
+    def mark_power_synced(self, uuids: Sequence[str], when: datetime) -> None:
+        """One batched ``UPDATE`` in one transaction, in UUID order (no lock-order deadlock)."""
+        wanted = sorted(set(check_sync_args(uuids, when)))
+        if not wanted:
+            return
+        bound = self._db.bind_time(when)
+        sql = f"UPDATE node_power_sync SET synced_at = {self._q} WHERE node_uuid = {self._q}"
+        if self._echo:
+            self._log(sql)
+        with self._db.transaction() as conn:
+            self._execute_many(conn, sql, [(bound, uuid) for uuid in wanted])
