@@ -40,7 +40,7 @@ def test_a_failing_duty_is_logged_with_its_traceback_and_runs_again(
     assert task.failures == 1
     assert task.passes >= 2
     [record] = [r for r in caplog.records if "flaky" in r.getMessage()]
-    assert "Periodic task flaky failed; it runs again in 0.02 s" == record.getMessage()
+    assert record.getMessage() == "Periodic task flaky failed; it runs again in 0.02 s"
     assert record.exc_info is not None
     assert "database went away" in str(record.exc_info[1])
 
@@ -55,9 +55,7 @@ def _service(tmp_path: Path, **config: float) -> tuple[Service, SQLStore]:
 
 
 def test_a_slow_duty_does_not_delay_the_heartbeat(tmp_path: Path) -> None:
-    service, store = _service(
-        tmp_path, heartbeat_interval=0.05, node_history_cleanup_interval=0.05
-    )
+    service, store = _service(tmp_path, heartbeat_interval=0.05, node_history_cleanup_interval=0.05)
     release = threading.Event()
     # The history trim hangs (a backlog of millions of rows, say) until released.
     service.conductor.trim_node_history = lambda: release.wait(10)  # type: ignore[method-assign]
@@ -122,7 +120,8 @@ def test_json_log_lines_parse_and_secrets_are_masked(capsys: pytest.CaptureFixtu
     ]
     assert {"asctime", "levelname", "name"} <= set(records[0])
     assert records[0]["name"] == "ironic_fsm.service"
-    assert "s3cr" not in lines[1] and "k3y" not in lines[1]
+    assert "s3cr" not in lines[1]
+    assert "k3y" not in lines[1]
     assert "RuntimeError: login with ****** and ****** failed" in records[1]["exc_info"]
 
 
