@@ -1,0 +1,82 @@
+"""``python -m ironic_fsm.api --db URL --api HOST:PORT``: the API and a conductor, standalone.
+
+Prints the bound port on stdout once listening (so a test can ask for
+port 0), then serves until SIGTERM or SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from types import FrameType
+
+from ironic_fsm.api.server import start_api
+from ironic_fsm.conductor import Conductor
+from ironic_fsm.config import Config
+from ironic_fsm.exceptions import IronicFSMError
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, not {text!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m ironic_fsm.api", description=__doc__)
+    parser.add_argument(
+        "--db", required=True, help="database URL (sqlite:///file, postgresql://...)"
+    )
+    parser.add_argument("--api", type=_address, default=("127.0.0.1", 6385), help="HOST:PORT")
+    parser.add_argument("--auth", choices=("noauth", "http_basic"), default="noauth")
+    parser.add_argument("--htpasswd", help="htpasswd file with bcrypt entries (http_basic)")
+    parser.add_argument("--tls-cert")
+    parser.add_argument("--tls-key")
+    parser.add_argument("--workers", type=int, default=8, help="conductor worker threads")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from ironic_fsm.stores import SQLStore  # the database driver loads only here
+
+    stop = threading.Event()
+
+    def _stop(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    try:
+        store = SQLStore(args.db)
+    except IronicFSMError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    with ThreadPoolExecutor(args.workers, thread_name_prefix="conductor") as executor:
+        conductor = Conductor(store, Config(), executor=executor)
+        host, port = args.api
+        try:
+            server = start_api(
+                conductor, host=host, port=port, auth=args.auth, htpasswd=args.htpasswd,
+                tls_cert=args.tls_cert, tls_key=args.tls_key,
+            )  # fmt: skip
+        except (IronicFSMError, OSError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            store.close()
+            return 2
+        conductor.register()
+        signal.signal(signal.SIGTERM, _stop)
+        signal.signal(signal.SIGINT, _stop)
+        print(server.port, flush=True)
+        while not stop.wait(conductor.config.heartbeat_interval):
+            conductor.heartbeat()
+        server.stop()
+        conductor.unregister()
+    store.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

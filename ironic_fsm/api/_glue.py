@@ -1,0 +1,48 @@
+"""Node operations the conductor has no public method for yet (boot device, validate).
+
+They reach into the conductor's reservation and driver lookup; this module
+is the one place that does, so that it shrinks to nothing once the
+conductor offers ``validate``, ``get_boot_device`` and ``set_boot_device``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from ironic_fsm.conductor import Conductor
+from ironic_fsm.conductor.common import describe_exc, scrub_node
+from ironic_fsm.conductor.runtime import driver_call
+from ironic_fsm.task import Task
+
+__all__ = ["VALIDATED_INTERFACES", "management_call", "validate_node"]
+
+#: Interfaces Ironic reports on in ``validate``; those we do not have report "not supported".
+VALIDATED_INTERFACES: Final = (
+    "boot", "deploy", "management", "network", "power", "bios", "console", "firmware",
+    "inspect", "raid", "rescue", "storage",
+)  # fmt: skip
+_ABSENT: Final = frozenset({"network", "console", "storage"})
+
+
+def management_call(conductor: Conductor, ident: str, method: str, *args: Any) -> Any:
+    """``driver.management.<method>(task, *args)`` with the node reserved (NodeLocked if busy)."""
+    with conductor._reserved(ident) as job:
+        return driver_call(job, "management", method, *args)
+
+
+def validate_node(conductor: Conductor, ident: str) -> dict[str, dict[str, Any]]:
+    """Each interface's ``validate`` on a plain read: nothing is reserved or written."""
+    node = conductor.get_node(ident)
+    task = Task(node=node, driver=conductor._driver_for(node), config=conductor.config)
+    result: dict[str, dict[str, Any]] = {}
+    for kind in VALIDATED_INTERFACES:
+        if kind in _ABSENT:
+            result[kind] = {"result": None, "reason": "not supported"}
+            continue
+        try:
+            getattr(task.driver, kind).validate(task)
+        except Exception as error:
+            result[kind] = {"result": False, "reason": scrub_node(node, describe_exc(error))}
+        else:
+            result[kind] = {"result": True, "reason": None}
+    return result

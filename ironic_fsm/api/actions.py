@@ -1,0 +1,258 @@
+"""What a node is asked to do: provision, power, boot device, maintenance, traits, validate.
+
+Provisioning answers 202 only once the conductor has saved the first
+transition (``target_provision_state`` set): ironicclient's ``--wait``
+gives up on a stable node with no target, so an early answer would
+strand it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import falcon
+
+from ironic_fsm import states as s
+from ironic_fsm.api import _glue
+from ironic_fsm.api.common import compile_schema, read_json, require_version, send, version_of
+from ironic_fsm.api.errors import ApiError
+from ironic_fsm.api.views import stamp
+from ironic_fsm.conductor import Conductor
+
+__all__ = ["BootDevice", "Maintenance", "NodeStates", "PowerState", "ProvisionState", "Validate"]
+
+#: Each provisioning target, the version that introduced it and the library verb.
+_TARGETS: Final[dict[str, tuple[tuple[int, int], str]]] = {
+    "active": ((1, 1), "active"),
+    "rebuild": ((1, 1), "rebuild"),
+    "deleted": ((1, 1), "deleted"),
+    "undeploy": ((1, 1), "undeploy"),  # Ironic 39 accepts it at any version
+    "manage": ((1, 4), "manage"),
+    "provide": ((1, 4), "provide"),
+    "inspect": ((1, 6), "inspect"),
+    "abort": ((1, 13), "abort"),
+    "clean": ((1, 15), "clean"),
+    "adopt": ((1, 17), "adopt"),
+    "rescue": ((1, 38), "rescue"),
+    "unrescue": ((1, 38), "unrescue"),
+    "deploy": ((1, 73), "deploy"),
+    "unhold": ((1, 85), "unhold"),
+    "service": ((1, 87), "service"),
+}
+_STEP: Final = {
+    "type": "object",
+    "properties": {
+        "interface": {"enum": ["power", "management", "deploy", "bios", "raid", "firmware",
+                               "vendor", "boot", "inspect", "rescue"]},
+        "step": {"type": "string", "minLength": 1},
+        "args": {"type": "object"},
+        "order": {"type": "integer", "minimum": 0},
+        "priority": {"type": ["integer", "string"]},
+    },
+    "required": ["interface", "step"],
+    "additionalProperties": False,
+}  # fmt: skip
+_check_provision = compile_schema(
+    {
+        "type": "object",
+        "properties": {
+            "target": {"enum": sorted(_TARGETS)},
+            "configdrive": {"type": ["string", "object", "null"]},
+            "clean_steps": {"type": "array", "items": _STEP},
+            "deploy_steps": {"type": "array", "items": _STEP},
+            "service_steps": {"type": "array", "items": _STEP},
+            "rescue_password": {"type": "string", "minLength": 1},
+            "disable_ramdisk": {"type": "boolean"},
+            "runbook": {"type": "string", "minLength": 1},
+        },
+        "required": ["target"],
+        "additionalProperties": False,
+    }
+)
+_POWER_TARGETS: Final = {
+    s.POWER_ON: (1, 1), s.POWER_OFF: (1, 1), s.REBOOT: (1, 1),
+    s.SOFT_POWER_OFF: (1, 27), s.SOFT_REBOOT: (1, 27),
+}  # fmt: skip
+_check_power = compile_schema(
+    {
+        "type": "object",
+        "properties": {
+            "target": {"enum": sorted(_POWER_TARGETS)},
+            "timeout": {"type": "integer", "minimum": 1},
+        },
+        "required": ["target"],
+        "additionalProperties": False,
+    }
+)
+_check_boot_device = compile_schema(
+    {
+        "type": "object",
+        "properties": {
+            "boot_device": {"type": "string", "minLength": 1},
+            "persistent": {"type": "boolean"},
+        },
+        "required": ["boot_device"],
+        "additionalProperties": False,
+    }
+)
+_check_maintenance = compile_schema(
+    {
+        "type": ["object", "null"],
+        "properties": {"reason": {"type": ["string", "null"], "maxLength": 255}},
+        "additionalProperties": False,
+    }
+)
+
+
+def _provision_arguments(target: str, body: dict[str, Any], req: falcon.Request) -> dict[str, Any]:
+    """The library's keyword arguments for one request, refusing what does not fit the target."""
+    if "configdrive" in body:
+        raise ApiError(400, "configdrive is not supported by this server")
+    args: dict[str, Any] = {}
+    if "rescue_password" in body:
+        if target != "rescue":
+            raise ApiError(400, "rescue_password is only valid with the rescue target")
+        args["rescue_password"] = body["rescue_password"]
+    elif target == "rescue":
+        raise ApiError(400, "A non-empty rescue_password is required to rescue a node")
+    for key, wanted, since in (
+        ("clean_steps", ("clean",), (1, 15)),
+        ("deploy_steps", ("active", "deploy", "rebuild"), (1, 69)),
+        ("service_steps", ("service",), (1, 87)),
+        ("runbook", ("clean", "service"), (1, 92)),
+    ):
+        if key in body:
+            require_version(req, since, key)
+            if target not in wanted:
+                raise ApiError(400, f"{key} is only valid with the {' or '.join(wanted)} target")
+            args[key] = body[key]
+    if "disable_ramdisk" in body:
+        if target not in ("clean", "service"):
+            raise ApiError(400, "disable_ramdisk is only valid with the clean or service target")
+        require_version(req, (1, 70) if target == "clean" else (1, 108), "disable_ramdisk")
+        args["disable_ramdisk"] = body["disable_ramdisk"]
+    if "runbook" in args and (args.get("clean_steps") or args.get("service_steps")):
+        raise ApiError(400, "A runbook cannot be given together with steps")
+    steps_key = {"clean": "clean_steps", "service": "service_steps"}.get(target)
+    if steps_key and steps_key not in args and "runbook" not in args:
+        raise ApiError(400, f"{steps_key} (or a runbook) is required for the {target} target")
+    return args
+
+
+class ProvisionState:
+    """``PUT /v1/nodes/{ident}/states/provision``."""
+
+    def __init__(self, conductor: Conductor) -> None:
+        self._conductor = conductor
+
+    def on_put(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
+        body = _check_provision(read_json(req))
+        target = body["target"]
+        since, verb = _TARGETS[target]
+        require_version(req, since, f"The provisioning target {target!r}")
+        args = _provision_arguments(target, body, req)
+        node = self._conductor.do_provisioning_action(ident, verb, **args)
+        resp.status = 202
+        resp.location = f"{req.prefix}/v1/nodes/{node.uuid}/states"
+
+
+class PowerState:
+    """``PUT /v1/nodes/{ident}/states/power``: soft targets and ``timeout`` from 1.27."""
+
+    def __init__(self, conductor: Conductor) -> None:
+        self._conductor = conductor
+
+    def on_put(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
+        body = _check_power(read_json(req))
+        require_version(req, _POWER_TARGETS[body["target"]], f"The power target {body['target']!r}")
+        if "timeout" in body:
+            require_version(req, (1, 27), "The power timeout")
+        node = self._conductor.set_power_state(ident, body["target"], timeout=body.get("timeout"))
+        resp.status = 202
+        resp.location = f"{req.prefix}/v1/nodes/{node.uuid}/states"
+
+
+class NodeStates:
+    """``GET /v1/nodes/{ident}/states``."""
+
+    def __init__(self, conductor: Conductor) -> None:
+        self._conductor = conductor
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
+        node = self._conductor.get_node(ident)
+        body: dict[str, Any] = {
+            "console_enabled": False,
+            "last_error": node.last_error,
+            "power_state": node.power_state,
+            "provision_state": node.provision_state,
+            "provision_updated_at": stamp(node.provision_updated_at),
+            "target_power_state": node.target_power_state,
+            "target_provision_state": node.target_provision_state,
+        }
+        version = version_of(req)
+        if version >= (1, 12):
+            body.update(raid_config=node.raid_config, target_raid_config=node.target_raid_config)
+        if version >= (1, 75):
+            body.update(boot_mode=None, secure_boot=None)
+        send(resp, body)
+
+
+class BootDevice:
+    """``/v1/nodes/{ident}/management/boot_device`` and its ``supported`` list."""
+
+    def __init__(self, conductor: Conductor, *, supported: bool = False) -> None:
+        self._conductor = conductor
+        self._supported = supported
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
+        if self._supported:
+            devices = _glue.management_call(self._conductor, ident, "get_supported_boot_devices")
+            send(resp, {"supported_boot_devices": list(devices)})
+            return
+        found = _glue.management_call(self._conductor, ident, "get_boot_device") or {}
+        send(resp, {"boot_device": found.get("boot_device"), "persistent": found.get("persistent")})
+
+    def on_put(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
+        if self._supported:
+            raise falcon.HTTPMethodNotAllowed(["GET"])
+        body = _check_boot_device(read_json(req))
+        supported = _glue.management_call(self._conductor, ident, "get_supported_boot_devices")
+        if body["boot_device"] not in supported:
+            raise ApiError(
+                400, f"Boot device {body['boot_device']!r} is not supported; supported: "
+                f"{', '.join(supported)}"
+            )  # fmt: skip
+        _glue.management_call(
+            self._conductor, ident, "set_boot_device", body["boot_device"],
+            body.get("persistent", False),
+        )  # fmt: skip
+        resp.status = 204
+
+
+class Maintenance:
+    """``PUT`` and ``DELETE /v1/nodes/{ident}/maintenance``: 202 with no body, as Ironic."""
+
+    def __init__(self, conductor: Conductor) -> None:
+        self._conductor = conductor
+
+    def on_put(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
+        body = _check_maintenance(read_json(req, optional=True)) or {}
+        self._conductor.update_node(ident, maintenance=True, maintenance_reason=body.get("reason"))
+        resp.status = 202
+
+    def on_delete(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
+        self._conductor.update_node(ident, maintenance=False)
+        resp.status = 202
+
+
+class Validate:
+    """``GET /v1/nodes/{ident}/validate`` and the legacy ``/v1/nodes/validate?node=``."""
+
+    def __init__(self, conductor: Conductor) -> None:
+        self._conductor = conductor
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, ident: str | None = None) -> None:
+        ident = ident or req.get_param("node")
+        if not ident:
+            raise ApiError(400, "Say which node to validate: ?node=<uuid or name>")
+        send(resp, _glue.validate_node(self._conductor, ident))

@@ -1,0 +1,103 @@
+"""The Falcon application: middleware, routes and error handlers, built around one conductor."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import falcon
+
+from ironic_fsm.api import actions, nodes, resources, traits
+from ironic_fsm.api.auth import BasicAuth
+from ironic_fsm.api.common import send, version_of
+from ironic_fsm.api.errors import ApiError, install_error_handlers
+from ironic_fsm.api.versions import (
+    MAX_VERSION,
+    MIN_VERSION,
+    NotAcceptable,
+    negotiate,
+    root_document,
+    v1_document,
+    version_text,
+)
+from ironic_fsm.conductor import Conductor
+
+__all__ = ["make_app"]
+
+
+class Versions:
+    """Negotiates the microversion and stamps the version and request-id headers on every answer."""
+
+    def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
+        request_id = f"req-{uuid.uuid4()}"
+        resp.set_header("X-OpenStack-Request-Id", request_id)
+        resp.set_header("OpenStack-Request-Id", request_id)
+        resp.set_header("X-OpenStack-Ironic-API-Minimum-Version", version_text(MIN_VERSION))
+        resp.set_header("X-OpenStack-Ironic-API-Maximum-Version", version_text(MAX_VERSION))
+        req.context.version = MIN_VERSION
+        try:
+            req.context.version = negotiate(req.headers)
+        except NotAcceptable as error:
+            raise ApiError(406, str(error)) from None
+        req.context.negotiated = True
+
+    def process_response(
+        self, req: falcon.Request, resp: falcon.Response, resource: Any, req_succeeded: bool
+    ) -> None:
+        if req_succeeded and req.context.get("negotiated"):
+            version = version_text(req.context.version)
+            resp.set_header("X-OpenStack-Ironic-API-Version", version)
+            resp.set_header("OpenStack-API-Version", f"baremetal {version}")
+            resp.append_header("Vary", "X-OpenStack-Ironic-API-Version")
+
+
+class Root:
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        send(resp, root_document(req.prefix))
+
+
+class V1:
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        send(resp, v1_document(req.prefix, version_of(req)))
+
+
+def make_app(
+    conductor: Conductor, *, users: dict[str, bytes] | None = None
+) -> falcon.App[Any, Any]:
+    """The WSGI application; ``users`` (from an htpasswd file) turns on HTTP basic auth."""
+    middleware: list[Any] = [Versions()]
+    if users is not None:
+        middleware.append(BasicAuth(users))
+    app: falcon.App[Any, Any] = falcon.App(middleware=middleware)
+    app.req_options.strip_url_path_trailing_slash = True
+    app.req_options.auto_parse_qs_csv = False
+    # Every body sets its own type; an empty 202 carries none, as Ironic's do
+    # (ironicclient complains about an empty body typed as JSON).
+    app.resp_options.default_media_type = None  # type: ignore[assignment]
+    install_error_handlers(app)
+    node = "/v1/nodes/{ident}"
+    history = traits.NodeHistory(conductor)
+    routes: list[tuple[str, Any, dict[str, str]]] = [
+        ("/", Root(), {}),
+        ("/v1", V1(), {}),
+        ("/v1/nodes", nodes.NodeCollection(conductor), {}),
+        ("/v1/nodes/detail", nodes.NodeCollection(conductor, detail=True), {}),
+        ("/v1/nodes/validate", actions.Validate(conductor), {}),
+        (node, nodes.NodeItem(conductor), {}),
+        (f"{node}/states", actions.NodeStates(conductor), {}),
+        (f"{node}/states/provision", actions.ProvisionState(conductor), {}),
+        (f"{node}/states/power", actions.PowerState(conductor), {}),
+        (f"{node}/management/boot_device", actions.BootDevice(conductor), {}),
+        (f"{node}/management/boot_device/supported",
+         actions.BootDevice(conductor, supported=True), {}),
+        (f"{node}/maintenance", actions.Maintenance(conductor), {}),
+        (f"{node}/validate", actions.Validate(conductor), {}),
+        (f"{node}/traits", traits.NodeTraits(conductor), {}),
+        (f"{node}/traits/{{trait}}", traits.NodeTrait(conductor), {}),
+        (f"{node}/history", history, {}),
+        (f"{node}/history/{{entry}}", history, {"suffix": "entry"}),
+        *resources.routes(conductor),
+    ]  # fmt: skip
+    for path, resource, options in routes:
+        app.add_route(path, resource, **options)
+    return app

@@ -1,0 +1,107 @@
+"""HTTP basic authentication against an Apache htpasswd file, bcrypt entries only.
+
+Ironic and Metal3 deploy it this way; weaker hashes (MD5, SHA-1, crypt)
+are refused when the file is read, not when a user happens to log in.
+Failures use Ironic's own ``{"error": {...}}`` body, not ``error_message``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import threading
+from pathlib import Path
+from typing import Final
+
+import bcrypt
+import falcon
+
+from ironic_fsm.api.errors import AuthFailed
+from ironic_fsm.exceptions import InvalidParameterValue
+
+__all__ = ["BasicAuth", "read_htpasswd"]
+
+_BCRYPT_PREFIXES: Final = ("$2y$", "$2a$", "$2b$")
+#: Routes the SDK and agents reach before they have credentials.
+_PUBLIC: Final = frozenset({"/", "/v1", "/v1/lookup", "/v1/continue_inspection"})
+#: Verified credentials remembered (as digests), so that bcrypt's deliberate
+#: slowness is paid once per client rather than on every request.
+_CACHE_SIZE: Final = 256
+
+
+def read_htpasswd(path: str) -> dict[str, bytes]:
+    """``user -> bcrypt hash`` from ``path``; any other hash or a malformed line is an error."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise InvalidParameterValue(f"Cannot read the htpasswd file {path}: {error}") from None
+    users: dict[str, bytes] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        user, sep, digest = line.strip().partition(":")
+        if not sep or not user or not digest.startswith(_BCRYPT_PREFIXES):
+            # Never echo the line: it holds a password hash.
+            raise InvalidParameterValue(
+                f"{path} line {number}: only bcrypt entries are accepted "
+                "(create them with 'htpasswd -nbB USER PASSWORD')"
+            )
+        users[user] = digest.encode()
+    return users
+
+
+def _public(path: str) -> bool:
+    trimmed = path.rstrip("/") or "/"
+    trimmed = trimmed.removesuffix(".json")
+    return trimmed in _PUBLIC or trimmed.startswith("/v1/heartbeat/")
+
+
+def _refuse(status: int, message: str) -> AuthFailed:
+    return AuthFailed(status, message)
+
+
+class BasicAuth:
+    """Falcon middleware: every non-public request needs a user of the htpasswd file."""
+
+    def __init__(self, users: dict[str, bytes]) -> None:
+        self._users = users
+        self._verified: dict[bytes, None] = {}
+        self._lock = threading.Lock()
+
+    def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
+        if _public(req.path):
+            return
+        header = req.get_header("Authorization")
+        if not header:
+            raise _refuse(401, "Authorization required")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "basic":
+            raise _refuse(400, "Unsupported authorization type")
+        try:
+            user, sep, password = (
+                base64.b64decode(token.strip(), validate=True).decode().partition(":")
+            )
+        except (binascii.Error, UnicodeDecodeError):
+            raise _refuse(400, "Invalid authorization header") from None
+        if not sep:
+            raise _refuse(400, "Invalid authorization header")
+        if not self._check(user, password.encode()):
+            raise _refuse(401, "Incorrect username or password")
+        req.context.user = user
+
+    def _check(self, user: str, password: bytes) -> bool:
+        digest = self._users.get(user)
+        if digest is None:
+            return False
+        key = hashlib.sha256(digest + b"\0" + password).digest()
+        with self._lock:
+            if key in self._verified:
+                return True
+        if not bcrypt.checkpw(password, digest):
+            return False
+        with self._lock:
+            if len(self._verified) >= _CACHE_SIZE:
+                self._verified.pop(next(iter(self._verified)))
+            self._verified[key] = None
+        return True

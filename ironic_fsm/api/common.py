@@ -1,0 +1,116 @@
+"""What every resource needs from a request: its version, its JSON body, its query values.
+
+Bodies are read under a size cap and validated by JSON Schema
+(``fastjsonschema``) so that each resource deals only in checked values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+import falcon
+import fastjsonschema
+import orjson
+
+from ironic_fsm.api.errors import ApiError
+from ironic_fsm.api.versions import Version, version_text
+
+__all__ = [
+    "MAX_BODY_BYTES",
+    "compile_schema",
+    "link_pair",
+    "query_bool",
+    "read_json",
+    "require_version",
+    "send",
+    "too_new",
+]
+
+#: Ironic's nodes fit in a few KB; a megabyte leaves room for big ``instance_info``.
+MAX_BODY_BYTES: Final = 1024 * 1024
+
+Validator = Callable[[Any], Any]
+
+
+def compile_schema(schema: dict[str, Any]) -> Validator:
+    """A validator raising 400 with the schema's own wording of what is wrong."""
+    check = fastjsonschema.compile(schema)
+
+    def validate(value: Any) -> Any:
+        try:
+            return check(value)
+        except fastjsonschema.JsonSchemaValueException as error:
+            raise ApiError(400, f"Invalid input: {error.message}") from None
+
+    return validate
+
+
+def read_json(req: falcon.Request, *, optional: bool = False) -> Any:
+    """The request's JSON body (``None`` when empty and ``optional``)."""
+    length = req.content_length
+    if length is not None and length > MAX_BODY_BYTES:
+        raise ApiError(413, f"Request body larger than {MAX_BODY_BYTES} bytes")
+    data = req.bounded_stream.read(MAX_BODY_BYTES + 1)
+    if len(data) > MAX_BODY_BYTES:
+        raise ApiError(413, f"Request body larger than {MAX_BODY_BYTES} bytes")
+    if not data.strip():
+        if optional:
+            return None
+        raise ApiError(400, "A JSON request body is required")
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as error:
+        raise ApiError(400, f"The request body is not valid JSON: {error}") from None
+
+
+def send(resp: falcon.Response, body: Any, status: int = 200) -> None:
+    resp.status = status
+    resp.content_type = "application/json"
+    resp.data = orjson.dumps(body)
+
+
+def version_of(req: falcon.Request) -> Version:
+    return req.context.version  # type: ignore[no-any-return]
+
+
+def too_new(what: str, since: Version, version: Version) -> ApiError:
+    return ApiError(
+        406,
+        f"{what} requires API version {version_text(since)} or later; "
+        f"the request asked for {version_text(version)}",
+    )
+
+
+def require_version(req: falcon.Request, since: Version, what: str, *, status: int = 406) -> None:
+    """Refuse what is newer than the request's version (406, or 404 for whole endpoints)."""
+    version = version_of(req)
+    if version < since:
+        if status == 404:
+            raise ApiError(404, f"The resource could not be found: {what}")
+        raise too_new(what, since, version)
+
+
+_TRUE: Final = frozenset({"true", "1", "yes", "on", "y", "t"})
+_FALSE: Final = frozenset({"false", "0", "no", "off", "n", "f"})
+
+
+def query_bool(req: falcon.Request, name: str) -> bool | None:
+    """A boolean query value, parsed strictly: anything else is a 400."""
+    raw = req.get_param(name)
+    if raw is None:
+        return None
+    lowered = raw.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise ApiError(400, f"Invalid value for query parameter {name}: {raw!r} is not a boolean")
+
+
+def link_pair(base: str, resource: str, ident: str) -> list[dict[str, str]]:
+    """Ironic's ``self`` and ``bookmark`` links of one resource."""
+    return [
+        {"href": f"{base}/v1/{resource}/{ident}", "rel": "self"},
+        {"href": f"{base}/{resource}/{ident}", "rel": "bookmark"},
+    ]

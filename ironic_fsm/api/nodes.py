@@ -1,0 +1,372 @@
+"""``/v1/nodes``: create, list, show, patch and delete node records.
+
+The rules that are Ironic's API rather than the library's (reserved names,
+409 for duplicates and for updates during a transition, read-only fields
+in a patch) are kept here; everything else is the conductor's decision.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+from urllib.parse import urlencode
+
+import falcon
+import jsonpatch
+import jsonpointer
+
+from ironic_fsm import states as s
+from ironic_fsm.api.common import (
+    compile_schema,
+    query_bool,
+    read_json,
+    require_version,
+    send,
+    too_new,
+    version_of,
+)
+from ironic_fsm.api.errors import ApiError
+from ironic_fsm.api.views import (
+    ABSENT_FIELDS,
+    NODE_FIELD_VERSIONS,
+    SUMMARY_FIELDS,
+    known_field,
+    node_view,
+)
+from ironic_fsm.conductor import Conductor
+from ironic_fsm.exceptions import InvalidStateRequested, NodeNotFound
+from ironic_fsm.interfaces import INTERFACE_KINDS
+from ironic_fsm.node import Node, is_uuid_like
+from ironic_fsm.stores.base import SORT_KEYS
+
+__all__ = ["NodeCollection", "NodeItem", "patchable_fields"]
+
+_RESERVED_NAMES: Final = frozenset(
+    {"detail", "validate", "states", "vendor_passthru", "management", "maintenance"}
+)
+_MAX_LIMIT: Final = 1000
+_OPTIONAL_TEXT: Final = {"type": ["string", "null"], "maxLength": 255}
+_DICT: Final = {"type": "object"}
+
+#: Fields a client may give on create (C) and in a patch (P), with their schemas.
+_SETTABLE: Final[dict[str, dict[str, Any]]] = {
+    "driver": {"type": "string", "minLength": 1, "maxLength": 255},
+    "name": _OPTIONAL_TEXT,
+    "driver_info": _DICT,
+    "properties": _DICT,
+    "extra": _DICT,
+    "instance_info": _DICT,
+    "maintenance": {"type": "boolean"},
+    "resource_class": {"type": ["string", "null"], "maxLength": 80},
+    "automated_clean": {"type": ["boolean", "null"]},
+    "retired": {"type": "boolean"},
+    "retired_reason": _OPTIONAL_TEXT,
+    **{f"{kind}_interface": _OPTIONAL_TEXT for kind in INTERFACE_KINDS},
+}
+_PATCH_ONLY: Final[dict[str, dict[str, Any]]] = {
+    "protected": {"type": "boolean"},
+    "protected_reason": _OPTIONAL_TEXT,
+}
+#: Fields Ironic lets clients set that ironic_fsm does not store.
+_UNSTORED_SETTABLE: Final = frozenset(
+    {
+        "chassis_uuid", "instance_uuid", "network_interface", "console_interface",
+        "storage_interface", "conductor_group", "owner", "description", "lessee",
+        "network_data", "shard", "parent_node",
+    }
+)  # fmt: skip
+
+_CREATE_SCHEMA: Final = {
+    "type": "object",
+    "properties": {
+        "uuid": {"type": "string", "minLength": 1, "maxLength": 36},
+        **_SETTABLE,
+        **{name: {} for name in _UNSTORED_SETTABLE},
+    },
+    "required": ["driver"],
+    "additionalProperties": False,
+}
+_PATCH_SCHEMA: Final = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "properties": {
+            "op": {"enum": ["add", "replace", "remove", "test", "move", "copy"]},
+            "path": {"type": "string", "pattern": "^/"},
+            "from": {"type": "string"},
+            "value": {},
+        },
+        "required": ["op", "path"],
+    },
+}
+_check_create = compile_schema(_CREATE_SCHEMA)
+_check_patch = compile_schema(_PATCH_SCHEMA)
+_check_settable = {
+    name: compile_schema(schema) for name, schema in {**_SETTABLE, **_PATCH_ONLY}.items()
+}
+
+#: Provision states in which Ironic lets a node be updated while it has a target.
+_UPDATE_DURING_TRANSITION: Final = frozenset(
+    {
+        s.DEPLOYFAIL, s.INSPECTFAIL, s.INSPECTWAIT, s.CLEANFAIL, s.ERROR, s.VERIFYING,
+        s.ADOPTFAIL, s.RESCUEFAIL, s.UNRESCUEFAIL, s.SERVICING, s.SERVICEHOLD, s.SERVICEFAIL,
+    }
+)  # fmt: skip
+_FLAG_FILTERS: Final = (("maintenance", (1, 1)), ("retired", (1, 61)))
+#: Text filters and their versions; those on fields we do not keep match no node
+#: unless they ask for the value every node has.
+_TEXT_FILTERS: Final = (
+    ("provision_state", (1, 9)), ("driver", (1, 16)), ("resource_class", (1, 21)),
+    ("fault", (1, 42)), ("instance_uuid", (1, 1)), ("chassis_uuid", (1, 1)),
+    ("conductor_group", (1, 46)), ("owner", (1, 50)), ("lessee", (1, 65)), ("shard", (1, 82)),
+)  # fmt: skip
+_NAME_CHARS: Final = re.compile(r"^[A-Za-z0-9\-._~]+$")
+
+
+def patchable_fields() -> frozenset[str]:
+    return frozenset(_SETTABLE) | frozenset(_PATCH_ONLY) | _UNSTORED_SETTABLE
+
+
+def _check_name(name: Any) -> None:
+    if name is None:
+        return
+    if name.lower() in _RESERVED_NAMES or is_uuid_like(name) or not _NAME_CHARS.match(name):
+        raise ApiError(
+            400,
+            f"Cannot use {name!r} as a node name: names are 1-255 of the characters "
+            f"A-Z a-z 0-9 - . _ ~, not UUID-like and not one of "
+            f"{', '.join(sorted(_RESERVED_NAMES))}",
+        )
+
+
+def _check_field_versions(req: falcon.Request, names: Any) -> None:
+    version = version_of(req)
+    for name in names:
+        since = known_field(name)
+        if since is not None and version < since:
+            raise too_new(f"The field {name!r}", since, version)
+
+
+def _check_unstored(values: dict[str, Any]) -> None:
+    for name in _UNSTORED_SETTABLE & values.keys():
+        if values[name] != ABSENT_FIELDS[name]:
+            raise ApiError(400, f"The field {name!r} is not supported by this server")
+
+
+def _refuse_duplicate(conductor: Conductor, key: str, value: str | None) -> None:
+    if value is None:
+        return
+    try:
+        holder = conductor.get_node(value)
+    except NodeNotFound:
+        return
+    raise ApiError(409, f"A node with {key} {value} already exists ({holder.uuid}).")
+
+
+def _requested_fields(req: falcon.Request) -> list[str] | None:
+    raw = req.get_param("fields")
+    if raw is None:
+        return None
+    require_version(req, (1, 8), "The fields parameter")
+    names = [name.strip() for name in raw.split(",") if name.strip()]
+    unknown = sorted(name for name in names if known_field(name) is None)
+    if unknown:
+        raise ApiError(400, f"Field(s) {', '.join(unknown)} are not valid node fields")
+    _check_field_versions(req, names)
+    return names
+
+
+class NodeCollection:
+    """``/v1/nodes`` and ``/v1/nodes/detail``."""
+
+    def __init__(self, conductor: Conductor, *, detail: bool = False) -> None:
+        self._conductor = conductor
+        self._detail = detail
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        fields = _requested_fields(req)
+        detail = self._detail
+        asked = query_bool(req, "detail")
+        if asked is not None:
+            require_version(req, (1, 43), "The detail parameter")
+            if fields is not None and asked:
+                raise ApiError(400, "Cannot ask for both detail and fields")
+            detail = detail or asked
+        limit = self._limit(req)
+        sort_key, sort_dir = self._order(req)
+        filters, empty = self._filters(req)
+        nodes: list[Node] = []
+        if not empty:
+            nodes = self._conductor.list_nodes(
+                limit=limit, marker=req.get_param("marker"), sort_key=sort_key,
+                sort_dir=sort_dir, **filters,
+            )  # fmt: skip
+        version, base = version_of(req), req.prefix
+        chosen = None if detail else (fields or SUMMARY_FIELDS)
+        host = self._conductor.config.host
+        body: dict[str, Any] = {
+            "nodes": [node_view(n, version, base, fields=chosen, conductor=host) for n in nodes]
+        }
+        if nodes and len(nodes) == limit:
+            params = dict(req.params)
+            params.update(limit=str(limit), marker=nodes[-1].uuid)
+            path = "/v1/nodes/detail" if self._detail else "/v1/nodes"
+            body["next"] = f"{base}{path}?{urlencode(params)}"
+        send(resp, body)
+
+    @staticmethod
+    def _limit(req: falcon.Request) -> int:
+        raw = req.get_param("limit")
+        if raw is None:
+            return _MAX_LIMIT
+        try:
+            limit = int(raw)
+        except ValueError:
+            raise ApiError(400, f"Invalid limit {raw!r}: not an integer") from None
+        if limit <= 0:
+            raise ApiError(400, f"Limit must be positive, not {limit}")
+        return min(limit, _MAX_LIMIT)
+
+    @staticmethod
+    def _order(req: falcon.Request) -> tuple[str, str]:
+        sort_key = req.get_param("sort_key") or "id"
+        sort_dir = (req.get_param("sort_dir") or "asc").lower()
+        if sort_dir not in ("asc", "desc"):
+            raise ApiError(400, f"Invalid sort direction {sort_dir!r}: use asc or desc")
+        if sort_key == "id":  # Ironic's row id follows creation order
+            sort_key = "created_at"
+        if sort_key not in SORT_KEYS:
+            raise ApiError(
+                400, f"The sort_key value {sort_key!r} is invalid; use one of id, "
+                f"{', '.join(SORT_KEYS)}"
+            )  # fmt: skip
+        return sort_key, sort_dir
+
+    @staticmethod
+    def _filters(req: falcon.Request) -> tuple[dict[str, Any], bool]:
+        """Library filters, and whether no node can match (a filter on a field we do not keep)."""
+        filters: dict[str, Any] = {}
+        for name, since in _FLAG_FILTERS:
+            flag = query_bool(req, name)
+            if flag is not None:
+                require_version(req, since, f"The {name} filter")
+                filters[name] = flag
+        empty = query_bool(req, "associated") is True
+        for name, since in _TEXT_FILTERS:
+            value = req.get_param(name)
+            if value is None:
+                continue
+            require_version(req, since, f"The {name} filter")
+            if name in ABSENT_FIELDS:
+                empty = empty or value.lower() != (ABSENT_FIELDS[name] or "")
+            else:
+                filters[name] = value
+        return filters, empty
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        body = _check_create(read_json(req))
+        _check_field_versions(req, body)
+        _check_unstored(body)
+        _check_name(body.get("name"))
+        fields = {key: value for key, value in body.items() if key not in _UNSTORED_SETTABLE}
+        if fields.get("uuid") is not None and not is_uuid_like(fields["uuid"]):
+            raise ApiError(400, f"Invalid UUID {fields['uuid']!r}")
+        _refuse_duplicate(self._conductor, "UUID", fields.get("uuid"))
+        _refuse_duplicate(self._conductor, "name", fields.get("name"))
+        if version_of(req) < (1, 11):
+            fields["provision_state"] = s.AVAILABLE
+        node = self._conductor.create_node(**fields)
+        send(
+            resp,
+            node_view(node, version_of(req), req.prefix, conductor=self._conductor.config.host),
+            201,
+        )
+        resp.location = f"{req.prefix}/v1/nodes/{node.uuid}"
+
+
+def _patch_document(node: Node) -> dict[str, Any]:
+    """Every root field a patch may name, with its stored (unmasked) value."""
+    doc: dict[str, Any] = {name: getter(node) for name, (_, getter) in NODE_FIELD_VERSIONS.items()}
+    for name in ("driver_info", "instance_info", "driver_internal_info"):
+        doc[name] = getattr(node, name)
+    return doc
+
+
+def _default(name: str) -> Any:
+    if name in ("maintenance", "retired", "protected"):
+        return False
+    if name in ("driver_info", "properties", "extra", "instance_info"):
+        return {}
+    return None
+
+
+def _patched_fields(node: Node, operations: list[dict[str, Any]]) -> dict[str, Any]:
+    allowed = patchable_fields()
+    for op in operations:
+        for key in ("path", "from"):
+            if key in op:
+                root = op[key].split("/")[1]
+                if root not in allowed:
+                    raise ApiError(400, f"Cannot patch {op[key]}: /{root} is not a patchable field")
+    before = _patch_document(node)
+    try:
+        after = jsonpatch.apply_patch(before, operations)
+    except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as error:
+        raise ApiError(400, f"Cannot apply the patch: {error}") from None
+    changed: dict[str, Any] = {}
+    for name in allowed:
+        value = after.get(name, _default(name))
+        if value != before.get(name):
+            changed[name] = value
+    return changed
+
+
+class NodeItem:
+    """``/v1/nodes/{ident}``."""
+
+    def __init__(self, conductor: Conductor) -> None:
+        self._conductor = conductor
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
+        fields = _requested_fields(req)
+        node = self._conductor.get_node(ident)
+        host = self._conductor.config.host
+        send(resp, node_view(node, version_of(req), req.prefix, fields=fields, conductor=host))
+
+    def on_patch(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
+        operations = _check_patch(read_json(req))
+        node = self._conductor.get_node(ident)
+        changed = _patched_fields(node, operations)
+        _check_field_versions(req, changed)
+        _check_unstored(changed)
+        for name, value in changed.items():
+            _check_settable[name](value)
+        if "name" in changed:
+            _check_name(changed["name"])
+            _refuse_duplicate(self._conductor, "name", changed["name"])
+        _refuse_during_transition(node)
+        fields = {k: v for k, v in changed.items() if k not in _UNSTORED_SETTABLE}
+        if fields:
+            node = self._conductor.update_node(node.uuid, **fields)
+        host = self._conductor.config.host
+        send(resp, node_view(node, version_of(req), req.prefix, conductor=host))
+
+    def on_delete(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
+        try:
+            self._conductor.delete_node(ident)
+        except InvalidStateRequested as error:
+            raise ApiError(409, str(error)) from None
+        resp.status = 204
+
+
+def _refuse_during_transition(node: Node) -> None:
+    busy = node.provision_state == s.INSPECTING or (
+        node.target_provision_state is not None
+        and node.provision_state not in _UPDATE_DURING_TRANSITION
+    )
+    if busy:
+        raise ApiError(
+            409,
+            f"Node {node.uuid} can not be updated while a state transition is in progress "
+            f"(provision state {node.provision_state!r}).",
+        )

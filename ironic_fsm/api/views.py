@@ -1,0 +1,177 @@
+"""A node as Ironic's API shows it at a given microversion.
+
+Fields newer than the request's version are left out, as Ironic does.
+Ironic fields that ironic_fsm does not store (chassis, instance UUID,
+owner, ...) are shown with the value Ironic gives a node that never had
+them, and cannot be set (see ``docs/api-server.rst``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import Any, Final
+
+from ironic_fsm.api.common import link_pair
+from ironic_fsm.api.versions import Version
+from ironic_fsm.masking import mask_secrets
+from ironic_fsm.node import Node
+
+__all__ = [
+    "ABSENT_FIELDS",
+    "NODE_FIELD_VERSIONS",
+    "SUMMARY_FIELDS",
+    "node_view",
+    "stamp",
+]
+
+
+def stamp(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _step(value: dict[str, Any] | None) -> dict[str, Any]:
+    return value if value is not None else {}
+
+
+def _holder(value: str | None) -> str | None:
+    # The library's reservation names host, process and instance; Ironic's names the host.
+    return value.split(":", 1)[0] if value else None
+
+
+Getter = Callable[[Node], Any]
+
+#: Ironic fields ironic_fsm does not keep: their value on every node.
+ABSENT_FIELDS: Final[dict[str, Any]] = {
+    "chassis_uuid": None,
+    "instance_uuid": None,
+    "console_enabled": False,
+    "inspection_started_at": None,
+    "inspection_finished_at": None,
+    "network_interface": "noop",
+    "console_interface": "no-console",
+    "storage_interface": "noop",
+    "conductor_group": "",
+    "owner": None,
+    "description": None,
+    "allocation_uuid": None,
+    "lessee": None,
+    "network_data": {},
+    "boot_mode": None,
+    "secure_boot": None,
+    "shard": None,
+    "parent_node": None,
+}
+
+
+def _attr(name: str) -> Getter:
+    return lambda node: getattr(node, name)
+
+
+def _absent(name: str) -> Getter:
+    value = ABSENT_FIELDS[name]
+    return lambda node: value.copy() if isinstance(value, dict) else value
+
+
+#: Every field: the version that introduced it and how to read it.
+NODE_FIELD_VERSIONS: Final[dict[str, tuple[Version, Getter]]] = {
+    "uuid": ((1, 1), _attr("uuid")),
+    "driver": ((1, 1), _attr("driver")),
+    "driver_info": ((1, 1), lambda n: mask_secrets(n.driver_info)),
+    "properties": ((1, 1), _attr("properties")),
+    "extra": ((1, 1), _attr("extra")),
+    "instance_info": ((1, 1), lambda n: mask_secrets(n.instance_info)),
+    "chassis_uuid": ((1, 1), _absent("chassis_uuid")),
+    "instance_uuid": ((1, 1), _absent("instance_uuid")),
+    "maintenance": ((1, 1), _attr("maintenance")),
+    "maintenance_reason": ((1, 1), _attr("maintenance_reason")),
+    "provision_state": ((1, 1), _attr("provision_state")),
+    "target_provision_state": ((1, 1), _attr("target_provision_state")),
+    "provision_updated_at": ((1, 1), lambda n: stamp(n.provision_updated_at)),
+    "power_state": ((1, 1), _attr("power_state")),
+    "target_power_state": ((1, 1), _attr("target_power_state")),
+    "console_enabled": ((1, 1), _absent("console_enabled")),
+    "last_error": ((1, 1), _attr("last_error")),
+    "reservation": ((1, 1), lambda n: _holder(n.reservation)),
+    "created_at": ((1, 1), lambda n: stamp(n.created_at)),
+    "updated_at": ((1, 1), lambda n: stamp(n.updated_at)),
+    "driver_internal_info": ((1, 3), lambda n: mask_secrets(n.driver_internal_info)),
+    "name": ((1, 5), _attr("name")),
+    "inspection_started_at": ((1, 6), _absent("inspection_started_at")),
+    "inspection_finished_at": ((1, 6), _absent("inspection_finished_at")),
+    "clean_step": ((1, 7), lambda n: _step(n.clean_step)),
+    "raid_config": ((1, 12), _attr("raid_config")),
+    "target_raid_config": ((1, 12), _attr("target_raid_config")),
+    "network_interface": ((1, 20), _absent("network_interface")),
+    "resource_class": ((1, 21), _attr("resource_class")),
+    **{
+        f"{kind}_interface": ((1, 31), _attr(f"{kind}_interface"))
+        for kind in ("boot", "deploy", "inspect", "management", "power", "raid", "vendor")
+    },
+    "console_interface": ((1, 31), _absent("console_interface")),
+    "storage_interface": ((1, 33), _absent("storage_interface")),
+    "traits": ((1, 37), _attr("traits")),
+    "rescue_interface": ((1, 38), _attr("rescue_interface")),
+    "bios_interface": ((1, 40), _attr("bios_interface")),
+    "fault": ((1, 42), _attr("fault")),
+    "deploy_step": ((1, 44), lambda n: _step(n.deploy_step)),
+    "conductor_group": ((1, 46), _absent("conductor_group")),
+    "automated_clean": ((1, 47), _attr("automated_clean")),
+    "protected": ((1, 48), _attr("protected")),
+    "protected_reason": ((1, 48), _attr("protected_reason")),
+    "owner": ((1, 50), _absent("owner")),
+    "description": ((1, 51), _absent("description")),
+    "allocation_uuid": ((1, 52), _absent("allocation_uuid")),
+    "retired": ((1, 61), _attr("retired")),
+    "retired_reason": ((1, 61), _attr("retired_reason")),
+    "lessee": ((1, 65), _absent("lessee")),
+    "network_data": ((1, 66), _absent("network_data")),
+    "boot_mode": ((1, 75), _absent("boot_mode")),
+    "secure_boot": ((1, 75), _absent("secure_boot")),
+    "shard": ((1, 82), _absent("shard")),
+    "parent_node": ((1, 83), _absent("parent_node")),
+    "firmware_interface": ((1, 86), _attr("firmware_interface")),
+    "service_step": ((1, 87), lambda n: _step(n.service_step)),
+}
+
+#: What ``GET /v1/nodes`` shows of each node without ``detail``.
+SUMMARY_FIELDS: Final = (
+    "uuid", "name", "instance_uuid", "power_state", "provision_state", "maintenance",
+)  # fmt: skip
+
+
+def node_view(
+    node: Node,
+    version: Version,
+    base: str,
+    *,
+    fields: Iterable[str] | None = None,
+    conductor: str | None = None,
+    links: bool = True,
+) -> dict[str, Any]:
+    """The node at ``version``; ``fields`` restricts it (already checked against the version)."""
+    names = NODE_FIELD_VERSIONS if fields is None else fields
+    out: dict[str, Any] = {}
+    for name in names:
+        since, getter = NODE_FIELD_VERSIONS[name]
+        if version >= since:
+            out[name] = getter(node)
+    if (fields is None or "conductor" in fields) and version >= (1, 49):
+        out["conductor"] = conductor
+    if version < (1, 2) and out.get("provision_state") == "available":
+        out["provision_state"] = None  # before 1.2 Ironic showed available as "no state"
+    if links:
+        out["links"] = link_pair(base, "nodes", node.uuid)
+        if fields is None:
+            out["ports"] = link_pair(base, f"nodes/{node.uuid}", "ports")
+            if version >= (1, 14):
+                out["states"] = link_pair(base, f"nodes/{node.uuid}", "states")
+    return out
+
+
+def known_field(name: str) -> Version | None:
+    """The version that introduced field ``name`` (None: no such field)."""
+    if name == "conductor":
+        return (1, 49)
+    entry = NODE_FIELD_VERSIONS.get(name)
+    return entry[0] if entry else None
