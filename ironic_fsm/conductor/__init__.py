@@ -18,15 +18,19 @@ The package's modules, each importing only those listed before it (see
 ``plans`` (steps asked of drivers, templates, runbooks), ``engine`` (the
 step engine and its per-phase table), ``flows`` (what each verb sets off),
 ``nodes`` (records and power), ``verbs`` (``do_provisioning_action``),
+``ring`` (which live conductor owns a node: ``owns``, ``refresh_ring``),
 ``recovery`` (liveness, take-over, timeouts), ``reconcile`` (one verb toward
 a wanted state), ``fleet`` (the conductor registry: register, heartbeat,
-``list_conductors``) and ``history`` (node history: read, trim).
+``list_conductors``), ``work`` (``claim_work``: the hand-off queue) and
+``history`` (node history: read, trim). The queue itself (``hand_off``,
+``drain``, ``running``) is kept by ``runtime``, where every flow starts.
 :class:`Conductor` joins them.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import uuid as _uuid
 from collections.abc import Callable, Iterable
 from datetime import datetime
@@ -42,6 +46,7 @@ from ironic_fsm.conductor.recovery import Recovery
 from ironic_fsm.conductor.registry import HardwareRegistry
 from ironic_fsm.conductor.runtime import Executor, Guard
 from ironic_fsm.conductor.verbs import Verbs
+from ironic_fsm.conductor.work import Work
 from ironic_fsm.config import Config
 from ironic_fsm.hardware import HardwareType
 from ironic_fsm.machine import LIFECYCLE, Lifecycle
@@ -53,7 +58,7 @@ __all__ = ["Conductor", "Guard", "Listener"]
 Listener = _runtime.Listener
 
 
-class Conductor(Fleet, History, Reconcile, Verbs, PowerSync, Recovery, Nodes):
+class Conductor(Fleet, History, Reconcile, Verbs, Work, PowerSync, Recovery, Nodes):
     """Drives nodes through Ironic's lifecycle.
 
     Args:
@@ -67,6 +72,11 @@ class Conductor(Fleet, History, Reconcile, Verbs, PowerSync, Recovery, Nodes):
         lifecycle: The state machine; :data:`~ironic_fsm.LIFECYCLE` or one
             derived from it.
         guards: Callables that may veto user-requested transitions.
+        hand_off: Queue the work a verb or callback sets off instead of
+            running it: the first transition happens here, as always, then
+            the node is saved in its working state, released and announced
+            for a conductor service's :meth:`claim_work` (what a CLI or API
+            process does when ``ironic-fsm serve`` processes do the work).
     """
 
     def __init__(
@@ -79,6 +89,7 @@ class Conductor(Fleet, History, Reconcile, Verbs, PowerSync, Recovery, Nodes):
         *,
         lifecycle: Lifecycle = LIFECYCLE,
         guards: Iterable[Guard] = (),
+        hand_off: bool = False,
     ) -> None:
         # The conductor's whole state; the mixins only declare what they use.
         self.store = store if store is not None else MemoryStore()
@@ -91,6 +102,10 @@ class Conductor(Fleet, History, Reconcile, Verbs, PowerSync, Recovery, Nodes):
         self._registry = HardwareRegistry(self.config)
         self._templates = {}
         self._runbooks = {}
+        self._hand_off = hand_off
+        self._drain = threading.Event()
+        self._flows_lock = threading.Lock()
+        self._flows_running = 0
         #: This conductor's identity in reservations: host, process and instance.
         # The token carries the process start time, so that a reused PID is
         # not mistaken for this process after it is gone.

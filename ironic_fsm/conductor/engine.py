@@ -211,7 +211,12 @@ class StepEngine(Plans):
         self._run_steps(job, phase, 0)
 
     def _run_steps(self, job: Job, phase: PhaseInfo, index: int) -> None:
-        """Run the phase's planned steps from ``index`` until done, waiting or failed."""
+        """Run the phase's planned steps from ``index`` until done, waiting or failed.
+
+        A draining conductor stops at the boundary before each step (the
+        steps before it are recorded done by this save) and queues the node
+        to resume at that step elsewhere.
+        """
         node = job.node
         info = node.driver_internal_info
         steps: list[dict[str, Any]] = info.get(phase.steps_key) or []
@@ -219,6 +224,9 @@ class StepEngine(Plans):
             step = steps[index]
             info[phase.index_key] = index
             setattr(node, phase.step_field, dict(step))
+            if self.draining:
+                self._queue(job, {"flow": "resume"})
+                return
             self._step_event(STEP_START, job, step)
             # Recorded before it starts; this save also records that the
             # previous step ended. Recovery re-runs the recorded step.
@@ -381,11 +389,15 @@ class StepEngine(Plans):
             self._require_state_of(current, phase.wait, action)
         with self._reserved(ident) as job:
             self._require_state_of(job.node, phase.wait, action)
-            self._spawn(job, lambda j: self._continue(j, phase))
+            self._spawn(job, lambda j: self._continue(j, phase), queued={"flow": "continue"})
             return job.node
 
     def _continue(self, job: Job, phase: PhaseInfo) -> None:
-        """From the phase's wait state: honour abort_after, resume, run the next step."""
+        """From the phase's wait state: honour abort_after, resume, run the next step.
+
+        A queued continuation was resumed when it was queued: it starts in the
+        working state and goes on from there.
+        """
         node = job.node
         info = node.driver_internal_info
         key = phase.plan_pending_key
@@ -411,7 +423,8 @@ class StepEngine(Plans):
             if skip:  # otherwise the step runs again and ends later
                 self._step_event(STEP_END, job, step)
         index = 0 if current is None else (current + 1 if skip else current)
-        self._process(job, s.RESUME_EVENT)
+        if node.provision_state == phase.wait:
+            self._process(job, s.RESUME_EVENT)
         self._run_steps(job, phase, index)
 
     # -- abort ----------------------------------------------------------------------------------

@@ -13,6 +13,9 @@ Nothing is written when a conductor is built: it registers on its first
 service hosting it calls on its timer. A store without the registry
 methods (:class:`~ironic_fsm.stores.ConductorRegistry`) still works: the
 conductor then knows only itself, and lists only itself.
+
+Which live conductor does which node's work is :meth:`Fleet.owns`, from
+:mod:`ironic_fsm.conductor.ring`.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from datetime import datetime, timedelta
 
 import attrs
 
-from ironic_fsm.conductor.runtime import LOG, Runtime
+from ironic_fsm.conductor.ring import Ownership
+from ironic_fsm.conductor.runtime import LOG
 from ironic_fsm.exceptions import DriverNotFound
 from ironic_fsm.hardware import installed_hardware_types
 from ironic_fsm.stores.base import ConductorRecord, ConductorRegistry
@@ -50,13 +54,9 @@ class ConductorInfo:
     updated_at: datetime
 
 
-class Fleet(Runtime):
+class Fleet(Ownership):
     """Registration, heartbeats and the list of conductors sharing the store."""
 
-    #: What this conductor last wrote to the registry (``None``: not registered yet).
-    _fleet_record: ConductorRecord | None = None
-    #: Set by :meth:`unregister`: heartbeats no longer bring the conductor back online.
-    _fleet_stopped: bool = False
     #: The installed hardware types, read once (entry points do not change under a process).
     _fleet_installed: tuple[str, ...] | None = None
 
@@ -128,6 +128,7 @@ class Fleet(Runtime):
                 store.unregister_conductor(self.holder, now)
             if record is not None:
                 self._fleet_record = record._replace(online=False, updated_at=now)
+            self._forget_rings()
         LOG.info("Conductor %s unregistered (offline)", self.holder)
 
     def list_conductors(self) -> list[ConductorInfo]:
@@ -139,27 +140,7 @@ class Fleet(Runtime):
         now = self._now()
         return [self._conductor_info(record, now) for record in self._conductor_records()]
 
-    def owns(self, node_uuid: str, driver: str, conductor_group: str) -> bool:
-        """Whether this conductor does the periodic work of that node (its share of the ring).
-
-        (Being written: every node, until the hash ring lands.)
-        """
-        return True
-
     # -- for the conductor's own use ----------------------------------------------------------
-
-    def _conductor_records(self) -> list[ConductorRecord]:
-        """The registry's records (with each conductor's holder token), or just our own."""
-        store = self.store
-        if isinstance(store, ConductorRegistry):
-            return store.list_conductors()
-        record = self._fleet_record
-        return [] if record is None else [record]
-
-    def _conductor_alive(self, record: ConductorRecord, now: datetime) -> bool:
-        """Online and heard from within ``heartbeat_timeout`` (recovery's rule for holders)."""
-        timeout = timedelta(seconds=self.config.heartbeat_timeout)
-        return record.online and now - record.updated_at < timeout
 
     def _conductor_info(self, record: ConductorRecord, now: datetime) -> ConductorInfo:
         return ConductorInfo(
@@ -193,6 +174,7 @@ class Fleet(Runtime):
             store.register_conductor(record, replace_before=expired)
         self._fleet_record = record
         self._fleet_stopped = False
+        self._forget_rings()
         return record
 
     def _served_types(self) -> tuple[str, ...]:

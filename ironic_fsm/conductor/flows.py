@@ -6,16 +6,29 @@ deployment and servicing plan their steps and hand them to the step
 engine. Each flow starts with the node reserved and its first transition
 already fired; it ends with the node in a stable, wait, hold or failure
 state.
+
+Each flow has a name (:data:`FLOW_STATES`), so that it can wait in the
+work queue as ``{"flow": name, ...}`` and be started from there by any
+conductor (:meth:`Flows._run_flow`); ``resume`` goes on from whatever the
+node recorded, as crash recovery does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from ironic_fsm import states as s
 from ironic_fsm.conductor.common import check_ident, describe_exc, shown
-from ironic_fsm.conductor.engine import CLEAN, DEPLOY, FAILED, SERVICE, StepEngine
+from ironic_fsm.conductor.engine import (
+    CLEAN,
+    DEPLOY,
+    FAILED,
+    PHASE_BY_STATE,
+    SERVICE,
+    PhaseInfo,
+    StepEngine,
+)
 from ironic_fsm.conductor.runtime import Job, driver_call
 from ironic_fsm.exceptions import InvalidParameterValue, StepsNotAvailable
 from ironic_fsm.node import Node, check_json
@@ -23,7 +36,20 @@ from ironic_fsm.planner import sort_steps, validate_user_steps
 from ironic_fsm.steps import step_id
 from ironic_fsm.task import Task
 
-__all__ = ["Flows"]
+__all__ = ["FLOW_STATES", "Flows"]
+
+#: The state each named flow starts from (``continue``: a step phase's working state).
+FLOW_STATES: Final = {
+    "verify": s.VERIFYING,
+    "inspect": s.INSPECTING,
+    "adopt": s.ADOPTING,
+    "rescue": s.RESCUING,
+    "unrescue": s.UNRESCUING,
+    "tear_down": s.DELETING,
+    "clean": s.CLEANING,
+    "deploy": s.DEPLOYING,
+    "service": s.SERVICING,
+}
 
 
 class Flows(StepEngine):
@@ -31,6 +57,72 @@ class Flows(StepEngine):
 
     def _validate_interface(self, job: Job, kind: str) -> None:
         driver_call(job, kind, "validate")
+
+    # -- named flows: run here, or queued for any conductor -----------------------------
+
+    def _start(self, job: Job, flow: Mapping[str, Any]) -> None:
+        """Set off the flow ``flow`` names (``{"flow": name, ...args}``), or queue it."""
+        self._spawn(job, lambda j: self._run_flow(j, flow), queued=flow)
+
+    def _run_flow(self, job: Job, flow: Mapping[str, Any] | None) -> None:
+        """Run a named flow; one that does not fit the node's state resumes it instead."""
+        name = None if flow is None else flow.get("flow")
+        state = job.node.provision_state
+        phase = PHASE_BY_STATE.get(state)
+        if flow is None or (FLOW_STATES.get(name or "") != state and name != "continue"):
+            self._resume(job)
+        elif name == "continue" and phase is not None and state != phase.hold:
+            self._continue(job, phase)
+        elif name in ("clean", "service"):
+            steps, disable = flow.get("steps"), flow.get("disable_ramdisk") is True
+            if name == "clean":
+                self._do_clean(job, steps, disable_ramdisk=disable)
+            else:
+                self._do_service(job, steps or [], disable_ramdisk=disable)
+        else:
+            simple: dict[str, Callable[[Job], None]] = {
+                "verify": self._do_verify, "inspect": self._do_inspect,
+                "adopt": self._do_adopt, "rescue": self._do_rescue,
+                "unrescue": self._do_unrescue, "tear_down": self._do_tear_down,
+                "deploy": self._do_deploy,
+            }  # fmt: skip
+            simple.get(name or "", self._resume)(job)
+
+    def _resume(self, job: Job) -> None:
+        """Continue whatever the node was doing when its flow stopped (crash, drain, queue)."""
+        node = job.node
+        state = node.provision_state
+        phase = PHASE_BY_STATE.get(state)
+        if phase is not None and state == phase.working:
+            self._resume_steps(job, phase)
+            return
+        resume = {
+            s.VERIFYING: self._do_verify,
+            s.INSPECTING: self._do_inspect,
+            s.ADOPTING: self._do_adopt,
+            s.RESCUING: self._do_rescue,
+            s.UNRESCUING: self._do_unrescue,
+            s.DELETING: self._do_tear_down,
+        }.get(state)
+        if resume is not None:
+            resume(job)
+
+    def _resume_steps(self, job: Job, phase: PhaseInfo) -> None:
+        node = job.node
+        info = node.driver_internal_info
+        index = info.get(phase.index_key)
+        if info.get(phase.steps_key) is None:
+            # Died before the plan was stored: fail visibly, do not guess.
+            self._phase_failed(
+                job, phase,
+                f"Node {node.uuid}: {phase.name} was interrupted before its steps were "
+                "planned; start it again",
+                step=None,
+            )  # fmt: skip
+        elif index is None:
+            self._start_steps(job, phase)
+        else:
+            self._run_steps(job, phase, index)
 
     # -- one driver call each -----------------------------------------------------------
 

@@ -5,7 +5,10 @@ finds holders that are gone (same host: the process has exited; another
 host: the heartbeat expired), takes their nodes over and resumes each
 interrupted flow at its recorded step. :meth:`Recovery.check_timeouts`
 fails wait states that lasted too long and wakes ``wait`` steps whose
-time is up.
+time is up. In a fleet, both act only on the nodes this conductor owns
+(:meth:`~ironic_fsm.conductor.ring.Ownership.owns`): a dead conductor's
+nodes go to their new owner, and no two conductors time out the same
+node. A draining conductor does neither.
 """
 
 from __future__ import annotations
@@ -13,12 +16,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
+from typing import Any
 
 from ironic_fsm import history as h
 from ironic_fsm import states as s
 from ironic_fsm.conductor.common import process_alive, shown, wait_is_over
-from ironic_fsm.conductor.engine import PHASE_BY_STATE, PhaseInfo
+from ironic_fsm.conductor.engine import PHASE_BY_STATE
 from ironic_fsm.conductor.flows import Flows
+from ironic_fsm.conductor.ring import Ownership, node_group
 from ironic_fsm.conductor.runtime import LOG, Job
 from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError, NodeNotFound
 from ironic_fsm.node import Node
@@ -40,7 +45,7 @@ def _timeout_option(state: str) -> str:
     return _OTHER_TIMEOUTS.get(state, "rescue_callback_timeout")
 
 
-class Recovery(Flows):
+class Recovery(Flows, Ownership):
     """Heartbeats, crash recovery and the periodic timeout check."""
 
     def heartbeat(self) -> None:
@@ -87,11 +92,16 @@ class Recovery(Flows):
 
         Reads only the reservations (an index, no record decoded); a node
         is read only once its holder is known to be gone, so a pass with
-        nothing to recover costs the same for any fleet.
+        nothing to recover costs the same for any fleet. In a fleet, only
+        the nodes this conductor :meth:`owns` are taken over; a draining
+        conductor takes none.
         """
+        if self.draining:
+            return []
         held = reserved(self.store)
         if not held:
             return []
+        refreshed = False
         now = self._now()
         heartbeats = self.store.holders()
         taken: list[str] = []
@@ -104,6 +114,11 @@ class Recovery(Flows):
                 continue  # deleted since the scan
             if node.reservation != holder:
                 continue  # released or taken over since the scan: not ours to take
+            if not refreshed:
+                self.refresh_ring()  # once per pass, and only when there is a node to place
+                refreshed = True
+            if not self.owns(uuid, node.driver, node_group(node)):
+                continue  # its owner takes it over
             LOG.warning(
                 "Node %s: taking over from %s, which is gone (state %s)",
                 uuid, holder, node.provision_state,
@@ -118,48 +133,12 @@ class Recovery(Flows):
                         f"Conductor {self.config.host} took node {uuid} over from "
                         f"{holder}, which is gone, in {node.provision_state!r}",
                     )
-                    self._spawn(job, self._resume)
+                    self._spawn(job, self._resume, queued={"flow": "resume"})
             except IronicFSMError as exc:
                 LOG.info("Node %s: not taken over: %s", uuid, exc)
                 continue
             taken.append(uuid)
         return taken
-
-    def _resume(self, job: Job) -> None:
-        """Continue whatever the node was doing when its holder died."""
-        node = job.node
-        state = node.provision_state
-        phase = PHASE_BY_STATE.get(state)
-        if phase is not None and state == phase.working:
-            self._resume_steps(job, phase)
-            return
-        resume = {
-            s.VERIFYING: self._do_verify,
-            s.INSPECTING: self._do_inspect,
-            s.ADOPTING: self._do_adopt,
-            s.RESCUING: self._do_rescue,
-            s.UNRESCUING: self._do_unrescue,
-            s.DELETING: self._do_tear_down,
-        }.get(state)
-        if resume is not None:
-            resume(job)
-
-    def _resume_steps(self, job: Job, phase: PhaseInfo) -> None:
-        node = job.node
-        info = node.driver_internal_info
-        index = info.get(phase.index_key)
-        if info.get(phase.steps_key) is None:
-            # Died before the plan was stored: fail visibly, do not guess.
-            self._phase_failed(
-                job, phase,
-                f"Node {node.uuid}: {phase.name} was interrupted before its steps were "
-                "planned; start it again",
-                step=None,
-            )  # fmt: skip
-        elif index is None:
-            self._start_steps(job, phase)
-        else:
-            self._run_steps(job, phase, index)
 
     # -- timeouts -----------------------------------------------------------------------
 
@@ -181,6 +160,9 @@ class Recovery(Flows):
             )
         now = now or self._now()
         acted: dict[str, None] = {}
+        if self.draining:
+            return []
+        self.refresh_ring()
         for node in waking(self.store, now, reservation=None):
             if node.provision_state in s.WAIT_STATES:
                 self._check_waiting(node, now, acted)
@@ -198,9 +180,13 @@ class Recovery(Flows):
         return list(acted)
 
     def _check_waiting(self, node: Node, now: datetime, acted: dict[str, None]) -> None:
+        if not self.owns(node.uuid, node.driver, node_group(node)):
+            return
         work = self._timeout_work(node, now)
         if work is not None:
-            self._act_on(node.uuid, work)
+            # Waking a wait step continues the phase: a flow that a drain may queue.
+            woken = isinstance(work, functools.partial) and work.func == self._continue
+            self._act_on(node.uuid, work, {"flow": "continue"} if woken else None)
             acted[node.uuid] = None
 
     def _timeout_work(self, node: Node, now: datetime) -> Callable[[Job], None] | None:
@@ -221,10 +207,12 @@ class Recovery(Flows):
             return None
         return functools.partial(self._time_out, state=state)
 
-    def _act_on(self, uuid: str, work: Callable[[Job], None]) -> None:
+    def _act_on(
+        self, uuid: str, work: Callable[[Job], None], queued: Mapping[str, Any] | None
+    ) -> None:
         try:
             with self._reserved(uuid) as job:
-                self._spawn(job, work)
+                self._spawn(job, work, queued=queued)
         except IronicFSMError as exc:
             LOG.info("Node %s: skipped by the periodic check: %s", uuid, exc)
 

@@ -11,11 +11,18 @@ its in-memory changes and releases the node unsaved (:meth:`Runtime._reserved`).
 Node history goes the same way: :meth:`Runtime._record` notes an entry on
 the job, and the next checkpoint writes it in the same store transaction as
 the node (:func:`~ironic_fsm.stores.base.save_with_history`).
+
+The work queue lives here too, because it is where a flow starts
+(:meth:`Runtime._spawn`): a conductor that hands work off (the CLI's, an
+API's) or that drains saves the node in its working state, marked with the
+flow it owes (:data:`QUEUED_KEY`), releases it and announces it; a
+conductor's ``claim_work`` picks it up there.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
@@ -42,11 +49,12 @@ from ironic_fsm.machine import Lifecycle
 from ironic_fsm.masking import mask_secrets
 from ironic_fsm.node import Node
 from ironic_fsm.stores import Store
-from ironic_fsm.stores.base import HistoryStore, save_with_history
+from ironic_fsm.stores.base import HistoryStore, announce_work, save_with_history
 from ironic_fsm.task import Task
 
 __all__ = [
-    "UNSET", "Executor", "Guard", "Job", "Listener", "Runtime", "driver_call", "wrong_state",
+    "QUEUED_KEY", "UNSET", "WORKING_STATES", "Executor", "Guard", "Job", "Listener", "Runtime",
+    "driver_call", "wrong_state",
 ]  # fmt: skip
 
 LOG = logging.getLogger("ironic_fsm.conductor")
@@ -67,6 +75,11 @@ class Executor(Protocol):
 
 UNSET: Final[Any] = object()
 
+#: The working states: a node in one with no reservation is queued work.
+WORKING_STATES: Final = s.UNSTABLE_STATES - s.WAIT_STATES
+#: ``driver_internal_info`` key of a queued node: the flow it owes (``{"flow": name, ...}``).
+QUEUED_KEY: Final = "queued_flow"
+
 #: The history event type of a failure, by the failure state it leads to (else provisioning).
 _FAILURE_TYPES: Final = {
     s.CLEANFAIL: h.CLEANING,
@@ -86,7 +99,7 @@ class Job:
     A plain slotted class: one is made per request, on the hot path.
     """
 
-    __slots__ = ("detached", "events", "history", "task")
+    __slots__ = ("announce", "detached", "events", "history", "task")
 
     def __init__(self, task: Task) -> None:
         self.task = task
@@ -97,6 +110,8 @@ class Job:
         self.history: list[tuple[str, str, str | None, str | None]] = []
         #: The reservation went elsewhere (a background worker) or the node is gone.
         self.detached = False
+        #: The node was queued: announce it once the release has been saved.
+        self.announce = False
 
     # Read on every line of every flow: C-level getters, no Python call.
     if TYPE_CHECKING:
@@ -155,11 +170,23 @@ class Runtime:
     _clock: Callable[[], datetime]
     _executor: Executor | None
     _registry: HardwareRegistry
+    _hand_off: bool
+    _drain: threading.Event
+    _flows_lock: threading.Lock
+    _flows_running: int
 
     def _now(self) -> datetime:
         return self._clock()
 
     def _driver_for(self, node: Node) -> HardwareType:
+        return self._registry.driver_for(node)
+
+    def hardware_type_for(self, node: Node) -> HardwareType:
+        """The hardware type that drives ``node`` (its ``driver``), as registered or installed.
+
+        Raises:
+            DriverNotFound: no hardware type of that name here.
+        """
         return self._registry.driver_for(node)
 
     def _task_for(self, node: Node) -> Task:
@@ -401,15 +428,86 @@ class Runtime:
                     node=node.uuid,
                 ) from exc
             raise
+        if job.announce:
+            job.announce = False
+            self._announce(node.uuid)
+
+    # -- the work queue -----------------------------------------------------------------
+
+    def drain(self) -> None:
+        """Stop taking work, and hand running flows back at their next step boundary.
+
+        From now on ``claim_work``, ``recover`` and ``check_timeouts`` take
+        nothing, a flow about to start is queued instead, and a flow running
+        steps stops before its next step (its position saved, the node
+        queued, released and announced) so that another conductor's
+        ``claim_work`` goes on from there. Flows outside steps (verify,
+        inspect, power) finish. Wait for :meth:`running` to reach 0. Not undone.
+        """
+        if not self._drain.is_set():
+            LOG.info("Conductor %s draining: no new work, flows hand back at a step", self.holder)
+        self._drain.set()
+
+    @property
+    def draining(self) -> bool:
+        """Whether :meth:`drain` was called."""
+        return self._drain.is_set()
+
+    def running(self) -> int:
+        """Flows this conductor runs now, or has submitted to its executor and not finished."""
+        with self._flows_lock:
+            return self._flows_running
+
+    def _flow_count(self, delta: int) -> None:
+        with self._flows_lock:
+            self._flows_running += delta
+
+    def _queue(self, job: Job, flow: Mapping[str, Any]) -> None:
+        """Leave ``flow`` to whichever conductor claims the node: mark it, release, announce.
+
+        A node still in a wait state (a callback or ``unhold`` about to
+        continue) first moves on to its working state, where the queue is.
+        """
+        node = job.node
+        if node.provision_state in s.WAIT_STATES:
+            self._process(job, s.RESUME_EVENT)
+        node.driver_internal_info[QUEUED_KEY] = dict(flow)
+        job.announce = True
+
+    def _announce(self, uuid: str) -> None:
+        """Wake the conductors listening for work; never fails the release it follows."""
+        try:
+            announce_work(self.store, uuid)
+        except Exception as exc:
+            LOG.warning("Node %s: queued, but not announced: %s", uuid, describe_exc(exc))
 
     # -- running flows ------------------------------------------------------------------
 
-    def _spawn(self, job: Job, work: Callable[[Job], None]) -> None:
-        """Run ``work`` now, or in the executor; the reservation passes along."""
-        if self._executor is None:
-            self._guarded(job, work)
+    def _spawn(
+        self, job: Job, work: Callable[[Job], None], *, queued: Mapping[str, Any] | None = None
+    ) -> None:
+        """Run ``work`` now, or in the executor; the reservation passes along.
+
+        ``queued`` names the same work as a queue entry (``{"flow": ...}``):
+        a conductor that hands work off, or drains, queues the node instead
+        (:meth:`_queue`), and so does a drain that comes before the executor
+        starts it. Work without one always runs.
+        """
+        if queued is not None and (self._hand_off or self._drain.is_set()):
+            self._queue(job, queued)
             return
-        self._checkpoint(job)  # the caller sees the first transition saved
+        self._flow_count(1)
+        if self._executor is None:
+            try:
+                self._guarded(job, work)
+            finally:
+                self._flow_count(-1)
+            return
+        try:
+            self._checkpoint(job)  # the caller sees the first transition saved
+        except BaseException:
+            self._flow_count(-1)
+            raise
         task = job.task
         worker = Job(Task(node=task.node, driver=task.driver, config=task.config))
         job.node = attrs.evolve(task.node)
@@ -417,12 +515,17 @@ class Runtime:
 
         def run() -> None:
             try:
-                self._guarded(worker, work)
+                if queued is not None and self._drain.is_set():
+                    self._queue(worker, queued)
+                else:
+                    self._guarded(worker, work)
             finally:
                 try:
                     self._release(worker)
                 except Exception:
                     LOG.exception("Node %s: background work ended unsaved", worker.node.uuid)
+                finally:
+                    self._flow_count(-1)
 
         self._executor.submit(run)
 

@@ -11,7 +11,7 @@ fires the first transition and spawns the flow.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, NamedTuple, Protocol
+from typing import Any, ClassVar, NamedTuple
 
 import attrs
 
@@ -160,16 +160,10 @@ def _refuse_retired(node: Node) -> None:
         )
 
 
-class _UserStepFlow(Protocol):
-    def __call__(
-        self, conductor: Flows, job: Job, user_steps: Sequence[Any], /, *, disable_ramdisk: bool
-    ) -> None: ...
-
-
-#: The verbs that run the user's own steps: event, flow target, and the flow.
-_USER_STEP_VERBS: Mapping[str, tuple[str, str, _UserStepFlow]] = {
-    "clean": (s.CLEAN_EVENT, s.MANAGEABLE, Flows._do_clean),
-    "service": (s.SERVICE_EVENT, s.ACTIVE, Flows._do_service),
+#: The verbs that run the user's own steps: event and flow target.
+_USER_STEP_VERBS: Mapping[str, tuple[str, str]] = {
+    "clean": (s.CLEAN_EVENT, s.MANAGEABLE),
+    "service": (s.SERVICE_EVENT, s.ACTIVE),
 }
 
 
@@ -336,7 +330,7 @@ class Verbs(Flows):
     def _verb_manage(self, job: Job, request: Request) -> None:
         if job.node.provision_state == s.ENROLL:
             self._process(job, s.MANAGE_EVENT, last_error=None)
-            self._spawn(job, self._do_verify)
+            self._start(job, {"flow": "verify"})
         else:
             self._process(job, s.MANAGE_EVENT)
 
@@ -348,7 +342,7 @@ class Verbs(Flows):
         if not self._skip_automated_clean(node):
             self._automated_runbook(node)  # refuse now if the configuration cannot be met
         self._process(job, s.PROVIDE_EVENT, last_error=None)
-        self._spawn(job, lambda j: self._do_clean(j, None))
+        self._start(job, {"flow": "clean", "steps": None})
 
     def _verb_clean(self, job: Job, request: Request) -> None:
         self._start_requested_steps(job, request, "clean", request.clean_steps)
@@ -360,10 +354,10 @@ class Verbs(Flows):
         if request.runbook is not None:
             steps = self._runbook_steps(node, request.runbook)
         self._check_disallowed(node, phase, steps)
-        event, target, flow = _USER_STEP_VERBS[phase]
+        event, target = _USER_STEP_VERBS[phase]
         self._process(job, event, target_state=target, last_error=None)
-        disable_ramdisk = request.disable_ramdisk
-        self._spawn(job, lambda j: flow(self, j, steps, disable_ramdisk=disable_ramdisk))
+        flow = {"flow": phase, "steps": list(steps), "disable_ramdisk": request.disable_ramdisk}
+        self._start(job, flow)
 
     def _verb_deploy(self, job: Job, request: Request) -> None:
         node, verb = job.node, request.verb
@@ -382,7 +376,7 @@ class Verbs(Flows):
         node.driver_internal_info[DEPLOY.steps_key] = plan
         node.driver_internal_info.pop(DEPLOY.index_key, None)
         node.deploy_step = {}
-        self._spawn(job, self._do_deploy)
+        self._start(job, {"flow": "deploy"})
 
     def _verb_delete(self, job: Job, request: Request) -> None:
         node = job.node
@@ -392,28 +386,28 @@ class Verbs(Flows):
                 node=node.uuid,
             )
         self._process(job, s.DELETE_EVENT, last_error=None)
-        self._spawn(job, self._do_tear_down)
+        self._start(job, {"flow": "tear_down"})
 
     def _verb_inspect(self, job: Job, request: Request) -> None:
         self._validate_interface(job, "inspect")
         self._process(job, s.INSPECT_EVENT, last_error=None)
-        self._spawn(job, self._do_inspect)
+        self._start(job, {"flow": "inspect"})
 
     def _verb_adopt(self, job: Job, request: Request) -> None:
         self._process(job, s.ADOPT_EVENT, last_error=None)
-        self._spawn(job, self._do_adopt)
+        self._start(job, {"flow": "adopt"})
 
     def _verb_rescue(self, job: Job, request: Request) -> None:
         _refuse_in_maintenance(job.node, "rescue")
         self._validate_interface(job, "rescue")
         job.node.instance_info["rescue_password"] = request.rescue_password
         self._process(job, s.RESCUE_EVENT, last_error=None)
-        self._spawn(job, self._do_rescue)
+        self._start(job, {"flow": "rescue"})
 
     def _verb_unrescue(self, job: Job, request: Request) -> None:
         _refuse_in_maintenance(job.node, "unrescue")
         self._process(job, s.UNRESCUE_EVENT, last_error=None)
-        self._spawn(job, self._do_unrescue)
+        self._start(job, {"flow": "unrescue"})
 
     def _verb_service(self, job: Job, request: Request) -> None:
         self._start_requested_steps(job, request, "service", request.service_steps)
@@ -422,7 +416,7 @@ class Verbs(Flows):
         phase = PHASE_BY_STATE[job.node.provision_state]
         self._process(job, s.UNHOLD_EVENT)
         # A hold is a pause in the plan, not a wait for hardware: go on.
-        self._spawn(job, lambda j: self._continue(j, phase))
+        self._spawn(job, lambda j: self._continue(j, phase), queued={"flow": "continue"})
 
     def _verb_abort(self, job: Job, request: Request) -> None:
         node = job.node
