@@ -151,9 +151,20 @@ class ProvisionState:
         since, verb = _TARGETS[target]
         require_version(req, since, f"The provisioning target {target!r}")
         args = _provision_arguments(target, body, req)
+        self._check_steps(ident, args)
         node = self._conductor.do_provisioning_action(ident, verb, **args)
         resp.status = 202
         resp.location = f"{req.prefix}/v1/nodes/{node.uuid}/states"
+
+    def _check_steps(self, ident: str, args: dict[str, Any]) -> None:
+        """Refuse unknown or disallowed steps now, as Ironic does, not in the background."""
+        ramdisk = args.get("disable_ramdisk", False)
+        if args.get("clean_steps") is not None:
+            self._conductor.validate_clean_steps(ident, args["clean_steps"], ramdisk)
+        if args.get("service_steps") is not None:
+            self._conductor.validate_service_steps(ident, args["service_steps"], ramdisk)
+        if args.get("deploy_steps") is not None:
+            self._conductor.validate_deploy_steps(ident, args["deploy_steps"])
 
 
 class PowerState:

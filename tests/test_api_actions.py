@@ -1,0 +1,261 @@
+"""Provisioning, power, boot device, maintenance, traits, validate and history over HTTP."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from api_helpers import LATEST, api_in_process, error_text
+
+from ironic_fsm import Conductor
+from ironic_fsm import states as s
+
+
+@pytest.fixture
+def api(tmp_path: Any) -> Iterator[tuple[Conductor, httpx.Client]]:
+    with api_in_process(tmp_path / "nodes.sqlite") as (conductor, _, url):
+        with httpx.Client(base_url=url, headers=LATEST) as client:
+            yield conductor, client
+
+
+def _node(client: httpx.Client, name: str = "n1") -> str:
+    response = client.post("/v1/nodes", json={"driver": "fake-hardware", "name": name})
+    assert response.status_code == 201
+    return str(response.json()["uuid"])
+
+
+def _settle(conductor: Conductor, ident: str, timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        node = conductor.get_node(ident)
+        if node.target_provision_state is None and node.reservation is None:
+            return node
+        time.sleep(0.02)
+    raise AssertionError(f"node {ident} did not settle")
+
+
+def _provision(client: httpx.Client, ident: str, **body: Any) -> httpx.Response:
+    return client.put(f"/v1/nodes/{ident}/states/provision", json=body)
+
+
+def test_provision_answers_after_the_target_is_saved(
+    api: tuple[Conductor, httpx.Client],
+) -> None:
+    conductor, client = api
+    uuid = _node(client)
+    seen: list[tuple[str, str | None]] = []
+    for verb, end in (("manage", s.MANAGEABLE), ("provide", s.AVAILABLE),
+                      ("deploy", s.ACTIVE), ("undeploy", s.AVAILABLE)):  # fmt: skip
+        response = _provision(client, "n1", target=verb)
+        assert response.status_code == 202, response.text
+        assert response.headers["Location"] == f"{client.base_url}/v1/nodes/{uuid}/states"
+        assert response.content == b""
+        node = conductor.get_node(uuid)
+        # Either still moving toward the end state, or already there: never stable with no target.
+        seen.append((node.provision_state, node.target_provision_state))
+        assert node.target_provision_state == end or node.provision_state == end
+        assert _settle(conductor, uuid).provision_state == end
+    states = client.get("/v1/nodes/n1/states").json()
+    assert states["provision_state"] == s.AVAILABLE
+    assert states["target_provision_state"] is None
+    assert "raid_config" in states and "boot_mode" in states
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "words"),
+    [
+        ({"target": "active"}, 400, "enroll"),
+        ({"target": "fly"}, 400, "target"),
+        ({}, 400, "target"),
+        ({"target": "manage", "rescue_password": "x"}, 400, "rescue_password"),
+        ({"target": "rescue"}, 400, "rescue_password"),
+        ({"target": "clean"}, 400, "clean_steps"),
+        ({"target": "manage", "clean_steps": []}, 400, "clean_steps"),
+        ({"target": "manage", "disable_ramdisk": True}, 400, "disable_ramdisk"),
+        ({"target": "active", "configdrive": "abc"}, 400, "configdrive"),
+        ({"target": "manage", "bogus": 1}, 400, "bogus"),
+    ],
+)
+def test_refused_provisioning_changes_nothing(
+    api: tuple[Conductor, httpx.Client], body: dict[str, Any], status: int, words: str
+) -> None:
+    conductor, client = api
+    uuid = _node(client)
+    before = conductor.get_node(uuid)
+    response = _provision(client, uuid, **body)
+    assert response.status_code == status
+    assert words in error_text(response)
+    assert conductor.get_node(uuid) == before
+
+
+@pytest.mark.parametrize(
+    ("target", "version"), [("manage", "1.3"), ("deploy", "1.72"), ("unhold", "1.84"),
+                            ("service", "1.86"), ("rescue", "1.37")],
+)  # fmt: skip
+def test_verb_newer_than_the_version_is_406(
+    api: tuple[Conductor, httpx.Client], target: str, version: str
+) -> None:
+    conductor, client = api
+    uuid = _node(client)
+    response = client.put(
+        f"/v1/nodes/{uuid}/states/provision", json={"target": target, "rescue_password": "p"}
+        if target == "rescue" else {"target": target},
+        headers={"X-OpenStack-Ironic-API-Version": version},
+    )  # fmt: skip
+    assert response.status_code == 406
+    assert conductor.get_node(uuid).provision_state == s.ENROLL
+
+
+def test_manual_clean_with_steps_ends_manageable(api: tuple[Conductor, httpx.Client]) -> None:
+    conductor, client = api
+    uuid = _node(client)
+    _provision(client, uuid, target="manage")
+    _settle(conductor, uuid)
+    steps = [{"interface": "vendor", "step": "log_passthrough", "args": {}}]
+    response = _provision(client, uuid, target="clean", clean_steps=steps)
+    assert response.status_code == 202, response.text
+    assert _settle(conductor, uuid).provision_state == s.MANAGEABLE
+    unknown = [{"interface": "deploy", "step": "no_such_step"}]
+    refused = _provision(client, uuid, target="clean", clean_steps=unknown)
+    assert refused.status_code == 400
+    assert "no_such_step" in error_text(refused)
+
+
+def test_deploy_in_maintenance_is_400(api: tuple[Conductor, httpx.Client]) -> None:
+    conductor, client = api
+    uuid = _node(client)
+    for verb in ("manage", "provide"):
+        _provision(client, uuid, target=verb)
+        _settle(conductor, uuid)
+    client.put(f"/v1/nodes/{uuid}/maintenance", json={"reason": "broken"})
+    response = _provision(client, uuid, target="active")
+    assert response.status_code == 400
+    assert conductor.get_node(uuid).provision_state == s.AVAILABLE
+
+
+def test_locked_node_is_409(api: tuple[Conductor, httpx.Client]) -> None:
+    conductor, client = api
+    uuid = _node(client)
+    conductor.store.reserve(uuid, "someone-else:1:1")
+    try:
+        response = _provision(client, uuid, target="manage")
+        assert response.status_code == 409
+        assert "someone-else" in error_text(response)
+        patch = client.patch(f"/v1/nodes/{uuid}", json=[
+            {"op": "add", "path": "/extra/a", "value": 1}])  # fmt: skip
+        assert patch.status_code == 409
+    finally:
+        conductor.store.release(uuid, "someone-else:1:1")
+    assert conductor.get_node(uuid).provision_state == s.ENROLL
+    assert conductor.get_node(uuid).extra == {}
+
+
+def test_power_targets_and_versions(api: tuple[Conductor, httpx.Client]) -> None:
+    conductor, client = api
+    uuid = _node(client)
+    response = client.put(f"/v1/nodes/{uuid}/states/power", json={"target": "power on"})
+    assert response.status_code == 202
+    assert conductor.get_node(uuid).power_state == s.POWER_ON
+    soft = client.put(
+        f"/v1/nodes/{uuid}/states/power", json={"target": "soft power off", "timeout": 10}
+    )
+    assert soft.status_code == 202, soft.text
+    assert conductor.get_node(uuid).power_state == s.POWER_OFF
+    old = client.put(
+        f"/v1/nodes/{uuid}/states/power", json={"target": "soft rebooting"},
+        headers={"X-OpenStack-Ironic-API-Version": "1.26"},
+    )  # fmt: skip
+    assert old.status_code == 406
+    for bad in ({"target": "power on", "timeout": 0}, {"target": "sideways"}):
+        assert client.put(f"/v1/nodes/{uuid}/states/power", json=bad).status_code == 400
+    assert conductor.get_node(uuid).power_state == s.POWER_OFF
+
+
+def test_boot_device(api: tuple[Conductor, httpx.Client]) -> None:
+    conductor, client = api
+    uuid = _node(client)
+    supported = client.get(f"/v1/nodes/{uuid}/management/boot_device/supported").json()
+    assert "pxe" in supported["supported_boot_devices"]
+    put = client.put(
+        f"/v1/nodes/{uuid}/management/boot_device",
+        json={"boot_device": "pxe", "persistent": True},
+    )
+    assert put.status_code == 204, put.text
+    got = client.get(f"/v1/nodes/{uuid}/management/boot_device").json()
+    assert got == {"boot_device": "pxe", "persistent": True}
+    bad = client.put(f"/v1/nodes/{uuid}/management/boot_device", json={"boot_device": "floppy"})
+    assert bad.status_code == 400
+    assert conductor.get_node(uuid).reservation is None
+
+
+def test_maintenance_set_and_unset(api: tuple[Conductor, httpx.Client]) -> None:
+    conductor, client = api
+    uuid = _node(client)
+    assert client.put(f"/v1/nodes/{uuid}/maintenance", json={"reason": "fan"}).status_code == 202
+    node = conductor.get_node(uuid)
+    assert (node.maintenance, node.maintenance_reason) == (True, "fan")
+    assert client.delete(f"/v1/nodes/{uuid}/maintenance").status_code == 202
+    node = conductor.get_node(uuid)
+    assert (node.maintenance, node.maintenance_reason) == (False, None)
+
+
+def test_traits(api: tuple[Conductor, httpx.Client]) -> None:
+    conductor, client = api
+    uuid = _node(client)
+    base = f"/v1/nodes/{uuid}/traits"
+    assert client.put(base, json={"traits": ["CUSTOM_A", "HW_CPU_X86_VMX"]}).status_code == 204
+    added = client.put(f"{base}/CUSTOM_B")
+    assert added.status_code == 204
+    assert added.headers["Location"].endswith(f"{base}/CUSTOM_B")
+    assert client.get(base).json() == {"traits": ["CUSTOM_A", "HW_CPU_X86_VMX", "CUSTOM_B"]}
+    assert client.delete(f"{base}/CUSTOM_A").status_code == 204
+    assert client.delete(f"{base}/CUSTOM_A").status_code == 404
+    assert client.put(f"{base}/lower_case").status_code == 400
+    assert client.put(base, json={"traits": ["CUSTOM_X"] * 51}).status_code == 400
+    assert conductor.get_node(uuid).traits == ["HW_CPU_X86_VMX", "CUSTOM_B"]
+    assert client.delete(base).status_code == 204
+    assert conductor.get_node(uuid).traits == []
+    old = client.get(base, headers={"X-OpenStack-Ironic-API-Version": "1.36"})
+    assert old.status_code == 404
+
+
+def test_validate_both_paths(api: tuple[Conductor, httpx.Client]) -> None:
+    _, client = api
+    uuid = _node(client)
+    for url in (f"/v1/nodes/{uuid}/validate", f"/v1/nodes/validate?node={uuid}"):
+        body = client.get(url).json()
+        assert body["power"] == {"result": True, "reason": None}
+        assert {"boot", "deploy", "management", "network", "storage"} <= set(body)
+
+
+def test_validate_reports_bad_driver_info_without_secrets(
+    api: tuple[Conductor, httpx.Client],
+) -> None:
+    _, client = api
+    created = client.post("/v1/nodes", json={
+        "driver": "ipmi", "driver_info": {"ipmi_password": "s3cret-pass"}})  # fmt: skip
+    assert created.status_code == 201, created.text
+    body = client.get(f"/v1/nodes/{created.json()['uuid']}/validate")
+    assert body.json()["power"]["result"] is False
+    assert "ipmi_address" in body.json()["power"]["reason"]
+    assert "s3cret-pass" not in body.text
+
+
+def test_history(api: tuple[Conductor, httpx.Client]) -> None:
+    conductor, client = api
+    uuid = _node(client)
+    client.put(f"/v1/nodes/{uuid}/maintenance", json={"reason": "fan"})
+    entries = client.get(f"/v1/nodes/{uuid}/history").json()["history"]
+    assert entries and "fan" in entries[-1]["event"]
+    assert set(entries[0]) == {"uuid", "created_at", "severity", "event", "links"}
+    detail = client.get(f"/v1/nodes/{uuid}/history", params={"detail": "true"}).json()
+    assert detail["history"][-1]["event_type"] == "maintenance"
+    one = client.get(f"/v1/nodes/{uuid}/history/{entries[-1]['uuid']}")
+    assert one.status_code == 200 and one.json()["uuid"] == entries[-1]["uuid"]
+    old = client.get(
+        f"/v1/nodes/{uuid}/history", headers={"X-OpenStack-Ironic-API-Version": "1.77"}
+    )
+    assert old.status_code == 404
