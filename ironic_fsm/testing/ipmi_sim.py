@@ -35,15 +35,15 @@ fail, they never skip.
 
 from __future__ import annotations
 
-import os
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import time
 from pathlib import Path
 from typing import Any, Final
+
+from ironic_fsm.testing._child import stop_child
 
 __all__ = ["DEBIAN_PACKAGE", "SimBMC", "SimulatorMissing", "start_sim"]
 
@@ -192,14 +192,7 @@ class SimBMC:
 
     def stop(self) -> None:
         """SIGTERM by PID, then SIGKILL if it has not exited within 5 s."""
-        if self.proc.poll() is not None:
-            return
-        os.kill(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=5)
+        stop_child(self.proc)
 
 
 def _spawn(directory: Path, binary: str, user: str, password: str) -> SimBMC:

@@ -23,11 +23,11 @@ virtual media: the emulator downloads the image it is asked to insert.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import threading
@@ -40,9 +40,13 @@ from typing import Any
 import bcrypt
 import requests
 
+from ironic_fsm.testing._child import stop_child
+
 __all__ = ["DEFAULT_DRIVES", "Emulator", "FileServer", "start_emulator"]
 
 _CHILD = Path(__file__).with_name("redfish_fake_driver.py")
+#: Where the child finds ironic_fsm (its parts are modules of this package).
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 READY_TIMEOUT = 15.0
 STORAGE_ID = "RAID"
 
@@ -175,15 +179,7 @@ class Emulator:
 
     def stop(self, timeout: float = 5.0) -> None:
         """SIGTERM, then SIGKILL after ``timeout`` seconds; by PID, never by name."""
-        if self.process.poll() is None:
-            try:
-                os.kill(self.pid, signal.SIGTERM)
-                self.process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                os.kill(self.pid, signal.SIGKILL)
-                self.process.wait(timeout=timeout)
-            except ProcessLookupError:
-                pass
+        stop_child(self.process, timeout)
         self._http.close()
 
 
@@ -242,37 +238,8 @@ def start_emulator(
     directory = Path(tmp_path).resolve() / f"redfish-{uuid_mod.uuid4().hex[:8]}"
     (directory / "state").mkdir(parents=True)
     (directory / "tmp").mkdir()
-    system_uuid = str(uuid_mod.uuid4())
-    name = f"node-{system_uuid[:8]}"
-    seed = int(system_uuid[:6], 16)
-    macs = [_mac((seed + i) % (1 << 24)) for i in range(nics)]
-
-    system: dict[str, Any] = {
-        "uuid": system_uuid,
-        "name": name,
-        "power_state": power_state,
-        "external_notifier": False,
-        "nics": [{"mac": mac, "ip": f"192.0.2.{10 + i}"} for i, mac in enumerate(macs)],
-    }
-    if memory_gb is not None:
-        system["memory_gb"] = memory_gb
-    if cpus is not None:
-        system["cpus"] = cpus
-    if quirks:
-        system["quirks"] = dict(quirks)
-    systems = [system]
-    for n in range(extra_systems):
-        other = str(uuid_mod.uuid4())
-        systems.append(
-            {
-                "uuid": other,
-                "name": f"{name}-{n}",
-                "power_state": "Off",
-                "external_notifier": False,
-                "nics": [{"mac": _mac(seed + 100 + n)}],
-            }
-        )
-
+    systems = _systems(nics, memory_gb, cpus, power_state, quirks, extra_systems)
+    system = systems[0]
     config: dict[str, Any] = {
         "SUSHY_EMULATOR_LISTEN_IP": "127.0.0.1",
         "SUSHY_EMULATOR_LISTEN_PORT": 0,
@@ -284,10 +251,77 @@ def start_emulator(
         "SUSHY_EMULATOR_FAKE_UPDATE_DELAY": update_delay,
         "SUSHY_EMULATOR_FAKE_BIOS_APPLY": bios_apply,
         "EXTERNAL_NOTIFICATION_URL": "http://127.0.0.1:9",
+        **_storage(system["uuid"], drives),
+        **(extra_config or {}),
     }
-    if drives is not None:
-        drive_list = [dict(d) for d in drives]
-        config["SUSHY_EMULATOR_STORAGE"] = {
+    config_path = directory / "emulator.conf"
+    config_path.write_text(
+        "# Written by ironic_fsm.testing.redfish_emulator\n"
+        + "".join(f"{key} = {value!r}\n" for key, value in config.items()),
+        encoding="utf-8",
+    )
+    (directory / "htpasswd").write_text(_htpasswd(user, password), encoding="utf-8")
+    process = _spawn(directory, config_path)
+    emulator = Emulator(
+        url="",  # known once the child has bound its port
+        system_uuid=system["uuid"],
+        name=system["name"],
+        user=user,
+        password=password,
+        process=process,
+        directory=directory,
+        macs=[nic["mac"] for nic in system["nics"]],
+    )
+    try:
+        _wait_ready(emulator, directory / "port")
+    except BaseException:
+        emulator.stop()
+        raise
+    return emulator
+
+
+def _systems(
+    nics: int,
+    memory_gb: int | None,
+    cpus: int | None,
+    power_state: str,
+    quirks: Mapping[str, Any] | None,
+    extra_systems: int,
+) -> list[dict[str, Any]]:
+    """The emulated systems: the one tests drive first, then ``extra_systems`` plain ones."""
+    system_uuid = str(uuid_mod.uuid4())
+    name = f"node-{system_uuid[:8]}"
+    seed = int(system_uuid[:6], 16)
+    macs = [_mac((seed + i) % (1 << 24)) for i in range(nics)]
+    system: dict[str, Any] = {
+        "uuid": system_uuid,
+        "name": name,
+        "power_state": power_state,
+        "external_notifier": False,
+        "nics": [{"mac": mac, "ip": f"192.0.2.{10 + i}"} for i, mac in enumerate(macs)],
+    }
+    optional = {"memory_gb": memory_gb, "cpus": cpus, "quirks": dict(quirks or {}) or None}
+    system.update({key: value for key, value in optional.items() if value is not None})
+    others = [
+        {
+            "uuid": str(uuid_mod.uuid4()),
+            "name": f"{name}-{n}",
+            "power_state": "Off",
+            "external_notifier": False,
+            "nics": [{"mac": _mac(seed + 100 + n)}],
+        }
+        for n in range(extra_systems)
+    ]
+    return [system, *others]
+
+
+def _storage(system_uuid: str, drives: Iterable[Mapping[str, Any]] | None) -> dict[str, Any]:
+    """The settings of one RAID controller with ``drives`` (none at all for ``None``)."""
+    if drives is None:
+        return {}
+    drive_list = [dict(d) for d in drives]
+    return {
+        "SUSHY_EMULATOR_STORAGE": {
             system_uuid: [
                 {
                     "Id": STORAGE_ID,
@@ -298,82 +332,48 @@ def start_emulator(
                     "Drives": [d["Id"] for d in drive_list],
                 }
             ]
-        }
-        config["SUSHY_EMULATOR_DRIVES"] = {(system_uuid, STORAGE_ID): drive_list}
-        config["SUSHY_EMULATOR_VOLUMES"] = {(system_uuid, STORAGE_ID): []}
-    if extra_config:
-        config.update(extra_config)
+        },
+        "SUSHY_EMULATOR_DRIVES": {(system_uuid, STORAGE_ID): drive_list},
+        "SUSHY_EMULATOR_VOLUMES": {(system_uuid, STORAGE_ID): []},
+    }
 
-    config_path = directory / "emulator.conf"
-    config_path.write_text(
-        "# Written by ironic_fsm.testing.redfish_emulator\n"
-        + "".join(f"{key} = {value!r}\n" for key, value in config.items()),
-        encoding="utf-8",
-    )
-    (directory / "htpasswd").write_text(_htpasswd(user, password), encoding="utf-8")
 
-    port_file = directory / "port"
-    log = open(directory / "emulator.log", "wb")  # noqa: SIM115 - handed to the child
+def _spawn(directory: Path, config_path: Path) -> subprocess.Popen[bytes]:
+    """The child, logging to ``<directory>/emulator.log``; it imports ironic_fsm from here."""
     env = dict(os.environ, TMPDIR=str(directory / "tmp"), PYTHONUNBUFFERED="1")
     env.pop("SUSHY_EMULATOR_CONFIG", None)
-    try:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                str(_CHILD),
-                "--config",
-                str(config_path),
-                "--port-file",
-                str(port_file),
-            ],
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_ROOT, env.get("PYTHONPATH")]))
+    with open(directory / "emulator.log", "wb") as log:  # the child has its own descriptor
+        return subprocess.Popen(
+            [sys.executable, str(_CHILD), "--config", str(config_path),
+             "--port-file", str(directory / "port")],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
             env=env,
             cwd=directory,
-        )
-    finally:
-        log.close()  # the child has its own descriptor
+        )  # fmt: skip
 
-    emulator: Emulator | None = None
+
+def _wait_ready(emulator: Emulator, port_file: Path) -> None:
+    """Until the child has written its port and its Redfish root answers (bounded)."""
     deadline = time.monotonic() + READY_TIMEOUT
-    try:
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise RuntimeError(
-                    f"Redfish emulator exited with {process.returncode}:\n"
-                    + (directory / "emulator.log").read_text(errors="replace")[-3000:]
-                )
-            if port_file.exists():
-                port = int(port_file.read_text())
-                if emulator is None:
-                    emulator = Emulator(
-                        url=f"http://127.0.0.1:{port}",
-                        system_uuid=system_uuid,
-                        name=name,
-                        user=user,
-                        password=password,
-                        process=process,
-                        directory=directory,
-                        macs=macs,
-                    )
-                try:
-                    if requests.get(emulator.url + "/redfish/v1/", timeout=1).ok:
-                        return emulator
-                except requests.RequestException:
-                    pass
-            time.sleep(0.02)
-        raise RuntimeError(
-            f"Redfish emulator did not answer within {READY_TIMEOUT:.0f} s:\n"
-            + (directory / "emulator.log").read_text(errors="replace")[-3000:]
-        )
-    except BaseException:
-        if emulator is not None:
-            emulator.stop()
-        elif process.poll() is None:
-            os.kill(process.pid, signal.SIGKILL)
-            process.wait(timeout=5)
-        raise
+    while time.monotonic() < deadline:
+        if not emulator.alive():
+            raise RuntimeError(
+                f"Redfish emulator exited with {emulator.process.returncode}:\n"
+                + emulator.log_path.read_text(errors="replace")[-3000:]
+            )
+        if not emulator.url and port_file.exists():
+            emulator.url = f"http://127.0.0.1:{int(port_file.read_text())}"
+        with contextlib.suppress(requests.RequestException):
+            if emulator.url and requests.get(emulator.url + "/redfish/v1/", timeout=1).ok:
+                return
+        time.sleep(0.02)
+    raise RuntimeError(
+        f"Redfish emulator did not answer within {READY_TIMEOUT:.0f} s:\n"
+        + emulator.log_path.read_text(errors="replace")[-3000:]
+    )
 
 
 class FileServer:
