@@ -48,6 +48,7 @@ from ironic_fsm.node import (
     encode_stored,
     freeze,
 )
+from ironic_fsm.stores._announce import WORK_CHANNEL, WorkAnnouncer, announce_work
 from ironic_fsm.stores._power import PowerSyncRow, PowerSyncStore, mark_power_synced, power_sync_due
 from ironic_fsm.stores._query import (
     _UTC,
@@ -290,24 +291,6 @@ def save_with_history(store: Store, node: Node, history: Sequence[HistoryEntry])
         store.save(node, history=history)
     else:
         store.save(node)
-
-
-#: The PostgreSQL ``LISTEN``/``NOTIFY`` channel on which queued work is announced.
-WORK_CHANNEL = "ironic_fsm_work"
-
-
-@runtime_checkable
-class WorkAnnouncer(Protocol):
-    """A store that can wake the conductors waiting for queued work (PostgreSQL: ``NOTIFY``)."""
-
-    def announce_work(self, uuid: str) -> None:
-        """Tell listeners that node ``uuid`` now waits, unreserved, in the work queue."""
-
-
-def announce_work(store: Store, uuid: str) -> None:
-    """Announce queued work through the store if it can; otherwise nothing (pollers find it)."""
-    if isinstance(store, WorkAnnouncer):
-        store.announce_work(uuid)
 
 
 def check_conductor(record: ConductorRecord) -> None:

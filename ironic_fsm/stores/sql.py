@@ -52,12 +52,10 @@ from datetime import datetime, timezone
 from types import TracebackType
 from typing import Any, Final
 
-from ironic_fsm.exceptions import (
-    ConcurrentUpdate,
-    InvalidParameterValue,
-)
+from ironic_fsm.exceptions import ConcurrentUpdate, InvalidParameterValue
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.node import Node
+from ironic_fsm.stores._announce import _SQLAnnounce
 from ironic_fsm.stores._connect import (
     _Connection,
     _Database,
@@ -123,7 +121,7 @@ def _pick(rows: Sequence[Any], ident: str) -> Any:
     return rows[0] if rows else None
 
 
-class SQLStore(_SQLScans, _SQLHistory, _SQLRegistry, _SQLPowerSync):
+class SQLStore(_SQLScans, _SQLHistory, _SQLRegistry, _SQLPowerSync, _SQLAnnounce):
     """Node records in a SQL database: SQLite (embedded) or PostgreSQL (shared).
 
     Args:
@@ -566,12 +564,6 @@ class SQLStore(_SQLScans, _SQLHistory, _SQLRegistry, _SQLPowerSync):
                 raise not_found(ident)
             if found[0] != ident:
                 conn.execute(self._q_release, (found[0], holder))
-
-    def announce_work(self, uuid: str) -> None:
-        """Wake services waiting for queued work: ``NOTIFY`` on PostgreSQL, nothing on SQLite."""
-        announce = getattr(self._db, "announce_work", None)  # SQLite's database has none
-        if announce is not None:
-            announce(uuid)
 
     # -- lifetime ------------------------------------------------------------------------
 
