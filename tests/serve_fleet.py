@@ -1,0 +1,168 @@
+"""A fleet of real ``serve`` processes for the service tests, and the operator that drives it.
+
+:class:`ServeFleet` starts ``tests/serve_worker.py serve`` processes on one
+database with short periods (heartbeat 0.5 s, dead after 3 s), signals and
+kills them, and reads their logs. :func:`drive` plays the operator and the
+ramdisk agent from the test process: it issues each node's next verb
+through a hand-off conductor (the services do the work) until every node
+is active, failed, or time is up.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from serve_hardware import DEPLOY_STEPS, NAME, serve_test_hardware
+
+import ironic_fsm
+from ironic_fsm import states
+from ironic_fsm.exceptions import InvalidStateRequested, NodeLocked
+from ironic_fsm.stores import SQLStore
+
+HERE = Path(__file__).resolve().parent
+WORKER = HERE / "serve_worker.py"
+#: The service periods of these tests (Ironic's names).
+CONFIG = {
+    "heartbeat_interval": 0.5,
+    "heartbeat_timeout": 3,
+    "check_provision_state_interval": 0.2,
+    "sync_power_state_interval": 0,
+    "node_history_cleanup_interval": 0,
+}
+#: What the operator does next, by provision state.
+_NEXT = {
+    states.ENROLL: "manage",
+    states.MANAGEABLE: "provide",
+    states.AVAILABLE: "deploy",
+}
+
+
+class ServeFleet:
+    """``serve`` processes on one database, stopped (SIGKILL if need be) on exit."""
+
+    def __init__(self, url: str, tmp: Path, *, workers: int = 4, poll: float = 0.2) -> None:
+        self.url = url
+        self.tmp = tmp
+        self.workers = workers
+        self.poll = poll
+        self.config = tmp / "serve-config.json"
+        self.config.write_text(json.dumps({"config": CONFIG}))
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def start(self, *extra: str) -> subprocess.Popen[bytes]:
+        index = len(self.procs)
+        err = open(self.tmp / f"serve-{index}.err", "wb")  # noqa: SIM115 - the process owns it
+        proc = subprocess.Popen(
+            [
+                sys.executable, str(WORKER), "serve", "--db", self.url,
+                "--config", str(self.config), "--workers", str(self.workers),
+                "--poll-interval", str(self.poll), "--graceful-shutdown-timeout", "20",
+                *extra,
+            ],
+            stdout=subprocess.DEVNULL, stderr=err, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
+        err.close()
+        self.procs.append(proc)
+        return proc
+
+    def stderr(self, proc: subprocess.Popen[bytes]) -> str:
+        return (self.tmp / f"serve-{self.procs.index(proc)}.err").read_text()
+
+    def alive(self, conductor: ironic_fsm.Conductor) -> int:
+        return sum(info.alive for info in conductor.list_conductors())
+
+    def wait_alive(self, conductor: ironic_fsm.Conductor, count: int, timeout: float = 20) -> None:
+        wait_for(lambda: self.alive(conductor) >= count, timeout, f"{count} live conductors")
+
+    def stop_all(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@contextmanager
+def serve_fleet(url: str, tmp: Path, **kwargs: Any) -> Iterator[ServeFleet]:
+    fleet = ServeFleet(url, tmp, **kwargs)
+    try:
+        yield fleet
+    finally:
+        fleet.stop_all()
+
+
+def wait_for(check: Callable[[], object], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.05)
+
+
+def operator(url: str) -> ironic_fsm.Conductor:
+    """The test's own conductor: hands every verb's work to the services."""
+    conductor = ironic_fsm.Conductor(
+        store=SQLStore(url), config=ironic_fsm.Config(**CONFIG), hand_off=True
+    )
+    conductor.register_hardware_type(NAME, serve_test_hardware())
+    return conductor
+
+
+def enroll(
+    conductor: ironic_fsm.Conductor, count: int, log: Path, step_seconds: float
+) -> list[str]:
+    info = {"log_path": str(log), "step_seconds": step_seconds}
+    return [conductor.create_node(driver=NAME, driver_info=info).uuid for _ in range(count)]
+
+
+def drive(
+    conductor: ironic_fsm.Conductor,
+    nodes: list[str],
+    timeout: float,
+    during: Callable[[dict[str, str]], None] | None = None,
+) -> dict[str, str]:
+    """Move every node on toward active; the final provision state of each.
+
+    ``during`` sees the states of each round (a test kills a process there).
+    Stops early when every node is active or failed.
+    """
+    wanted = set(nodes)
+    deadline = time.monotonic() + timeout
+    seen: dict[str, str] = {}
+    while time.monotonic() < deadline:
+        rows = conductor.list_nodes(driver=NAME)
+        seen = {n.uuid: n.provision_state for n in rows if n.uuid in wanted}
+        if during is not None:
+            during(seen)
+        if all(v == states.ACTIVE or v in states.FAILURE_STATES for v in seen.values()):
+            break
+        for node in rows:
+            if node.uuid in wanted and node.reservation is None:
+                _next(conductor, node.uuid, node.provision_state)
+        time.sleep(0.1)
+    return seen
+
+
+def _next(conductor: ironic_fsm.Conductor, uuid: str, state: str) -> None:
+    try:
+        if state == states.CLEANWAIT:
+            conductor.continue_node_clean(uuid)  # the ramdisk agent's call-back
+        elif state in _NEXT:
+            steps = DEPLOY_STEPS if state == states.AVAILABLE else None
+            kwargs = {"deploy_steps": steps} if steps else {}
+            conductor.do_provisioning_action(uuid, _NEXT[state], **kwargs)
+    except (NodeLocked, InvalidStateRequested):
+        pass  # a service moved it on meanwhile: the next round sees where it is

@@ -1,0 +1,259 @@
+"""``ironic-fsm serve`` as a fleet: real processes, real signals, one real database.
+
+Each test starts ``serve`` processes (``tests/serve_worker.py``: the real
+command plus the ``serve-test`` hardware type) and drives nodes from
+enroll to active through a hand-off conductor, playing the operator and
+the ramdisk agent. Every step logs its runs by process
+(``serve_hardware``): the counts show that no step recorded complete ran
+twice and none was lost.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import fresh_postgres_url
+from pgserver import PostgresServer
+from serve_fleet import CONFIG, drive, enroll, operator, serve_fleet, wait_for
+from serve_hardware import StepRuns
+
+import ironic_fsm
+from ironic_fsm import states
+from ironic_fsm.stores import SQLStore
+
+
+@pytest.fixture
+def pg_url(postgres_server: PostgresServer) -> Iterator[str]:
+    yield from fresh_postgres_url(postgres_server)
+
+
+def _held_by(conductor: ironic_fsm.Conductor, pid: int) -> list[str]:
+    return [
+        n.uuid
+        for n in conductor.list_nodes()
+        if n.reservation is not None and f":{pid}:" in n.reservation
+    ]
+
+
+def _taken_over(node: ironic_fsm.Node, state_at_kill: str, pid: int) -> bool:
+    """A survivor holds the node, or has moved it on since the kill."""
+    if node.reservation is not None:
+        return f":{pid}:" not in node.reservation
+    return node.provision_state != state_at_kill
+
+
+def _count(seen: dict[str, str], state: str) -> int:
+    return sum(v == state for v in seen.values())
+
+
+def test_sigkill_one_of_three_on_postgres_300_nodes(pg_url: str, tmp_path: Path) -> None:
+    log = tmp_path / "steps.log"
+    conductor = operator(pg_url)
+    nodes = enroll(conductor, 300, log, step_seconds=0.03)
+    kill: dict[str, float] = {}
+    held: dict[str, str] = {}  # the victim's nodes at the kill, and their state then
+    with serve_fleet(pg_url, tmp_path) as fleet:
+        for _ in range(3):
+            fleet.start()
+        fleet.wait_alive(conductor, 3)
+        victim = fleet.procs[0]
+
+        def kill_mid_flow(seen: dict[str, str]) -> None:
+            if not kill:
+                # Once a fifth are past cleaning, kill while it holds nodes (mid-step).
+                if _count(seen, states.ACTIVE) + _count(seen, states.AVAILABLE) < 60:
+                    return
+                held.update({uuid: seen[uuid] for uuid in _held_by(conductor, victim.pid)})
+                if held:
+                    victim.send_signal(signal.SIGKILL)
+                    kill["at"] = time.monotonic()
+                    victim.wait()
+            elif "took" not in kill and all(
+                _taken_over(conductor.get_node(uuid), state, victim.pid)
+                for uuid, state in held.items()
+            ):
+                kill["took"] = time.monotonic() - kill["at"]
+
+        seen = drive(conductor, nodes, timeout=75, during=kill_mid_flow)
+    assert kill, "the victim never held a node past the first fifth"
+    assert {v for v in seen.values()} == {states.ACTIVE}, seen
+    limit = CONFIG["heartbeat_timeout"] + CONFIG["heartbeat_interval"]
+    assert kill["took"] <= limit + 1.0  # one second for the survivors' own work
+    runs = StepRuns(log)
+    dead = frozenset({victim.pid})
+    assert runs.problems(nodes, killed=dead) == []
+    finished, repeated = runs.count(killed=dead)
+    assert finished >= 3 * len(nodes)
+    assert repeated <= len(held)  # only steps the dead process left unrecorded
+    print(
+        f"killed holding {len(held)} nodes; taken over in {kill['took']:.2f} s; "
+        f"{finished} step runs finished, {repeated} repeated after the kill"
+    )
+    assert all(n.reservation is None for n in conductor.list_nodes())
+    conductor.store.close()
+
+
+def test_sigterm_one_of_three_drains_and_goes_offline(pg_url: str, tmp_path: Path) -> None:
+    log = tmp_path / "steps.log"
+    conductor = operator(pg_url)
+    nodes = enroll(conductor, 60, log, step_seconds=0.05)
+    stopped: dict[str, object] = {}
+    with serve_fleet(pg_url, tmp_path) as fleet:
+        for _ in range(3):
+            fleet.start()
+        fleet.wait_alive(conductor, 3)
+        victim = fleet.procs[0]
+
+        def terminate(seen: dict[str, str]) -> None:
+            if stopped or not _held_by(conductor, victim.pid):
+                return
+            victim.send_signal(signal.SIGTERM)
+            stopped["code"] = victim.wait(timeout=30)
+            # Offline at once: not after heartbeat_timeout.
+            stopped["alive"] = fleet.alive(conductor)
+            stopped["held"] = _held_by(conductor, victim.pid)
+
+        seen = drive(conductor, nodes, timeout=60, during=terminate)
+        err = fleet.stderr(victim)
+    assert stopped == {"code": 0, "alive": 2, "held": []}, err
+    assert "drained and offline" in err
+    assert {v for v in seen.values()} == {states.ACTIVE}, seen
+    runs = StepRuns(log)
+    assert runs.problems(nodes) == []  # no kill: every step ran exactly once
+    assert victim.pid in runs.pids()
+    conductor.store.close()
+
+
+def test_a_fourth_process_joins_and_takes_a_share(pg_url: str, tmp_path: Path) -> None:
+    log = tmp_path / "steps.log"
+    conductor = operator(pg_url)
+    nodes = enroll(conductor, 120, log, step_seconds=0.02)
+    with serve_fleet(pg_url, tmp_path) as fleet:
+        for _ in range(3):
+            fleet.start()
+        fleet.wait_alive(conductor, 3)
+        joined: list[subprocess.Popen[bytes]] = []
+
+        def join(seen: dict[str, str]) -> None:
+            if not joined and _count(seen, states.AVAILABLE) + _count(seen, states.ACTIVE) >= 20:
+                joined.append(fleet.start())
+
+        seen = drive(conductor, nodes, timeout=60, during=join)
+    assert {v for v in seen.values()} == {states.ACTIVE}, seen
+    runs = StepRuns(log)
+    assert runs.problems(nodes) == []
+    assert joined
+    assert joined[0].pid in runs.pids()  # the newcomer did part of the work
+    conductor.store.close()
+
+
+def test_two_processes_on_one_sqlite_file(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'fleet.sqlite'}"
+    log = tmp_path / "steps.log"
+    conductor = operator(url)
+    nodes = enroll(conductor, 60, log, step_seconds=0.05)
+    killed: list[int] = []
+    with serve_fleet(url, tmp_path) as fleet:
+        for _ in range(2):
+            fleet.start()
+        fleet.wait_alive(conductor, 2)
+        victim = fleet.procs[0]
+
+        def kill(seen: dict[str, str]) -> None:
+            past_cleaning = _count(seen, states.AVAILABLE) + _count(seen, states.ACTIVE)
+            if not killed and past_cleaning >= 5 and _held_by(conductor, victim.pid):
+                victim.send_signal(signal.SIGKILL)
+                victim.wait()
+                killed.append(victim.pid)
+
+        seen = drive(conductor, nodes, timeout=60, during=kill)
+    assert killed
+    assert {v for v in seen.values()} == {states.ACTIVE}, seen
+    assert StepRuns(log).problems(nodes, killed=frozenset(killed)) == []
+    conductor.store.close()
+
+
+def test_second_sigterm_stops_at_once_and_loses_nothing(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'fleet.sqlite'}"
+    log = tmp_path / "steps.log"
+    conductor = operator(url)
+    [node] = enroll(conductor, 1, log, step_seconds=3)
+    with serve_fleet(url, tmp_path) as fleet:
+        first = fleet.start()
+        fleet.wait_alive(conductor, 1)
+        conductor.do_provisioning_action(node, "manage")
+        wait_for(
+            lambda: conductor.get_node(node).provision_state == states.MANAGEABLE, 20, "manage"
+        )
+        conductor.do_provisioning_action(node, "provide")
+        wait_for(lambda: "record_clean start" in log.read_text() if log.exists() else False, 20,
+                 "the first clean step")  # fmt: skip
+        first.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        started = time.monotonic()
+        first.send_signal(signal.SIGTERM)
+        code = first.wait(timeout=10)
+        assert (code, time.monotonic() - started < 2) == (3, True), fleet.stderr(first)
+        assert _held_by(conductor, first.pid) == [node]  # left for a survivor
+        fleet.start()
+        seen = drive(conductor, [node], timeout=30)
+    assert seen == {node: states.ACTIVE}
+    runs = StepRuns(log)
+    assert runs.problems([node], killed=frozenset({first.pid})) == []
+    assert runs.runs[(node, "record_clean")][0][0] == first.pid  # killed inside it
+    conductor.store.close()
+
+
+def test_json_logs_parse(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'fleet.sqlite'}"
+    conductor = operator(url)
+    with serve_fleet(url, tmp_path) as fleet:
+        proc = fleet.start("--log-format", "json")
+        fleet.wait_alive(conductor, 1)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+        lines = fleet.stderr(proc).splitlines()
+    records = [json.loads(line) for line in lines]
+    messages = [r["message"] for r in records]
+    assert any(m.endswith("drained and offline") for m in messages), messages
+    assert all({"asctime", "levelname", "name", "message"} <= set(r) for r in records)
+    conductor.store.close()
+
+
+def test_cli_verbs_hand_work_to_a_live_service(tmp_path: Path) -> None:
+    db = tmp_path / "fleet.sqlite"
+    cli = [sys.executable, "-m", "ironic_fsm.cli", "--db", str(db)]
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"config": CONFIG}))
+    conductor = ironic_fsm.Conductor(store=SQLStore(f"sqlite:///{db}"))
+    uuid = conductor.create_node(driver="fake-hardware").uuid
+    serve = subprocess.Popen(
+        [*cli, "serve", "--config", str(config), "--poll-interval", "0.1"],
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(lambda: any(i.alive for i in conductor.list_conductors()), 20, "the service")
+        done = subprocess.run([*cli, "node", "manage", uuid], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        assert "is in 'verifying': a conductor service is working on it" in done.stdout
+        wait_for(
+            lambda: conductor.get_node(uuid).provision_state == states.MANAGEABLE, 20, "manage"
+        )
+        done = subprocess.run(
+            [*cli, "node", "provide", uuid, "--wait", "30"], capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        assert "is now in provision state 'available'" in done.stdout
+    finally:
+        serve.send_signal(signal.SIGTERM)
+        assert serve.wait(timeout=30) == 0
+    node = conductor.get_node(uuid)
+    assert (node.provision_state, node.reservation) == (states.AVAILABLE, None)
+    conductor.store.close()
