@@ -9,6 +9,7 @@ reported is the best pass; the median is shown beside it.
 
 from __future__ import annotations
 
+import argparse
 import gc
 import math
 import statistics
@@ -24,6 +25,8 @@ __all__ = [
     "Table",
     "Timing",
     "autosize",
+    "print_summary",
+    "run_alone",
     "fmt_bytes",
     "fmt_ns",
     "fmt_ratio",
@@ -244,3 +247,20 @@ class Section:
         for table in self.tables:
             out.extend(["", table.render()])
         return "\n".join(out)
+
+
+def print_summary(rows: Iterable[SummaryRow], indent: str = "") -> None:
+    """The verdicts, one line each: what a benchmark run alone ends with."""
+    for row in rows:
+        print(f"{indent}{row.verdict:4}  {row.figure}: {row.measured} (goal {row.goal})")
+
+
+def run_alone(run: Callable[[bool], Section], doc: str | None) -> None:
+    """``python bench_x.py [--quick]``: the module's section and its verdicts."""
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
+    args = parser.parse_args()
+    section = run(args.quick)
+    print(section.render())
+    print()
+    print_summary(section.summary)

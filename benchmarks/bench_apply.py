@@ -23,7 +23,6 @@ Run alone: ``python benchmarks/bench_apply.py [--quick]``.
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import os
@@ -36,7 +35,7 @@ from typing import Any
 import orjson
 import yaml
 import yaml_rs
-from _harness import Section, SummaryRow, Table
+from _harness import Section, SummaryRow, Table, run_alone
 
 from ironic_fsm import Conductor, fleetfile
 from ironic_fsm.fleetfile._schema import validator as compiled_schema
@@ -202,15 +201,8 @@ def _parts(texts: dict[str, str], repeats: int) -> Table:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
     os.environ.update(ENV)
-    section = run(args.quick)
-    print(section.render())
-    print()
-    for row in section.summary:
-        print(f"{row.verdict:4}  {row.figure}: {row.measured} (goal {row.goal})")
+    run_alone(run, __doc__)
 
 
 if __name__ == "__main__":

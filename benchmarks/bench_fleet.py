@@ -30,7 +30,6 @@ Run alone: ``python benchmarks/bench_fleet.py [--quick]``.
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 import time
 import uuid as uuid_module
@@ -39,7 +38,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from _harness import Section, SummaryRow, Table
+from _harness import Section, SummaryRow, Table, run_alone
 from bench_lifecycle import _fresh_pg_database, _postgres
 
 UTC = timezone.utc
@@ -267,14 +266,7 @@ def run(quick: bool = False) -> Section:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
-    section = run(args.quick)
-    print(section.render())
-    print()
-    for row in section.summary:
-        print(f"{row.verdict:4}  {row.figure}: {row.measured} (goal {row.goal})")
+    run_alone(run, __doc__)
 
 
 if __name__ == "__main__":

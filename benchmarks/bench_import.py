@@ -13,7 +13,6 @@ Run alone: ``python benchmarks/bench_import.py [--quick]``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -24,7 +23,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import NamedTuple
 
-from _harness import Section, SummaryRow, Table, fmt_ns
+from _harness import Section, SummaryRow, Table, fmt_ns, run_alone
 
 GOAL_IMPORT_MS = 100.0
 MUST_NOT_LOAD: tuple[str, ...] = (
@@ -181,13 +180,7 @@ def run(quick: bool = False) -> Section:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer runs")
-    args = parser.parse_args()
-    section = run(quick=args.quick)
-    print(section.render())
-    for row in section.summary:
-        print(f"{row.verdict:4}  {row.figure}: {row.measured} (goal {row.goal})")
+    run_alone(run, __doc__)
 
 
 if __name__ == "__main__":

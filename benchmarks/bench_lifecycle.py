@@ -48,7 +48,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from _harness import Case, Section, SummaryRow, Table, measure
+from _harness import Case, Section, SummaryRow, Table, measure, print_summary
 
 HERE = Path(__file__).resolve().parent
 VERBS = ("manage", "provide", "deploy", "undeploy")
@@ -594,14 +594,12 @@ def main() -> None:
     if args.history:
         table, summary = run_history(args.quick)
         print(table.render())
-        for row in summary:
-            print(f"  {row.verdict:4}  {row.figure}: {row.measured} (goal {row.goal})")
+        print_summary(summary, "  ")
         return
     section = run(args.quick)
     print(section.render())
     print()
-    for row in section.summary:
-        print(f"  {row.verdict:4}  {row.figure}: {row.measured} (goal {row.goal})")
+    print_summary(section.summary, "  ")
 
 
 if __name__ == "__main__":

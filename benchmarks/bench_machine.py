@@ -20,7 +20,6 @@ Run alone: ``python benchmarks/bench_machine.py [--quick]``.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import time
 from collections.abc import Callable
@@ -35,6 +34,7 @@ from _harness import (
     fmt_ns,
     fmt_ratio,
     measure,
+    run_alone,
 )
 from _rivals import (
     LIFECYCLE_TRIPLES,
@@ -377,13 +377,7 @@ def run(quick: bool = False) -> Section:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
-    args = parser.parse_args()
-    section = run(quick=args.quick)
-    print(section.render())
-    for row in section.summary:
-        print(f"{row.verdict:4}  {row.figure}: {row.measured} (goal {row.goal})")
+    run_alone(run, __doc__)
 
 
 if __name__ == "__main__":

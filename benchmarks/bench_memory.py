@@ -23,13 +23,12 @@ Run alone: ``python benchmarks/bench_memory.py [--quick]``.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import time
 from collections.abc import Callable
 from typing import Any
 
-from _harness import Section, SummaryRow, Table, fmt_bytes, fmt_ratio, traced_bytes
+from _harness import Section, SummaryRow, Table, fmt_bytes, fmt_ratio, run_alone, traced_bytes
 from _rivals import (
     Definition,
     TransitionsModel,
@@ -217,13 +216,7 @@ def run(quick: bool = False) -> Section:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer nodes")
-    args = parser.parse_args()
-    section = run(quick=args.quick)
-    print(section.render())
-    for row in section.summary:
-        print(f"{row.verdict:4}  {row.figure}: {row.measured} (goal {row.goal})")
+    run_alone(run, __doc__)
 
 
 if __name__ == "__main__":

@@ -22,13 +22,22 @@ Run alone: ``python benchmarks/bench_planner.py [--quick]``.
 
 from __future__ import annotations
 
-import argparse
 import inspect
 import time
 from collections.abc import Callable
 from typing import Any
 
-from _harness import Case, Section, SummaryRow, Table, autosize, fmt_ns, fmt_ratio, measure
+from _harness import (
+    Case,
+    Section,
+    SummaryRow,
+    Table,
+    autosize,
+    fmt_ns,
+    fmt_ratio,
+    measure,
+    run_alone,
+)
 
 from ironic_fsm import Config, HardwareType, Node, Task, clean_step, planner
 from ironic_fsm.conductor import plans
@@ -190,9 +199,7 @@ def _check(driver: HardwareType, task: Task) -> tuple[int, int, int]:
     )
     if planned != naive:
         raise AssertionError("naive discovery plans differently from gather_steps")
-    known = plans.plan_automated_clean_for(
-        driver, task, overrides=OVERRIDES, disallowed=DISALLOWED
-    )
+    known = plans.plan_automated_clean_for(driver, task, overrides=OVERRIDES, disallowed=DISALLOWED)
     if known != planned:
         raise AssertionError("plan_automated_clean_for plans differently")
     if len(steps) != len(KINDS) * STEPS_PER_INTERFACE:
@@ -262,13 +269,7 @@ def run(quick: bool = False) -> Section:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
-    args = parser.parse_args()
-    section = run(quick=args.quick)
-    print(section.render())
-    for row in section.summary:
-        print(f"{row.verdict:4}  {row.figure}: {row.measured} (goal {row.goal})")
+    run_alone(run, __doc__)
 
 
 if __name__ == "__main__":

@@ -19,14 +19,13 @@ Run alone: ``python benchmarks/bench_reconcile.py [--quick]``.
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _harness import Case, Section, SummaryRow, Table, fmt_ns, fmt_ratio, measure
+from _harness import Case, Section, SummaryRow, Table, fmt_ns, fmt_ratio, measure, run_alone
 
 from ironic_fsm import LIFECYCLE, Conductor
 from ironic_fsm.stores import MemoryStore, SQLStore
@@ -142,14 +141,7 @@ def run(quick: bool = False) -> Section:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
-    section = run(args.quick)
-    print(section.render())
-    print()
-    for row in section.summary:
-        print(f"{row.verdict:4}  {row.figure}: {row.measured} (goal {row.goal})")
+    run_alone(run, __doc__)
 
 
 if __name__ == "__main__":
