@@ -16,9 +16,11 @@ from ironic_fsm import states as s
 
 @pytest.fixture
 def api(tmp_path: Any) -> Iterator[tuple[Conductor, httpx.Client]]:
-    with api_in_process(tmp_path / "nodes.sqlite") as (conductor, _, url):
-        with httpx.Client(base_url=url, headers=LATEST) as client:
-            yield conductor, client
+    with (
+        api_in_process(tmp_path / "nodes.sqlite") as (conductor, _, url),
+        httpx.Client(base_url=url, headers=LATEST) as client,
+    ):
+        yield conductor, client
 
 
 def _node(client: httpx.Client, name: str = "n1") -> str:
@@ -61,7 +63,8 @@ def test_provision_answers_after_the_target_is_saved(
     states = client.get("/v1/nodes/n1/states").json()
     assert states["provision_state"] == s.AVAILABLE
     assert states["target_provision_state"] is None
-    assert "raid_config" in states and "boot_mode" in states
+    assert "raid_config" in states
+    assert "boot_mode" in states
 
 
 @pytest.mark.parametrize(
@@ -245,16 +248,18 @@ def test_validate_reports_bad_driver_info_without_secrets(
 
 
 def test_history(api: tuple[Conductor, httpx.Client]) -> None:
-    conductor, client = api
+    _conductor, client = api
     uuid = _node(client)
     client.put(f"/v1/nodes/{uuid}/maintenance", json={"reason": "fan"})
     entries = client.get(f"/v1/nodes/{uuid}/history").json()["history"]
-    assert entries and "fan" in entries[-1]["event"]
+    assert entries
+    assert "fan" in entries[-1]["event"]
     assert set(entries[0]) == {"uuid", "created_at", "severity", "event", "links"}
     detail = client.get(f"/v1/nodes/{uuid}/history", params={"detail": "true"}).json()
     assert detail["history"][-1]["event_type"] == "maintenance"
     one = client.get(f"/v1/nodes/{uuid}/history/{entries[-1]['uuid']}")
-    assert one.status_code == 200 and one.json()["uuid"] == entries[-1]["uuid"]
+    assert one.status_code == 200
+    assert one.json()["uuid"] == entries[-1]["uuid"]
     old = client.get(
         f"/v1/nodes/{uuid}/history", headers={"X-OpenStack-Ironic-API-Version": "1.77"}
     )

@@ -16,9 +16,11 @@ from ironic_fsm import states as s
 
 @pytest.fixture
 def api(tmp_path: Any) -> Iterator[tuple[Conductor, httpx.Client]]:
-    with api_in_process(tmp_path / "nodes.sqlite") as (conductor, _, url):
-        with httpx.Client(base_url=url, headers=LATEST) as client:
-            yield conductor, client
+    with (
+        api_in_process(tmp_path / "nodes.sqlite") as (conductor, _, url),
+        httpx.Client(base_url=url, headers=LATEST) as client,
+    ):
+        yield conductor, client
 
 
 def _create(client: httpx.Client, **fields: Any) -> dict[str, Any]:
@@ -34,8 +36,10 @@ def test_create_enrolls_and_locates(api: tuple[Conductor, httpx.Client]) -> None
     body = response.json()
     assert body["provision_state"] == s.ENROLL
     assert body["target_provision_state"] is None
-    assert body["power_state"] is None and body["maintenance"] is False
-    assert body["traits"] == [] and body["driver_info"] == {}
+    assert body["power_state"] is None
+    assert body["maintenance"] is False
+    assert body["traits"] == []
+    assert body["driver_info"] == {}
     assert response.headers["Location"] == f"{client.base_url}/v1/nodes/{body['uuid']}"
     assert conductor.get_node("n1").uuid == body["uuid"]
 
@@ -123,12 +127,13 @@ def test_fields_leave_out_newer_fields(api: tuple[Conductor, httpx.Client]) -> N
     _, client = api
     node = _create(client, name="n1")
     old = client.get(f"/v1/nodes/{node['uuid']}", headers={"X-OpenStack-Ironic-API-Version": "1.1"})
-    assert "name" not in old.json() and "traits" not in old.json()
+    assert "name" not in old.json()
+    assert "traits" not in old.json()
     assert "uuid" in old.json()
 
 
 def test_list_filters_and_summary(api: tuple[Conductor, httpx.Client]) -> None:
-    conductor, client = api
+    _conductor, client = api
     a = _create(client, name="a")
     _create(client, name="b", resource_class="gold")
     client.put(f"/v1/nodes/{a['uuid']}/maintenance", json={"reason": "r"})
@@ -170,9 +175,11 @@ def test_pagination_follows_next(api: tuple[Conductor, httpx.Client]) -> None:
         url = body.get("next")
         if url:
             query = parse_qs(urlsplit(url).query)
-            assert query["limit"] == ["2"] and query["marker"] == [seen[-1]]
+            assert query["limit"] == ["2"]
+            assert query["marker"] == [seen[-1]]
         pages += 1
-    assert seen == made and pages == 3
+    assert seen == made
+    assert pages == 3
     desc = client.get("/v1/nodes", params={"sort_dir": "desc", "sort_key": "name"}).json()
     assert [n["name"] for n in desc["nodes"]] == [f"p{i}" for i in range(4, -1, -1)]
 
@@ -192,7 +199,8 @@ def test_detail_shows_full_nodes(api: tuple[Conductor, httpx.Client]) -> None:
     _create(client, name="d")
     for response in (client.get("/v1/nodes/detail"), client.get("/v1/nodes?detail=True")):
         node = response.json()["nodes"][0]
-        assert node["driver"] == "fake-hardware" and "driver_info" in node
+        assert node["driver"] == "fake-hardware"
+        assert "driver_info" in node
 
 
 def test_patch_changes_what_it_names(api: tuple[Conductor, httpx.Client]) -> None:

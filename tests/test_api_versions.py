@@ -40,7 +40,8 @@ def test_root_advertises_the_range(http: httpx.Client) -> None:
 def test_v1_lists_resources_by_version(http: httpx.Client, path: str) -> None:
     old = http.get(path)
     assert old.status_code == 200
-    assert "nodes" in old.json() and "conductors" not in old.json()
+    assert "nodes" in old.json()
+    assert "conductors" not in old.json()
     new = http.get(path, headers={"X-OpenStack-Ironic-API-Version": "1.49"})
     assert "conductors" in new.json()
     assert new.json()["media_types"]["type"] == "application/vnd.openstack.ironic.v1+json"

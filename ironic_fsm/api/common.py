@@ -24,6 +24,7 @@ __all__ = [
     "read_json",
     "require_version",
     "send",
+    "text_bool",
     "too_new",
 ]
 
@@ -95,17 +96,20 @@ _TRUE: Final = frozenset({"true", "1", "yes", "on", "y", "t"})
 _FALSE: Final = frozenset({"false", "0", "no", "off", "n", "f"})
 
 
-def query_bool(req: falcon.Request, name: str) -> bool | None:
-    """A boolean query value, parsed strictly: anything else is a 400."""
-    raw = req.get_param(name)
-    if raw is None:
-        return None
+def text_bool(raw: str, what: str) -> bool:
+    """A boolean written as text (``True``, ``false``, ``1``...), parsed strictly."""
     lowered = raw.strip().lower()
     if lowered in _TRUE:
         return True
     if lowered in _FALSE:
         return False
-    raise ApiError(400, f"Invalid value for query parameter {name}: {raw!r} is not a boolean")
+    raise ApiError(400, f"Invalid value for {what}: {raw!r} is not a boolean")
+
+
+def query_bool(req: falcon.Request, name: str) -> bool | None:
+    """A boolean query value, parsed strictly: anything else is a 400."""
+    raw = req.get_param(name)
+    return None if raw is None else text_bool(raw, f"query parameter {name}")
 
 
 def link_pair(base: str, resource: str, ident: str) -> list[dict[str, str]]:

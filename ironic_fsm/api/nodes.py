@@ -22,6 +22,7 @@ from ironic_fsm.api.common import (
     read_json,
     require_version,
     send,
+    text_bool,
     too_new,
     version_of,
 )
@@ -120,6 +121,7 @@ _TEXT_FILTERS: Final = (
     ("fault", (1, 42)), ("instance_uuid", (1, 1)), ("chassis_uuid", (1, 1)),
     ("conductor_group", (1, 46)), ("owner", (1, 50)), ("lessee", (1, 65)), ("shard", (1, 82)),
 )  # fmt: skip
+_BOOLEAN_FIELDS: Final = frozenset({"maintenance", "retired", "protected", "automated_clean"})
 _NAME_CHARS: Final = re.compile(r"^[A-Za-z0-9\-._~]+$")
 
 
@@ -340,6 +342,9 @@ class NodeItem:
         _check_field_versions(req, changed)
         _check_unstored(changed)
         for name, value in changed.items():
+            if name in _BOOLEAN_FIELDS and isinstance(value, str):
+                # The CLI sends "True" for --retired and friends, as Ironic accepts.
+                changed[name] = value = text_bool(value, f"/{name}")
             _check_settable[name](value)
         if "name" in changed:
             _check_name(changed["name"])

@@ -1,0 +1,125 @@
+"""The real Ironic clients (``openstack baremetal``, openstacksdk) against ``python -m ironic_fsm.api``.
+
+Nothing here was written for ironic_fsm: if these pass, tooling built on
+the clients (Ansible, Bifrost, scripts) drives ironic_fsm unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import openstack
+import pytest
+from api_helpers import api_process
+from api_helpers import openstack as osc
+
+from ironic_fsm import states as s
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with api_process(tmp_path_factory.mktemp("api") / "nodes.sqlite") as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def conn(url: str) -> Iterator[Any]:
+    connection = openstack.connection.Connection(auth_type="none", baremetal_endpoint_override=url)
+    yield connection
+    connection.close()
+
+
+def test_cli_lifecycle(url: str) -> None:
+    created = osc(url, "node", "create", "--driver", "fake-hardware", "--name", "cli1",
+                  "-f", "json")  # fmt: skip
+    assert created["provision_state"] == s.ENROLL
+    listed = osc(url, "node", "list", "-f", "json")
+    assert "cli1" in [n["name"] for n in listed]
+    osc(url, "node", "manage", "cli1", "--wait", "60")
+    assert osc(url, "node", "show", "cli1", "-f", "json")["provision_state"] == s.MANAGEABLE
+    steps = json.dumps([{"interface": "vendor", "step": "log_passthrough"}])
+    osc(url, "node", "clean", "cli1", "--clean-steps", steps, "--wait", "60")
+    osc(url, "node", "provide", "cli1", "--wait", "60")
+    filtered = osc(url, "node", "list", "--provision-state", "available", "-f", "json")
+    assert [n["name"] for n in filtered] == ["cli1"]
+    osc(url, "node", "deploy", "cli1", "--wait", "60")
+    shown = osc(url, "node", "show", "cli1", "-f", "json")
+    assert (shown["provision_state"], shown["target_provision_state"]) == (s.ACTIVE, None)
+    osc(url, "node", "undeploy", "cli1", "--wait", "60")
+    assert osc(url, "node", "show", "cli1", "-f", "json")["provision_state"] == s.AVAILABLE
+
+
+def test_cli_node_settings(url: str) -> None:
+    osc(url, "node", "create", "--driver", "fake-hardware", "--name", "cli2")
+    osc(url, "node", "maintenance", "set", "cli2", "--reason", "fan broken")
+    shown = osc(url, "node", "show", "cli2", "-f", "json")
+    assert (shown["maintenance"], shown["maintenance_reason"]) == (True, "fan broken")
+    osc(url, "node", "maintenance", "unset", "cli2")
+    shown = osc(url, "node", "show", "cli2", "-f", "json")
+    assert (shown["maintenance"], shown["maintenance_reason"]) == (False, None)
+    osc(url, "node", "power", "on", "cli2")
+    assert osc(url, "node", "show", "cli2", "-f", "json")["power_state"] == s.POWER_ON
+    osc(url, "node", "power", "off", "cli2")
+    assert osc(url, "node", "show", "cli2", "-f", "json")["power_state"] == s.POWER_OFF
+    osc(url, "node", "add", "trait", "cli2", "CUSTOM_GPU")
+    assert osc(url, "node", "trait", "list", "cli2", "-f", "json") == [{"traits": "CUSTOM_GPU"}]
+    osc(url, "node", "manage", "cli2", "--wait", "60")
+    osc(url, "node", "set", "cli2", "--retired", "--retired-reason", "old")
+    shown = osc(url, "node", "show", "cli2", "-f", "json")
+    assert (shown["retired"], shown["retired_reason"]) == (True, "old")
+    validated = osc(url, "node", "validate", "cli2", "-f", "json")
+    assert {v["Interface"]: v["Result"] for v in validated}["power"] is True
+
+
+def test_cli_shows_the_fault_of_a_refusal(url: str) -> None:
+    result = osc(url, "node", "show", "no-such-node", check=False)
+    assert result.returncode != 0
+    assert "no-such-node could not be found (HTTP 404)" in result.stderr
+
+
+def test_sdk_flows(conn: Any) -> None:
+    node = conn.baremetal.create_node(driver="fake-hardware", name="sdk1")
+    assert node.provision_state == s.ENROLL
+    found = conn.baremetal.find_node("sdk1")
+    assert found.id == node.id
+    node = conn.baremetal.set_node_provision_state(node, "manage", wait=True, timeout=60)
+    assert node.provision_state == s.MANAGEABLE
+    node = conn.baremetal.set_node_provision_state(node, "provide", wait=True, timeout=60)
+    assert node.provision_state == s.AVAILABLE
+    conn.baremetal.patch_node(node, [{"op": "add", "path": "/extra/answer", "value": 42}])
+    assert conn.baremetal.get_node("sdk1").extra == {"answer": 42}
+    conn.baremetal.set_node_provision_state(node, "active")
+    node = conn.baremetal.wait_for_nodes_provision_state([node], "active", timeout=60)[0]
+    assert node.provision_state == s.ACTIVE
+    conn.baremetal.add_node_trait(node, "CUSTOM_FAST")
+    conn.baremetal.set_node_traits(node, ["CUSTOM_A", "CUSTOM_B"])
+    conn.baremetal.remove_node_trait(node, "CUSTOM_A")
+    assert conn.baremetal.get_node(node.id).traits == ["CUSTOM_B"]
+    conn.baremetal.set_node_maintenance(node, reason="checking")
+    shown = conn.baremetal.get_node(node.id)
+    assert (shown.is_maintenance, shown.maintenance_reason) == (True, "checking")
+    conn.baremetal.unset_node_maintenance(node)
+    assert conn.baremetal.get_node(node.id).is_maintenance is False
+    node = conn.baremetal.set_node_provision_state(node, "deleted", wait=True, timeout=60)
+    assert node.provision_state == s.AVAILABLE
+    names = [n.name for n in conn.baremetal.nodes(details=True, provision_state="available")]
+    assert "sdk1" in names
+    conn.baremetal.delete_node(node)
+    assert conn.baremetal.find_node("sdk1") is None
+
+
+def test_sdk_sees_validation_and_paging(conn: Any) -> None:
+    for i in range(3):
+        conn.baremetal.create_node(driver="fake-hardware", name=f"page{i}")
+    names = [n.name for n in conn.baremetal.nodes(limit=2, paginated=True)]
+    assert {"page0", "page1", "page2"} <= set(names)
+    result = conn.baremetal.validate_node("page0", required=("power",))
+    assert result["power"].result is True
+
+
+def test_sdk_error_reaches_the_caller(conn: Any, tmp_path: Path) -> None:
+    with pytest.raises(openstack.exceptions.NotFoundException, match="could not be found"):
+        conn.baremetal.get_node("missing-node")
