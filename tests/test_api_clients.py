@@ -1,4 +1,4 @@
-"""The real Ironic clients (``openstack baremetal``, openstacksdk) against ``python -m ironic_fsm.api``.
+"""The real Ironic clients (``openstack baremetal``, openstacksdk) against the API process.
 
 Nothing here was written for ironic_fsm: if these pass, tooling built on
 the clients (Ansible, Bifrost, scripts) drives ironic_fsm unchanged.
