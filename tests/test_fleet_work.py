@@ -22,6 +22,7 @@ import pytest
 from conftest import fresh_postgres_url
 from helpers import Clock
 from pgserver import PostgresServer
+from test_hash_ring import shared_store  # noqa: F401  (the fixture)
 
 from ironic_fsm import Conductor, Config, HardwareType, states
 from ironic_fsm.conductor.runtime import QUEUED_KEY
@@ -30,7 +31,7 @@ from ironic_fsm.exceptions import InvalidParameterValue, InvalidStateRequested
 from ironic_fsm.interfaces import VendorInterface
 from ironic_fsm.node import Node
 from ironic_fsm.steps import clean_step, deploy_step, service_step
-from ironic_fsm.stores import MemoryStore, SQLStore, Store
+from ironic_fsm.stores import SQLStore, Store
 from ironic_fsm.task import Task
 
 HW = "counting-hardware"
@@ -115,16 +116,10 @@ def _fresh_counts() -> Iterator[None]:
     ON_STEP.clear()
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    if request.param == "memory":
-        yield MemoryStore()
-        return
-    sql = SQLStore(f"sqlite:///{tmp_path / 'fleet.sqlite'}")
-    try:
-        yield sql
-    finally:
-        sql.close()
+@pytest.fixture
+def store(shared_store: Store) -> Store:  # noqa: F811  (the imported fixture, renamed)
+    """The conductors' one store: memory, then a SQLite file."""
+    return shared_store
 
 
 def make(store: Store, host: str, clock: Clock | None = None, **kwargs: Any) -> Conductor:
@@ -309,6 +304,14 @@ def fleet(store: Store, size: int, clock: Clock) -> list[Conductor]:
     return members
 
 
+def assert_split(members: list[Conductor], results: list[list[str]], uuids: list[str]) -> None:
+    """Each node was acted on by exactly one member, the one that owns it."""
+    acted_on = [uuid for result in results for uuid in result]
+    assert sorted(acted_on) == sorted(uuids)  # all, and none twice
+    for member, mine in zip(members, results, strict=True):
+        assert all(member.owns(u, HW, "") for u in mine)
+
+
 def test_each_worker_claims_only_the_nodes_it_owns(store: Store) -> None:
     clock = Clock()
     workers = fleet(store, 2, clock)
@@ -336,11 +339,7 @@ def test_only_the_owner_takes_over_a_dead_holders_nodes(store: Store) -> None:
     clock.advance(members[0].config.heartbeat_timeout + 1)
     for member in members:
         member.heartbeat()
-    taken = [member.recover() for member in members]
-    assert not set(taken[0]) & set(taken[1])
-    assert sorted(taken[0] + taken[1]) == sorted(uuids)
-    for member, mine in zip(members, taken, strict=True):
-        assert all(member.owns(u, HW, "") for u in mine)
+    assert_split(members, [member.recover() for member in members], uuids)
     assert {store.get(u).provision_state for u in uuids} == {states.MANAGEABLE}
     assert {store.get(u).reservation for u in uuids} == {None}
 
@@ -357,11 +356,7 @@ def test_check_timeouts_acts_only_on_owned_nodes(store: Store) -> None:
     clock.advance(members[0].config.inspect_wait_timeout + 1)
     for member in members:
         member.heartbeat()
-    acted = [member.check_timeouts() for member in members]
-    assert not set(acted[0]) & set(acted[1])
-    assert sorted(acted[0] + acted[1]) == sorted(uuids)
-    for member, mine in zip(members, acted, strict=True):
-        assert all(member.owns(u, HW, "") for u in mine)
+    assert_split(members, [member.check_timeouts() for member in members], uuids)
     assert {store.get(u).provision_state for u in uuids} == {states.INSPECTFAIL}
 
 
