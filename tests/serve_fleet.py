@@ -74,6 +74,12 @@ class ServeFleet:
         self.procs.append(proc)
         return proc
 
+    def start_many(self, conductor: ironic_fsm.Conductor, count: int) -> None:
+        """Start ``count`` processes and wait until all are alive in the registry."""
+        for _ in range(count):
+            self.start()
+        self.wait_alive(conductor, count)
+
     def stderr(self, proc: subprocess.Popen[bytes]) -> str:
         return (self.tmp / f"serve-{self.procs.index(proc)}.err").read_text()
 
@@ -126,6 +132,15 @@ def enroll(
 ) -> list[str]:
     info = {"log_path": str(log), "step_seconds": step_seconds}
     return [conductor.create_node(driver=NAME, driver_info=info).uuid for _ in range(count)]
+
+
+def fleet_nodes(
+    url: str, tmp: Path, count: int, step_seconds: float
+) -> tuple[ironic_fsm.Conductor, list[str], Path]:
+    """The operator's conductor, ``count`` enrolled nodes, and their step log."""
+    log = tmp / "steps.log"
+    conductor = operator(url)
+    return conductor, enroll(conductor, count, log, step_seconds), log
 
 
 def drive(

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from conftest import fresh_postgres_url
 from pgserver import PostgresServer
-from serve_fleet import CONFIG, drive, enroll, operator, serve_fleet, wait_for
+from serve_fleet import CONFIG, drive, fleet_nodes, operator, serve_fleet, wait_for
 from serve_hardware import StepRuns
 
 import ironic_fsm
@@ -54,15 +54,11 @@ def _count(seen: dict[str, str], state: str) -> int:
 
 
 def test_sigkill_one_of_three_on_postgres_300_nodes(pg_url: str, tmp_path: Path) -> None:
-    log = tmp_path / "steps.log"
-    conductor = operator(pg_url)
-    nodes = enroll(conductor, 300, log, step_seconds=0.03)
+    conductor, nodes, log = fleet_nodes(pg_url, tmp_path, 300, step_seconds=0.03)
     kill: dict[str, float] = {}
     held: dict[str, str] = {}  # the victim's nodes at the kill, and their state then
     with serve_fleet(pg_url, tmp_path) as fleet:
-        for _ in range(3):
-            fleet.start()
-        fleet.wait_alive(conductor, 3)
+        fleet.start_many(conductor, 3)
         victim = fleet.procs[0]
 
         def kill_mid_flow(seen: dict[str, str]) -> None:
@@ -101,14 +97,10 @@ def test_sigkill_one_of_three_on_postgres_300_nodes(pg_url: str, tmp_path: Path)
 
 
 def test_sigterm_one_of_three_drains_and_goes_offline(pg_url: str, tmp_path: Path) -> None:
-    log = tmp_path / "steps.log"
-    conductor = operator(pg_url)
-    nodes = enroll(conductor, 60, log, step_seconds=0.05)
+    conductor, nodes, log = fleet_nodes(pg_url, tmp_path, 60, step_seconds=0.05)
     stopped: dict[str, object] = {}
     with serve_fleet(pg_url, tmp_path) as fleet:
-        for _ in range(3):
-            fleet.start()
-        fleet.wait_alive(conductor, 3)
+        fleet.start_many(conductor, 3)
         victim = fleet.procs[0]
 
         def terminate(seen: dict[str, str]) -> None:
@@ -132,13 +124,9 @@ def test_sigterm_one_of_three_drains_and_goes_offline(pg_url: str, tmp_path: Pat
 
 
 def test_a_fourth_process_joins_and_takes_a_share(pg_url: str, tmp_path: Path) -> None:
-    log = tmp_path / "steps.log"
-    conductor = operator(pg_url)
-    nodes = enroll(conductor, 120, log, step_seconds=0.02)
+    conductor, nodes, log = fleet_nodes(pg_url, tmp_path, 120, step_seconds=0.02)
     with serve_fleet(pg_url, tmp_path) as fleet:
-        for _ in range(3):
-            fleet.start()
-        fleet.wait_alive(conductor, 3)
+        fleet.start_many(conductor, 3)
         joined: list[subprocess.Popen[bytes]] = []
 
         def join(seen: dict[str, str]) -> None:
@@ -156,14 +144,10 @@ def test_a_fourth_process_joins_and_takes_a_share(pg_url: str, tmp_path: Path) -
 
 def test_two_processes_on_one_sqlite_file(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'fleet.sqlite'}"
-    log = tmp_path / "steps.log"
-    conductor = operator(url)
-    nodes = enroll(conductor, 60, log, step_seconds=0.05)
+    conductor, nodes, log = fleet_nodes(url, tmp_path, 60, step_seconds=0.05)
     killed: list[int] = []
     with serve_fleet(url, tmp_path) as fleet:
-        for _ in range(2):
-            fleet.start()
-        fleet.wait_alive(conductor, 2)
+        fleet.start_many(conductor, 2)
         victim = fleet.procs[0]
 
         def kill(seen: dict[str, str]) -> None:
@@ -182,9 +166,7 @@ def test_two_processes_on_one_sqlite_file(tmp_path: Path) -> None:
 
 def test_second_sigterm_stops_at_once_and_loses_nothing(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'fleet.sqlite'}"
-    log = tmp_path / "steps.log"
-    conductor = operator(url)
-    [node] = enroll(conductor, 1, log, step_seconds=3)
+    conductor, [node], log = fleet_nodes(url, tmp_path, 1, step_seconds=3)
     with serve_fleet(url, tmp_path) as fleet:
         first = fleet.start()
         fleet.wait_alive(conductor, 1)
