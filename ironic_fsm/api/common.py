@@ -6,6 +6,8 @@ Bodies are read under a size cap and validated by JSON Schema
 
 from __future__ import annotations
 
+import threading
+import zlib
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -20,6 +22,7 @@ __all__ = [
     "MAX_BODY_BYTES",
     "compile_schema",
     "link_pair",
+    "node_lock",
     "query_bool",
     "read_json",
     "require_version",
@@ -32,6 +35,16 @@ __all__ = [
 MAX_BODY_BYTES: Final = 1024 * 1024
 
 Validator = Callable[[Any], Any]
+
+# Read-modify-write requests (a patch, adding one trait) on one node run one at a
+# time in this process, so that two of them never base their change on the same
+# read and lose one another's work. Striped: a lock per node would grow forever.
+_RMW_LOCKS: Final = tuple(threading.Lock() for _ in range(64))
+
+
+def node_lock(uuid: str) -> threading.Lock:
+    """The lock that serialises read-modify-write requests on node ``uuid``."""
+    return _RMW_LOCKS[zlib.crc32(uuid.encode()) % len(_RMW_LOCKS)]
 
 
 def compile_schema(schema: dict[str, Any]) -> Validator:

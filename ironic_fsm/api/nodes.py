@@ -18,6 +18,7 @@ import jsonpointer
 from ironic_fsm import states as s
 from ironic_fsm.api.common import (
     compile_schema,
+    node_lock,
     query_bool,
     read_json,
     require_version,
@@ -337,7 +338,14 @@ class NodeItem:
 
     def on_patch(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         operations = _check_patch(read_json(req))
-        node = self._conductor.get_node(ident)
+        uuid = self._conductor.get_node(ident).uuid
+        with node_lock(uuid):
+            node = self._patch(req, uuid, operations)
+        host = self._conductor.config.host
+        send(resp, node_view(node, version_of(req), req.prefix, conductor=host))
+
+    def _patch(self, req: falcon.Request, uuid: str, operations: list[dict[str, Any]]) -> Node:
+        node = self._conductor.get_node(uuid)
         changed = _patched_fields(node, operations)
         _check_field_versions(req, changed)
         _check_unstored(changed)
@@ -353,8 +361,7 @@ class NodeItem:
         fields = {k: v for k, v in changed.items() if k not in _UNSTORED_SETTABLE}
         if fields:
             node = self._conductor.update_node(node.uuid, **fields)
-        host = self._conductor.config.host
-        send(resp, node_view(node, version_of(req), req.prefix, conductor=host))
+        return node
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         try:

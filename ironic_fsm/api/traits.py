@@ -9,6 +9,7 @@ import falcon
 from ironic_fsm.api.common import (
     compile_schema,
     link_pair,
+    node_lock,
     query_bool,
     read_json,
     require_version,
@@ -71,20 +72,24 @@ class NodeTrait:
     def on_put(self, req: falcon.Request, resp: falcon.Response, ident: str, trait: str) -> None:
         require_version(req, (1, 37), "traits", status=404)
         _check_trait(trait)
-        node = self._conductor.get_node(ident)
-        if trait not in node.traits:
-            if len(node.traits) >= _MAX_TRAITS:
-                raise ApiError(400, f"Node {node.uuid} already has {_MAX_TRAITS} traits")
-            self._conductor.update_node(node.uuid, traits=[*node.traits, trait])
+        uuid = self._conductor.get_node(ident).uuid
+        with node_lock(uuid):
+            node = self._conductor.get_node(uuid)
+            if trait not in node.traits:
+                if len(node.traits) >= _MAX_TRAITS:
+                    raise ApiError(400, f"Node {node.uuid} already has {_MAX_TRAITS} traits")
+                self._conductor.update_node(node.uuid, traits=[*node.traits, trait])
         resp.status = 204
         resp.location = f"{req.prefix}/v1/nodes/{node.uuid}/traits/{trait}"
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, ident: str, trait: str) -> None:
         require_version(req, (1, 37), "traits", status=404)
-        node = self._conductor.get_node(ident)
-        if trait not in node.traits:
-            raise ApiError(404, f"Node {node.uuid} has no trait {trait}")
-        self._conductor.update_node(node.uuid, traits=[t for t in node.traits if t != trait])
+        uuid = self._conductor.get_node(ident).uuid
+        with node_lock(uuid):
+            node = self._conductor.get_node(uuid)
+            if trait not in node.traits:
+                raise ApiError(404, f"Node {node.uuid} has no trait {trait}")
+            self._conductor.update_node(uuid, traits=[t for t in node.traits if t != trait])
         resp.status = 204
 
 
