@@ -11,11 +11,11 @@ and ``Conductor.register_hardware_type``.
 from __future__ import annotations
 
 import csv
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from ironic_fsm import Conductor, Config, HardwareType, states
 from ironic_fsm.drivers.fake import (
@@ -594,3 +594,31 @@ PHASE_IDS = [case.name for case in PHASE_CASES]
 #: The phases that run the user's own step list (``clean_steps``, ``service_steps``).
 USER_STEP_CASES = (CLEAN_CASE, SERVICE_CASE)
 USER_STEP_IDS = [case.name for case in USER_STEP_CASES]
+
+
+# -- BMC peers -----------------------------------------------------------------------------
+
+
+class _Stoppable(Protocol):
+    def stop(self) -> None: ...
+
+
+_Peer = TypeVar("_Peer", bound=_Stoppable)
+
+
+def stopped_after(peer: _Peer) -> Iterator[_Peer]:
+    """A fixture's body for a started peer: ``yield from stopped_after(start_bmc(...))``.
+
+    The peer (BMC, emulator, simulator) is stopped by its PID however the
+    tests that used it ended.
+    """
+    try:
+        yield peer
+    finally:
+        peer.stop()
+
+
+def task_for(name: str, hardware: HardwareType, driver_info: dict[str, Any], **fields: Any) -> Task:
+    """A task on a new node of hardware type ``name``, for driver-level tests."""
+    node = Node(driver=name, driver_info=driver_info, **fields)
+    return Task(node=node, driver=hardware, config=Config())

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 from cli_harness import Result, Run, isolate_cli_env
+from helpers import stopped_after
 
 from ironic_fsm import cli, fleetfile
 from ironic_fsm.conductor import Conductor
@@ -357,20 +358,12 @@ def test_node_in_maintenance_is_blocked_and_exits_1(run: Run, tmp_path: Path) ->
 
 @pytest.fixture
 def ipmi_bmc(tmp_path: Path) -> Iterator[BMC]:
-    peer = start_bmc(tmp_path)
-    try:
-        yield peer
-    finally:
-        peer.stop()
+    yield from stopped_after(start_bmc(tmp_path))
 
 
 @pytest.fixture
 def redfish_bmc(tmp_path: Path) -> Iterator[Emulator]:
-    emulator = start_emulator(tmp_path, password="Redfish-Apply-42")
-    try:
-        yield emulator
-    finally:
-        emulator.stop()
+    yield from stopped_after(start_emulator(tmp_path, password="Redfish-Apply-42"))
 
 
 def test_bmc_fleet_to_active_and_back_to_available(

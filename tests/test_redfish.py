@@ -12,6 +12,7 @@ changes).
 
 from __future__ import annotations
 
+import functools
 import socket
 import sys
 import time
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import stopped_after, task_for
 
 from ironic_fsm import Conductor, Config, states
 from ironic_fsm.drivers import redfish
@@ -32,7 +34,6 @@ from ironic_fsm.exceptions import (
     MissingDependency,
 )
 from ironic_fsm.node import Node
-from ironic_fsm.task import Task
 from ironic_fsm.testing.redfish_emulator import Emulator, FileServer, start_emulator
 
 PASSWORD = "Redfish-Secret-42"
@@ -41,21 +42,15 @@ BIOS_DEFAULTS = {"ProcTurboMode": "Enabled", "NicBoot1": "NetworkBoot"}
 
 @pytest.fixture(scope="module")
 def emu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
-    emulator = start_emulator(tmp_path_factory.mktemp("redfish"), password=PASSWORD)
-    try:
-        yield emulator
-    finally:
-        emulator.stop()
+    yield from stopped_after(start_emulator(tmp_path_factory.mktemp("redfish"), password=PASSWORD))
 
 
 @pytest.fixture(scope="module")
 def faulty(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
     """An emulator for fault injection; faults are cleared after each test using it."""
-    emulator = start_emulator(tmp_path_factory.mktemp("redfish-faults"), password=PASSWORD)
-    try:
-        yield emulator
-    finally:
-        emulator.stop()
+    yield from stopped_after(
+        start_emulator(tmp_path_factory.mktemp("redfish-faults"), password=PASSWORD)
+    )
 
 
 @pytest.fixture
@@ -71,21 +66,19 @@ def faults(faulty: Emulator) -> Iterator[Emulator]:
 
 @pytest.fixture(scope="module")
 def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
-    emulator = start_emulator(
-        tmp_path_factory.mktemp("redfish-limited"),
-        password=PASSWORD,
-        power_delay=0.3,
-        bios_apply="reboot",
-        memory_gb=None,
-        cpus=None,
-        drives=None,
-        extra_systems=1,
-        extra_config={"SUSHY_EMULATOR_PEER_MANAGER_RESET": False},
+    yield from stopped_after(
+        start_emulator(
+            tmp_path_factory.mktemp("redfish-limited"),
+            password=PASSWORD,
+            power_delay=0.3,
+            bios_apply="reboot",
+            memory_gb=None,
+            cpus=None,
+            drives=None,
+            extra_systems=1,
+            extra_config={"SUSHY_EMULATOR_PEER_MANAGER_RESET": False},
+        )
     )
-    try:
-        yield emulator
-    finally:
-        emulator.stop()
 
 
 @pytest.fixture(scope="module")
@@ -93,9 +86,8 @@ def hardware() -> Any:
     return redfish.redfish_hardware()
 
 
-def make_task(hardware: Any, driver_info: dict[str, Any], **fields: Any) -> Task:
-    node = Node(driver="redfish", driver_info=driver_info, **fields)
-    return Task(node=node, driver=hardware, config=Config())
+#: make_task(hardware, driver_info, **node_fields): a task on a new redfish node.
+make_task = functools.partial(task_for, "redfish")
 
 
 def free_port() -> int:
@@ -113,6 +105,14 @@ def enroll_manageable(conductor: Conductor, emu: Emulator, **driver_info: Any) -
     node = conductor.do_provisioning_action(node.uuid, "manage")
     assert node.provision_state == states.MANAGEABLE, node.last_error
     return node
+
+
+def clean_one(conductor: Conductor, node: Node, interface: str, step: str, **args: Any) -> Node:
+    """A manual clean of one step, with ``args`` when there are any."""
+    spec: dict[str, Any] = {"interface": interface, "step": step}
+    if args:
+        spec["args"] = args
+    return conductor.do_provisioning_action(node.uuid, "clean", clean_steps=[spec])
 
 
 # -- driver_info -----------------------------------------------------------------------------------
@@ -341,22 +341,14 @@ def test_bios_apply_and_factory_reset_as_manual_clean_steps(emu: Emulator) -> No
         {"name": "ProcTurboMode", "value": "Disabled"},
         {"name": "NicBoot1", "value": "NetworkBootDisabled"},
     ]
-    node = conductor.do_provisioning_action(
-        node.uuid,
-        "clean",
-        clean_steps=[
-            {"interface": "bios", "step": "apply_configuration", "args": {"settings": settings}}
-        ],
-    )
+    node = clean_one(conductor, node, "bios", "apply_configuration", settings=settings)
     assert node.provision_state == states.MANAGEABLE, node.last_error
     bios = emu.get(emu.system_id + "/BIOS")["Attributes"]
     assert bios["ProcTurboMode"] == "Disabled"
     assert bios["NicBoot1"] == "NetworkBootDisabled"
     assert node.driver_internal_info["redfish_bios_settings"]["ProcTurboMode"] == "Disabled"
 
-    node = conductor.do_provisioning_action(
-        node.uuid, "clean", clean_steps=[{"interface": "bios", "step": "factory_reset"}]
-    )
+    node = clean_one(conductor, node, "bios", "factory_reset")
     assert node.provision_state == states.MANAGEABLE, node.last_error
     bios = emu.get(emu.system_id + "/BIOS")["Attributes"]
     assert {k: bios[k] for k in BIOS_DEFAULTS} == BIOS_DEFAULTS
@@ -367,17 +359,8 @@ def test_bios_apply_and_factory_reset_as_manual_clean_steps(emu: Emulator) -> No
 def test_bios_unknown_attribute_fails_cleaning_with_the_bmcs_answer(emu: Emulator) -> None:
     conductor = new_conductor()
     node = enroll_manageable(conductor, emu)
-    node = conductor.do_provisioning_action(
-        node.uuid,
-        "clean",
-        clean_steps=[
-            {
-                "interface": "bios",
-                "step": "apply_configuration",
-                "args": {"settings": [{"name": "NoSuchKnob", "value": "1"}]},
-            }
-        ],
-    )
+    knob = [{"name": "NoSuchKnob", "value": "1"}]
+    node = clean_one(conductor, node, "bios", "apply_configuration", settings=knob)
     assert node.provision_state == states.CLEANFAIL
     assert "HTTP 400" in node.last_error
     assert "NoSuchKnob" in node.last_error
@@ -479,19 +462,8 @@ def test_firmware_update_bumps_the_bios_version(emu: Emulator) -> None:
     node = enroll_manageable(conductor, emu)
     before = emu.get(emu.system_id)["BiosVersion"]
     started = time.monotonic()
-    node = conductor.do_provisioning_action(
-        node.uuid,
-        "clean",
-        clean_steps=[
-            {
-                "interface": "firmware",
-                "step": "update",
-                "args": {
-                    "settings": [{"component": "bios", "url": "http://127.0.0.1:9/bios-2.bin"}]
-                },
-            }
-        ],
-    )
+    image = [{"component": "bios", "url": "http://127.0.0.1:9/bios-2.bin"}]
+    node = clean_one(conductor, node, "firmware", "update", settings=image)
     elapsed = time.monotonic() - started
     assert node.provision_state == states.MANAGEABLE, node.last_error
     after = emu.get(emu.system_id)["BiosVersion"]
@@ -509,17 +481,8 @@ def test_firmware_update_task_failure_fails_the_step(emu: Emulator) -> None:
     conductor = new_conductor()
     node = enroll_manageable(conductor, emu)
     before = emu.get(emu.system_id)["BiosVersion"]
-    node = conductor.do_provisioning_action(
-        node.uuid,
-        "clean",
-        clean_steps=[
-            {
-                "interface": "firmware",
-                "step": "update",
-                "args": {"settings": [{"component": "bios", "url": "http://127.0.0.1:9/fail.bin"}]},
-            }
-        ],
-    )
+    image = [{"component": "bios", "url": "http://127.0.0.1:9/fail.bin"}]
+    node = clean_one(conductor, node, "firmware", "update", settings=image)
     assert node.provision_state == states.CLEANFAIL
     assert "Exception" in node.last_error
     assert emu.get(emu.system_id)["BiosVersion"] == before

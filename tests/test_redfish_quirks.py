@@ -13,18 +13,19 @@ boot override lists.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import stopped_after, task_for
 
 from ironic_fsm import Conductor, Config, states
 from ironic_fsm.drivers import redfish
 from ironic_fsm.exceptions import BMCRequestFailed, InvalidParameterValue
 from ironic_fsm.node import Node
-from ironic_fsm.task import Task
 from ironic_fsm.testing.redfish_emulator import Emulator, FileServer, start_emulator
 
 PASSWORD = "Quirky-Secret-77"
@@ -36,11 +37,7 @@ def _start(tmp_path_factory: pytest.TempPathFactory, name: str, **kwargs: Any) -
 
 @pytest.fixture(scope="module")
 def quirky_bmc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
-    emulator = _start(tmp_path_factory, "redfish-quirks", nics=4)
-    try:
-        yield emulator
-    finally:
-        emulator.stop()
+    yield from stopped_after(_start(tmp_path_factory, "redfish-quirks", nics=4))
 
 
 @pytest.fixture
@@ -55,11 +52,7 @@ def quirky(quirky_bmc: Emulator) -> Iterator[Emulator]:
 @pytest.fixture(scope="module")
 def at_reboot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
     """A BMC that applies BIOS changes at the next boot, as most real ones do."""
-    emulator = _start(tmp_path_factory, "redfish-quirks-reboot", bios_apply="reboot")
-    try:
-        yield emulator
-    finally:
-        emulator.stop()
+    yield from stopped_after(_start(tmp_path_factory, "redfish-quirks-reboot", bios_apply="reboot"))
 
 
 @pytest.fixture(scope="module")
@@ -67,9 +60,8 @@ def hardware() -> Any:
     return redfish.redfish_hardware()
 
 
-def make_task(hardware: Any, driver_info: dict[str, Any], **fields: Any) -> Task:
-    node = Node(driver="redfish", driver_info=driver_info, **fields)
-    return Task(node=node, driver=hardware, config=Config())
+#: make_task(hardware, driver_info, **node_fields): a task on a new redfish node.
+make_task = functools.partial(task_for, "redfish")
 
 
 def manageable(conductor: Conductor, emu: Emulator, **driver_info: Any) -> Node:
