@@ -1,0 +1,187 @@
+"""The Ironic-compatible REST API under load, and a lifecycle driven through openstacksdk.
+
+Server: ``python -m ironic_fsm.api`` (Falcon on cheroot, 16 request threads) in
+its own process, on a SQLite file holding ``--nodes`` fake-hardware nodes.
+Load: one client process with N threads, each with its own keep-alive
+``http.client`` connection, for a fixed time per case; latency is measured
+per request in the client. Client and server share the machine's cores, so
+the figures are what one box serves to itself, not the server alone.
+
+Cases:
+
+* ``GET /v1/nodes/{uuid}`` (about 2 KB of JSON) at 1, 8 and 32 connections;
+* ``GET /v1/nodes/detail?limit=1000`` (a full page) at 1, 8 and 32 connections;
+* a lifecycle (manage, provide, deploy, undeploy) of ``--lifecycle`` nodes
+  through openstacksdk (all nodes moved together, then waited for, so the
+  SDK's 2 s poll is paid once per verb, not once per node), against the same
+  lifecycle through the library directly (a synchronous Conductor on SQLite).
+
+Goals (issue 13): GET p50 < 2 ms and >= 1,000 GET/s on 2 cores.
+
+Run alone: ``python benchmarks/bench_api.py [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import multiprocessing
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from ironic_fsm import Conductor
+from ironic_fsm.stores import SQLStore
+
+LATEST = {"X-OpenStack-Ironic-API-Version": "latest"}
+VERBS = (("manage", "manageable"), ("provide", "available"),
+         ("active", "active"), ("deleted", "available"))  # fmt: skip
+
+
+def _seed(db: Path, count: int) -> str:
+    store = SQLStore(f"sqlite:///{db}")
+    conductor = Conductor(store)
+    first = ""
+    for i in range(count):
+        node = conductor.create_node(
+            name=f"bench-{i}",
+            driver_info={"ipmi_address": f"10.0.{i // 250}.{i % 250}", "ipmi_password": "x" * 8},
+            properties={f"prop{j}": "v" * 24 for j in range(30)},
+        )
+        first = first or node.uuid
+    store.close()
+    return first
+
+
+def _start(db: Path) -> tuple[subprocess.Popen[str], int]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ironic_fsm.api", "--db", f"sqlite:///{db}", "--api",
+         "127.0.0.1:0"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], 60)
+    line = proc.stdout.readline() if ready else ""
+    if not line.strip().isdigit():
+        proc.kill()
+        raise SystemExit(f"the API did not start: {line!r}")
+    return proc, int(line)
+
+
+def _load(port: int, path: str, connections: int, seconds: float, out: Any) -> None:
+    """Runs in a child process: N threads GET ``path`` for ``seconds``; sends latencies."""
+    latencies: list[float] = []
+    lock = threading.Lock()
+    size = [0]
+
+    def worker() -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port)
+        mine: list[float] = []
+        end = time.perf_counter() + seconds
+        while (start := time.perf_counter()) < end:
+            conn.request("GET", path, headers=LATEST)
+            response = conn.getresponse()
+            body = response.read()
+            if response.status != 200:
+                raise RuntimeError(f"GET {path}: {response.status}")
+            mine.append(time.perf_counter() - start)
+            size[0] = len(body)
+        with lock:
+            latencies.extend(mine)
+
+    threads = [threading.Thread(target=worker) for _ in range(connections)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    out.send((latencies, size[0]))
+
+
+def _case(port: int, path: str, connections: int, seconds: float) -> dict[str, float]:
+    parent, child = multiprocessing.Pipe()
+    proc = multiprocessing.Process(target=_load, args=(port, path, connections, seconds, child))
+    proc.start()
+    latencies, size = parent.recv()
+    proc.join()
+    latencies.sort()
+    count = len(latencies)
+    return {
+        "rps": count / seconds,
+        "p50_ms": latencies[count // 2] * 1000,
+        "p99_ms": latencies[min(count - 1, int(count * 0.99))] * 1000,
+        "bytes": size,
+    }
+
+
+def _sdk_lifecycle(port: int, count: int) -> float:
+    import openstack
+
+    conn = openstack.connection.Connection(
+        auth_type="none", baremetal_endpoint_override=f"http://127.0.0.1:{port}"
+    )
+    start = time.perf_counter()
+    nodes = [conn.baremetal.create_node(driver="fake-hardware") for _ in range(count)]
+    for verb, state in VERBS:
+        for node in nodes:
+            conn.baremetal.set_node_provision_state(node, verb)
+        nodes = conn.baremetal.wait_for_nodes_provision_state(nodes, state, timeout=600)
+    elapsed = time.perf_counter() - start
+    conn.close()
+    return count / elapsed
+
+
+def _library_lifecycle(db: Path, count: int) -> float:
+    store = SQLStore(f"sqlite:///{db}")
+    conductor = Conductor(store)
+    start = time.perf_counter()
+    for _ in range(count):
+        uuid = conductor.create_node(driver="fake-hardware").uuid
+        for verb, _state in VERBS:
+            conductor.do_provisioning_action(uuid, verb)
+    elapsed = time.perf_counter() - start
+    store.close()
+    return count / elapsed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="short cases, fewer nodes")
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--lifecycle", type=int, default=50)
+    args = parser.parse_args(argv)
+    seconds = 1.5 if args.quick else 5.0
+    lifecycle = 10 if args.quick else args.lifecycle
+    with tempfile.TemporaryDirectory() as work:
+        db = Path(work) / "api.sqlite"
+        uuid = _seed(db, args.nodes)
+        proc, port = _start(db)
+        try:
+            print(f"## API: {args.nodes} nodes on SQLite, {os.cpu_count()} CPUs\n")
+            print("| case | connections | requests/s | p50 ms | p99 ms | body bytes |")
+            print("|---|---|---|---|---|---|")
+            for name, path in (("GET node", f"/v1/nodes/{uuid}"),
+                               ("GET detail page", "/v1/nodes/detail?limit=1000")):  # fmt: skip
+                for connections in (1, 8, 32):
+                    r = _case(port, path, connections, seconds)
+                    print(f"| {name} | {connections} | {r['rps']:.0f} | {r['p50_ms']:.2f} | "
+                          f"{r['p99_ms']:.2f} | {r['bytes']:.0f} |", flush=True)  # fmt: skip
+            sdk = _sdk_lifecycle(port, lifecycle)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(30)
+        library = _library_lifecycle(Path(work) / "library.sqlite", lifecycle)
+    print(f"\nLifecycle of {lifecycle} nodes (manage, provide, deploy, undeploy):")
+    print(f"- through openstacksdk: {sdk:.2f} nodes/s")
+    print(f"- through the library:  {library:.2f} nodes/s (ratio {sdk / library:.3f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
