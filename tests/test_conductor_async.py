@@ -155,14 +155,22 @@ def test_continue_node_clean_requires_clean_wait(state: str) -> None:
     assert snapshot(conductor.get_node(node.uuid)) == before
 
 
-def test_prepare_cleaning_may_wait_for_a_ramdisk() -> None:
-    class RamdiskDeploy(StepDeploy):
-        def prepare_cleaning(self, task: Task) -> str:
-            return states.CLEANWAIT
+class _RamdiskDeploy(StepDeploy):
+    """Cleaning that boots a ramdisk first: prepare_cleaning waits for it."""
 
+    def prepare_cleaning(self, task: Task) -> str:
+        return states.CLEANWAIT
+
+
+def _ramdisk_node(conductor: Conductor) -> Node:
+    """A manageable node whose steps that need the ramdisk wait for it to boot."""
+    conductor.register_hardware_type("ramdisk-hw", build_hardware(deploy=_RamdiskDeploy()))
+    return new_node(conductor, states.MANAGEABLE, driver="ramdisk-hw")
+
+
+def test_prepare_cleaning_may_wait_for_a_ramdisk() -> None:
     conductor = make_conductor()
-    conductor.register_hardware_type("ramdisk-hw", build_hardware(deploy=RamdiskDeploy()))
-    node = new_node(conductor, states.MANAGEABLE, driver="ramdisk-hw")
+    node = _ramdisk_node(conductor)
     # firmware.update needs the ramdisk: cleaning waits for it to boot first.
     _manual_clean(conductor, node.uuid, step("firmware", "update", settings=[{"c": "bmc"}]))
     node = conductor.get_node(node.uuid)
@@ -605,13 +613,8 @@ def test_rescue_requires_a_password(password: str | None) -> None:
 
 
 def test_abort_while_waiting_for_the_ramdisk() -> None:
-    class RamdiskDeploy(StepDeploy):
-        def prepare_cleaning(self, task: Task) -> str:
-            return states.CLEANWAIT
-
     conductor = make_conductor()
-    conductor.register_hardware_type("ramdisk-hw", build_hardware(deploy=RamdiskDeploy()))
-    node = new_node(conductor, states.MANAGEABLE, driver="ramdisk-hw")
+    node = _ramdisk_node(conductor)
     _manual_clean(conductor, node.uuid, step("firmware", "update", settings=[]))
     assert conductor.get_node(node.uuid).provision_state == states.CLEANWAIT
     conductor.do_provisioning_action(node.uuid, "abort")

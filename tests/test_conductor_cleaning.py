@@ -5,6 +5,8 @@ DESIGN §4, §5, §6; reference §4, §5, §10, §12.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from helpers import (
     FAKE_HW,
@@ -22,7 +24,7 @@ from helpers import (
     step,
 )
 
-from ironic_fsm import Conductor, Config, HardwareType, states
+from ironic_fsm import Conductor, Config, HardwareType, Node, states
 from ironic_fsm.exceptions import (
     DriverNotFound,
     InvalidParameterValue,
@@ -32,6 +34,17 @@ from ironic_fsm.exceptions import (
 from ironic_fsm.interfaces import VendorInterface
 from ironic_fsm.steps import clean_step
 from ironic_fsm.task import Task
+
+
+def _provided(config: Config | None = None, **fields: Any) -> Node:
+    """A manageable node of the fake hardware after ``provide``: it must end available."""
+    conductor = make_conductor(config=config)
+    node = new_node(conductor, states.MANAGEABLE, driver=FAKE_HW, **fields)
+    conductor.do_provisioning_action(node.uuid, "provide")
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == states.AVAILABLE
+    return node
+
 
 # -- verification (enroll -> manage) ---------------------------------------------------------------
 
@@ -138,30 +151,17 @@ def test_config_automated_clean_false_skips_steps(verb: str) -> None:
 
 def test_deprecated_clean_nodes_option_still_works() -> None:
     with pytest.warns(DeprecationWarning, match="clean_nodes"):
-        config = Config(clean_nodes=False)
-    conductor = make_conductor(config=config)
-    node = new_node(conductor, states.MANAGEABLE, driver=FAKE_HW)
-    conductor.do_provisioning_action(node.uuid, "provide")
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.AVAILABLE
+        node = _provided(config=Config(clean_nodes=False))
     assert "fake_log_passthrough" not in node.driver_internal_info
 
 
 def test_node_automated_clean_false_skips_steps() -> None:
-    conductor = make_conductor()
-    node = new_node(conductor, states.MANAGEABLE, driver=FAKE_HW, automated_clean=False)
-    conductor.do_provisioning_action(node.uuid, "provide")
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.AVAILABLE
+    node = _provided(automated_clean=False)
     assert "fake_log_passthrough" not in node.driver_internal_info
 
 
 def test_node_automated_clean_true_overrides_config_false() -> None:
-    conductor = make_conductor(config=Config(automated_clean=False))
-    node = new_node(conductor, states.MANAGEABLE, driver=FAKE_HW, automated_clean=True)
-    conductor.do_provisioning_action(node.uuid, "provide")
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.AVAILABLE
+    node = _provided(config=Config(automated_clean=False), automated_clean=True)
     assert node.driver_internal_info["fake_log_passthrough"] == 1
 
 
@@ -182,35 +182,20 @@ def test_priority_override_enables_and_orders_steps() -> None:
 
 
 def test_priority_override_enables_a_fake_step() -> None:
-    config = Config(clean_step_priority_override={"bios.factory_reset": 5})
-    conductor = make_conductor(config=config)
-    node = new_node(conductor, states.MANAGEABLE, driver=FAKE_HW)
-    conductor.do_provisioning_action(node.uuid, "provide")
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.AVAILABLE
+    node = _provided(config=Config(clean_step_priority_override={"bios.factory_reset": 5}))
     assert node.driver_internal_info["fake_bios_settings"] == {}
     assert node.driver_internal_info["fake_log_passthrough"] == 1
 
 
 def test_priority_override_zero_disables_a_step() -> None:
-    config = Config(clean_step_priority_override={"vendor.log_passthrough": 0})
-    conductor = make_conductor(config=config)
-    node = new_node(conductor, states.MANAGEABLE, driver=FAKE_HW)
-    conductor.do_provisioning_action(node.uuid, "provide")
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.AVAILABLE
+    node = _provided(config=Config(clean_step_priority_override={"vendor.log_passthrough": 0}))
     assert "fake_log_passthrough" not in node.driver_internal_info
 
 
 def test_default_disallowed_step_is_filtered_from_automated_cleaning() -> None:
     # send_raw, enabled by an override, is still disallowed by default: it is
     # silently dropped (had it run without raw_bytes, cleaning would fail).
-    config = Config(clean_step_priority_override={"vendor.send_raw": 50})
-    conductor = make_conductor(config=config)
-    node = new_node(conductor, states.MANAGEABLE, driver=FAKE_HW)
-    conductor.do_provisioning_action(node.uuid, "provide")
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.AVAILABLE
+    node = _provided(config=Config(clean_step_priority_override={"vendor.send_raw": 50}))
     assert "fake_raw_sent" not in node.driver_internal_info
     assert node.driver_internal_info["fake_log_passthrough"] == 1
 
@@ -741,11 +726,7 @@ def test_runbook_mode_without_runbook_does_not_strand_a_torn_down_node() -> None
 
 
 def test_hybrid_mode_without_runbook_uses_driver_priorities() -> None:
-    conductor = make_conductor(config=Config(automated_cleaning_step_source="hybrid"))
-    node = new_node(conductor, states.MANAGEABLE, driver=FAKE_HW)
-    conductor.do_provisioning_action(node.uuid, "provide")
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.AVAILABLE
+    node = _provided(config=Config(automated_cleaning_step_source="hybrid"))
     assert node.driver_internal_info["fake_log_passthrough"] == 1
 
 

@@ -18,7 +18,7 @@ from helpers import (
     snapshot,
 )
 
-from ironic_fsm import Config, states
+from ironic_fsm import Conductor, Config, Node, states
 from ironic_fsm.exceptions import (
     InvalidParameterValue,
     InvalidState,
@@ -76,7 +76,8 @@ def test_get_deploy_steps_sorted() -> None:
     ]
 
 
-def test_deploy_template_matched_by_instance_traits() -> None:
+def _templated_node() -> tuple[Conductor, Node]:
+    """An available node whose instance asks for CUSTOM_BIOS, with that deploy template."""
     conductor = make_conductor()
     conductor.add_deploy_template("CUSTOM_BIOS", TEMPLATE)
     node = new_node(
@@ -86,6 +87,11 @@ def test_deploy_template_matched_by_instance_traits() -> None:
         traits=["CUSTOM_BIOS"],
         instance_info={"traits": ["CUSTOM_BIOS"]},
     )
+    return conductor, node
+
+
+def test_deploy_template_matched_by_instance_traits() -> None:
+    conductor, node = _templated_node()
     conductor.do_provisioning_action(node.uuid, "deploy")
     node = conductor.get_node(node.uuid)
     assert node.provision_state == states.ACTIVE
@@ -118,15 +124,7 @@ def test_instance_traits_must_be_node_traits() -> None:
 def test_user_deploy_steps_override_templates_and_driver() -> None:
     # The reference's worked example (ironic-behaviour.md §6):
     # driver b1=0 b2=0 b3=70 b4=100 deploy=100; template b1=90 b2=10; user b2=95 b3=0.
-    conductor = make_conductor()
-    conductor.add_deploy_template("CUSTOM_BIOS", TEMPLATE)
-    node = new_node(
-        conductor,
-        states.AVAILABLE,
-        driver=TEMPLATES_HW,
-        traits=["CUSTOM_BIOS"],
-        instance_info={"traits": ["CUSTOM_BIOS"]},
-    )
+    conductor, node = _templated_node()
     conductor.do_provisioning_action(
         node.uuid, "deploy", deploy_steps=[dstep("bios", "b2", 95), dstep("bios", "b3", 0)]
     )
@@ -136,15 +134,7 @@ def test_user_deploy_steps_override_templates_and_driver() -> None:
 
 
 def test_validate_deploy_steps_changes_nothing() -> None:
-    conductor = make_conductor()
-    conductor.add_deploy_template("CUSTOM_BIOS", TEMPLATE)
-    node = new_node(
-        conductor,
-        states.AVAILABLE,
-        driver=TEMPLATES_HW,
-        traits=["CUSTOM_BIOS"],
-        instance_info={"traits": ["CUSTOM_BIOS"]},
-    )
+    conductor, node = _templated_node()
     before = snapshot(conductor.get_node(node.uuid))
     plan = conductor.validate_deploy_steps(
         node.uuid, [dstep("bios", "b2", 95), dstep("bios", "b3", 0)]
