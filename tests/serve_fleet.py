@@ -49,22 +49,28 @@ _NEXT = {
 class ServeFleet:
     """``serve`` processes on one database, stopped (SIGKILL if need be) on exit."""
 
-    def __init__(self, url: str, tmp: Path, *, workers: int = 4, poll: float = 0.2) -> None:
+    def __init__(
+        self, url: str, tmp: Path, *, workers: int = 4, poll: float = 0.2, hosts: bool = False
+    ) -> None:
         self.url = url
         self.tmp = tmp
         self.workers = workers
         self.poll = poll
-        self.config = tmp / "serve-config.json"
-        self.config.write_text(json.dumps({"config": CONFIG}))
+        #: Each process as a host of its own (``host-N``): a dead one is then known only
+        #: by its heartbeat, as across machines, not by its process id.
+        self.hosts = hosts
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def start(self, *extra: str) -> subprocess.Popen[bytes]:
         index = len(self.procs)
+        config = dict(CONFIG, host=f"host-{index}") if self.hosts else CONFIG
+        settings = self.tmp / f"serve-{index}.json"
+        settings.write_text(json.dumps({"config": config}))
         err = open(self.tmp / f"serve-{index}.err", "wb")  # noqa: SIM115 - the process owns it
         proc = subprocess.Popen(
             [
                 sys.executable, str(WORKER), "serve", "--db", self.url,
-                "--config", str(self.config), "--workers", str(self.workers),
+                "--config", str(settings), "--workers", str(self.workers),
                 "--poll-interval", str(self.poll), "--graceful-shutdown-timeout", "20",
                 *extra,
             ],
