@@ -200,10 +200,6 @@ def _parts(texts: dict[str, str], repeats: int) -> Table:
     return table
 
 
-def main() -> None:
+if __name__ == "__main__":
     os.environ.update(ENV)
     run_alone(run, __doc__)
-
-
-if __name__ == "__main__":
-    main()

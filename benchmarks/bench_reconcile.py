@@ -140,9 +140,5 @@ def run(quick: bool = False) -> Section:
     return section
 
 
-def main() -> None:
-    run_alone(run, __doc__)
-
-
 if __name__ == "__main__":
-    main()
+    run_alone(run, __doc__)
