@@ -19,7 +19,17 @@ from ironic_fsm.api.errors import ApiError
 from ironic_fsm.api.views import stamp
 from ironic_fsm.conductor import Conductor
 
-__all__ = ["BootDevice", "Maintenance", "NodeStates", "PowerState", "ProvisionState", "Validate"]
+__all__ = [
+    "BOOT_DEVICE_SCHEMA",
+    "POWER_SCHEMA",
+    "PROVISION_SCHEMA",
+    "BootDevice",
+    "Maintenance",
+    "NodeStates",
+    "PowerState",
+    "ProvisionState",
+    "Validate",
+]
 
 #: Each provisioning target, the version that introduced it and the library verb.
 _TARGETS: Final[dict[str, tuple[tuple[int, int], str]]] = {
@@ -52,49 +62,46 @@ _STEP: Final = {
     "required": ["interface", "step"],
     "additionalProperties": False,
 }  # fmt: skip
-_check_provision = compile_schema(
-    {
-        "type": "object",
-        "properties": {
-            "target": {"enum": sorted(_TARGETS)},
-            "configdrive": {"type": ["string", "object", "null"]},
-            "clean_steps": {"type": "array", "items": _STEP},
-            "deploy_steps": {"type": "array", "items": _STEP},
-            "service_steps": {"type": "array", "items": _STEP},
-            "rescue_password": {"type": "string", "minLength": 1},
-            "disable_ramdisk": {"type": "boolean"},
-            "runbook": {"type": "string", "minLength": 1},
-        },
-        "required": ["target"],
-        "additionalProperties": False,
-    }
-)
+PROVISION_SCHEMA: Final = {
+    "type": "object",
+    "properties": {
+        "target": {"enum": sorted(_TARGETS)},
+        "configdrive": {"type": ["string", "object", "null"]},
+        "clean_steps": {"type": "array", "items": _STEP},
+        "deploy_steps": {"type": "array", "items": _STEP},
+        "service_steps": {"type": "array", "items": _STEP},
+        "rescue_password": {"type": "string", "minLength": 1},
+        "disable_ramdisk": {"type": "boolean"},
+        "runbook": {"type": "string", "minLength": 1},
+    },
+    "required": ["target"],
+    "additionalProperties": False,
+}
 _POWER_TARGETS: Final = {
     s.POWER_ON: (1, 1), s.POWER_OFF: (1, 1), s.REBOOT: (1, 1),
     s.SOFT_POWER_OFF: (1, 27), s.SOFT_REBOOT: (1, 27),
 }  # fmt: skip
-_check_power = compile_schema(
-    {
-        "type": "object",
-        "properties": {
-            "target": {"enum": sorted(_POWER_TARGETS)},
-            "timeout": {"type": "integer", "minimum": 1},
-        },
-        "required": ["target"],
-        "additionalProperties": False,
-    }
-)
-_check_boot_device = compile_schema(
-    {
-        "type": "object",
-        "properties": {
-            "boot_device": {"type": "string", "minLength": 1},
-            "persistent": {"type": "boolean"},
-        },
-        "required": ["boot_device"],
-        "additionalProperties": False,
-    }
-)
+POWER_SCHEMA: Final = {
+    "type": "object",
+    "properties": {
+        "target": {"enum": sorted(_POWER_TARGETS)},
+        "timeout": {"type": "integer", "minimum": 1},
+    },
+    "required": ["target"],
+    "additionalProperties": False,
+}
+BOOT_DEVICE_SCHEMA: Final = {
+    "type": "object",
+    "properties": {
+        "boot_device": {"type": "string", "minLength": 1},
+        "persistent": {"type": "boolean"},
+    },
+    "required": ["boot_device"],
+    "additionalProperties": False,
+}
+_check_provision = compile_schema(PROVISION_SCHEMA)
+_check_power = compile_schema(POWER_SCHEMA)
+_check_boot_device = compile_schema(BOOT_DEVICE_SCHEMA)
 _check_maintenance = compile_schema(
     {
         "type": ["object", "null"],

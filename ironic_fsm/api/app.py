@@ -7,7 +7,7 @@ from typing import Any
 
 import falcon
 
-from ironic_fsm.api import actions, nodes, resources, traits
+from ironic_fsm.api import actions, nodes, openapi, resources, traits
 from ironic_fsm.api.auth import BasicAuth
 from ironic_fsm.api.common import send, version_of
 from ironic_fsm.api.errors import ApiError, install_error_handlers
@@ -80,6 +80,7 @@ def make_app(
     routes: list[tuple[str, Any, dict[str, str]]] = [
         ("/", Root(), {}),
         ("/v1", V1(), {}),
+        ("/openapi.json", openapi.OpenApi(), {}),
         ("/v1/nodes", nodes.NodeCollection(conductor), {}),
         ("/v1/nodes/detail", nodes.NodeCollection(conductor, detail=True), {}),
         ("/v1/nodes/validate", actions.Validate(conductor), {}),

@@ -41,7 +41,7 @@ from ironic_fsm.interfaces import INTERFACE_KINDS
 from ironic_fsm.node import Node, is_uuid_like
 from ironic_fsm.stores.base import SORT_KEYS
 
-__all__ = ["NodeCollection", "NodeItem", "patchable_fields"]
+__all__ = ["CREATE_SCHEMA", "PATCH_SCHEMA", "NodeCollection", "NodeItem", "patchable_fields"]
 
 _RESERVED_NAMES: Final = frozenset(
     {"detail", "validate", "states", "vendor_passthru", "management", "maintenance"}
@@ -78,7 +78,7 @@ _UNSTORED_SETTABLE: Final = frozenset(
     }
 )  # fmt: skip
 
-_CREATE_SCHEMA: Final = {
+CREATE_SCHEMA: Final = {
     "type": "object",
     "properties": {
         "uuid": {"type": "string", "minLength": 1, "maxLength": 36},
@@ -88,7 +88,7 @@ _CREATE_SCHEMA: Final = {
     "required": ["driver"],
     "additionalProperties": False,
 }
-_PATCH_SCHEMA: Final = {
+PATCH_SCHEMA: Final = {
     "type": "array",
     "items": {
         "type": "object",
@@ -101,8 +101,8 @@ _PATCH_SCHEMA: Final = {
         "required": ["op", "path"],
     },
 }
-_check_create = compile_schema(_CREATE_SCHEMA)
-_check_patch = compile_schema(_PATCH_SCHEMA)
+_check_create = compile_schema(CREATE_SCHEMA)
+_check_patch = compile_schema(PATCH_SCHEMA)
 _check_settable = {
     name: compile_schema(schema) for name, schema in {**_SETTABLE, **_PATCH_ONLY}.items()
 }

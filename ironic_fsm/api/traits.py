@@ -20,7 +20,7 @@ from ironic_fsm.api.views import stamp
 from ironic_fsm.conductor import Conductor
 from ironic_fsm.history import HistoryEntry
 
-__all__ = ["NodeHistory", "NodeTrait", "NodeTraits"]
+__all__ = ["TRAITS_SCHEMA", "TRAIT_SCHEMA", "NodeHistory", "NodeTrait", "NodeTraits"]
 
 #: A custom trait, or the shape of a standard os-traits name (upper case, underscores).
 TRAIT_SCHEMA: Final = {
@@ -30,14 +30,13 @@ TRAIT_SCHEMA: Final = {
     "pattern": "^(CUSTOM_[A-Z0-9_]+|[A-Z][A-Z0-9_]*)$",
 }
 _MAX_TRAITS: Final = 50
-_check_traits = compile_schema(
-    {
-        "type": "object",
-        "properties": {"traits": {"type": "array", "items": TRAIT_SCHEMA, "maxItems": _MAX_TRAITS}},
-        "required": ["traits"],
-        "additionalProperties": False,
-    }
-)
+TRAITS_SCHEMA: Final = {
+    "type": "object",
+    "properties": {"traits": {"type": "array", "items": TRAIT_SCHEMA, "maxItems": _MAX_TRAITS}},
+    "required": ["traits"],
+    "additionalProperties": False,
+}
+_check_traits = compile_schema(TRAITS_SCHEMA)
 _check_trait = compile_schema(TRAIT_SCHEMA)
 
 

@@ -1,0 +1,203 @@
+"""``GET /openapi.json``: an OpenAPI 3.1 description of the subset this server implements.
+
+Request schemas are the very ones that validate requests; response schemas
+are checked against real responses by the tests, so the document cannot
+drift from what is served.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import falcon
+
+from ironic_fsm.api import actions, nodes, traits
+from ironic_fsm.api.common import send
+from ironic_fsm.api.versions import MAX_VERSION, MIN_VERSION, version_text
+from ironic_fsm.api.views import NODE_FIELD_VERSIONS
+
+__all__ = ["ERROR_SCHEMA", "NODE_SCHEMA", "OpenApi", "document"]
+
+_TEXT: Final = {"type": ["string", "null"]}
+_OBJECT: Final = {"type": "object"}
+_FLAGS: Final = frozenset({"maintenance", "console_enabled", "protected", "retired"})
+_OBJECTS: Final = frozenset(
+    {"driver_info", "properties", "extra", "instance_info", "driver_internal_info",
+     "clean_step", "deploy_step", "service_step", "raid_config", "target_raid_config",
+     "network_data"}
+)  # fmt: skip
+_LINKS: Final = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "properties": {"href": {"type": "string"}, "rel": {"type": "string"}},
+        "required": ["href", "rel"],
+    },
+}
+
+
+def _field_schema(name: str) -> dict[str, Any]:
+    if name in _FLAGS:
+        return {"type": "boolean"}
+    if name in _OBJECTS:
+        return _OBJECT
+    if name == "traits":
+        return {"type": "array", "items": {"type": "string"}}
+    if name in ("automated_clean", "secure_boot"):
+        return {"type": ["boolean", "null"]}
+    return _TEXT
+
+
+#: A node as shown at the maximum version (older versions show fewer fields).
+NODE_SCHEMA: Final = {
+    "type": "object",
+    "properties": {
+        **{name: _field_schema(name) for name in NODE_FIELD_VERSIONS},
+        "conductor": _TEXT,
+        "links": _LINKS,
+        "ports": _LINKS,
+        "states": _LINKS,
+    },
+    "required": ["uuid", "links"],
+    "additionalProperties": False,
+}
+ERROR_SCHEMA: Final = {
+    "type": "object",
+    "properties": {"error_message": {"type": "string"}},
+    "required": ["error_message"],
+    "additionalProperties": False,
+}
+NODE_LIST_SCHEMA: Final = {
+    "type": "object",
+    "properties": {
+        "nodes": {"type": "array", "items": {"$ref": "#/components/schemas/Node"}},
+        "next": {"type": "string"},
+    },
+    "required": ["nodes"],
+    "additionalProperties": False,
+}
+
+
+def _json(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"content": {"application/json": {"schema": schema}}}
+
+
+def _answer(status: str, text: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"description": text}
+    if schema is not None:
+        out.update(_json(schema))
+    return {status: out}
+
+
+_ERRORS: Final = {
+    "default": {
+        "description": "Ironic's error body",
+        **_json({"$ref": "#/components/schemas/Error"}),
+    }
+}
+_NODE: Final = {"$ref": "#/components/schemas/Node"}
+_IDENT: Final = {"name": "ident", "in": "path", "required": True, "schema": {"type": "string"},
+                 "description": "node UUID or name"}  # fmt: skip
+
+
+def _op(summary: str, responses: dict[str, Any], body: dict[str, Any] | None = None,
+        params: list[dict[str, Any]] | None = None) -> dict[str, Any]:  # fmt: skip
+    op: dict[str, Any] = {"summary": summary, "responses": {**responses, **_ERRORS}}
+    if body is not None:
+        op["requestBody"] = {"required": True, **_json(body)}
+    if params:
+        op["parameters"] = params
+    return op
+
+
+def _node_paths() -> dict[str, Any]:
+    item = "/v1/nodes/{ident}"
+    return {
+        "/v1/nodes": {
+            "get": _op("List nodes", _answer("200", "nodes", NODE_LIST_SCHEMA)),
+            "post": _op("Create a node", _answer("201", "the node", _NODE),
+                        nodes.CREATE_SCHEMA),
+        },
+        "/v1/nodes/detail": {
+            "get": _op("List nodes in full", _answer("200", "nodes", NODE_LIST_SCHEMA)),
+        },
+        item: {
+            "parameters": [_IDENT],
+            "get": _op("Show a node", _answer("200", "the node", _NODE)),
+            "patch": _op("Update a node (RFC 6902)", _answer("200", "the node", _NODE),
+                         nodes.PATCH_SCHEMA),
+            "delete": _op("Delete a node", _answer("204", "deleted")),
+        },
+        f"{item}/states": {"parameters": [_IDENT],
+                           "get": _op("Node states", _answer("200", "states", _OBJECT))},
+        f"{item}/states/provision": {
+            "parameters": [_IDENT],
+            "put": _op("Provisioning verb", _answer("202", "accepted"), actions.PROVISION_SCHEMA),
+        },
+        f"{item}/states/power": {
+            "parameters": [_IDENT],
+            "put": _op("Power", _answer("202", "done"), actions.POWER_SCHEMA),
+        },
+        f"{item}/management/boot_device": {
+            "parameters": [_IDENT],
+            "get": _op("Boot device", _answer("200", "boot device", _OBJECT)),
+            "put": _op("Set boot device", _answer("204", "set"), actions.BOOT_DEVICE_SCHEMA),
+        },
+        f"{item}/management/boot_device/supported": {
+            "parameters": [_IDENT],
+            "get": _op("Supported boot devices", _answer("200", "devices", _OBJECT)),
+        },
+        f"{item}/maintenance": {
+            "parameters": [_IDENT],
+            "put": _op("Set maintenance", _answer("202", "set")),
+            "delete": _op("Unset maintenance", _answer("202", "unset")),
+        },
+        f"{item}/validate": {"parameters": [_IDENT],
+                             "get": _op("Validate interfaces", _answer("200", "results", _OBJECT))},
+        f"{item}/traits": {
+            "parameters": [_IDENT],
+            "get": _op("Traits", _answer("200", "traits", _OBJECT)),
+            "put": _op("Replace traits", _answer("204", "set"), traits.TRAITS_SCHEMA),
+            "delete": _op("Remove all traits", _answer("204", "removed")),
+        },
+        f"{item}/traits/{{trait}}": {
+            "parameters": [_IDENT, {"name": "trait", "in": "path", "required": True,
+                                    "schema": traits.TRAIT_SCHEMA}],
+            "put": _op("Add a trait", _answer("204", "added")),
+            "delete": _op("Remove a trait", _answer("204", "removed")),
+        },
+        f"{item}/history": {"parameters": [_IDENT],
+                            "get": _op("Node history", _answer("200", "entries", _OBJECT))},
+    }  # fmt: skip
+
+
+def document(base: str) -> dict[str, Any]:
+    """The OpenAPI 3.1 document, with ``base`` as the server URL."""
+    simple = {"get": _op("Discovery", _answer("200", "versions", _OBJECT))}
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "ironic_fsm: Ironic-compatible Bare Metal API (subset)",
+            "version": version_text(MAX_VERSION),
+            "description": (
+                f"Microversions {version_text(MIN_VERSION)} to {version_text(MAX_VERSION)}, "
+                "negotiated with X-OpenStack-Ironic-API-Version or OpenStack-API-Version."
+            ),
+        },
+        "servers": [{"url": base}],
+        "paths": {
+            "/": simple,
+            "/v1": simple,
+            **_node_paths(),
+            "/v1/drivers": {"get": _op("Drivers", _answer("200", "drivers", _OBJECT))},
+            "/v1/conductors": {"get": _op("Conductors", _answer("200", "conductors", _OBJECT))},
+        },
+        "components": {
+            "schemas": {"Node": NODE_SCHEMA, "NodeList": NODE_LIST_SCHEMA, "Error": ERROR_SCHEMA}
+        },
+    }
+
+
+class OpenApi:
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        send(resp, document(req.prefix))
