@@ -596,6 +596,24 @@ USER_STEP_CASES = (CLEAN_CASE, SERVICE_CASE)
 USER_STEP_IDS = [case.name for case in USER_STEP_CASES]
 
 
+# -- executors ---------------------------------------------------------------------------
+
+
+class ManualExecutor:
+    """An executor that runs submitted work only when the test says so."""
+
+    def __init__(self) -> None:
+        self.jobs: list[tuple[Any, tuple[Any, ...]]] = []
+
+    def submit(self, fn: Any, /, *args: Any) -> None:
+        self.jobs.append((fn, args))
+
+    def run_all(self) -> None:
+        while self.jobs:
+            fn, args = self.jobs.pop(0)
+            fn(*args)
+
+
 # -- BMC peers -----------------------------------------------------------------------------
 
 

@@ -16,24 +16,15 @@ import shutil
 import stat
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
+from cli_harness import Result, Run, ok
 
 from ironic_fsm import cli
 from ironic_fsm.conductor import Conductor
 from ironic_fsm.exceptions import StepsNotAvailable
-
-
-class Result(NamedTuple):
-    code: int
-    out: str
-    err: str
-
-
-Run = Callable[..., Result]
 
 
 @pytest.fixture(autouse=True)
@@ -70,11 +61,6 @@ def show(run: Run, node: str) -> dict[str, Any]:
 
 def state_of(run: Run, node: str) -> str:
     return str(show(run, node)["provision_state"])
-
-
-def ok(result: Result) -> Result:
-    assert result.code == 0, result.err
-    return result
 
 
 def write_json(path: Path, data: object) -> str:

@@ -16,12 +16,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
+from cli_harness import Run, isolate_cli_env, runner
 from stevedore import ExtensionManager
 
-from ironic_fsm import cli
 from ironic_fsm.conductor import Conductor
 from ironic_fsm.stores import SQLStore
 
@@ -62,15 +62,6 @@ def hardware():
 FLASH = json.dumps([{"interface": "firmware", "step": "flash"}])
 
 
-class Result(NamedTuple):
-    code: int
-    out: str
-    err: str
-
-
-Run = Callable[..., Result]
-
-
 @pytest.fixture(autouse=True)
 def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Install the plugin above the way a package is installed: module plus dist-info."""
@@ -90,8 +81,7 @@ def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # stevedore remembers each namespace's entry points for the life of the process; a
     # fresh memory sees this plugin, and the old one comes back after the test.
     monkeypatch.setattr(ExtensionManager, "ENTRY_POINT_CACHE", {})
-    monkeypatch.delenv(cli.DB_ENV, raising=False)
-    monkeypatch.delenv(cli.CONFIG_ENV, raising=False)
+    isolate_cli_env(tmp_path, monkeypatch)
     monkeypatch.setattr("ironic_fsm.cli.verbs.POLL_INTERVAL", 0.02)
 
 
@@ -102,13 +92,7 @@ def url(tmp_path: Path) -> str:
 
 @pytest.fixture
 def run(url: str, capsys: pytest.CaptureFixture[str]) -> Run:
-    def _run(*argv: str) -> Result:
-        capsys.readouterr()
-        code = cli.main(["--db", url, *argv])
-        captured = capsys.readouterr()
-        return Result(code, captured.out, captured.err)
-
-    return _run
+    return runner(url, capsys)
 
 
 @pytest.fixture

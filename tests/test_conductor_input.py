@@ -15,6 +15,7 @@ from helpers import (
     SECRET,
     TEST_HW,
     Clock,
+    ManualExecutor,
     build_hardware,
     dstep,
     make_conductor,
@@ -348,21 +349,6 @@ def test_any_spelling_of_a_uuid_finds_the_node() -> None:
     assert updated.extra == {"a": 1}
 
 
-class _Jobs:
-    """An executor that runs submitted work when told to."""
-
-    def __init__(self) -> None:
-        self.jobs: list[tuple[Any, tuple[Any, ...]]] = []
-
-    def submit(self, fn: Any, /, *args: Any) -> None:
-        self.jobs.append((fn, args))
-
-    def run_all(self) -> None:
-        while self.jobs:
-            fn, args = self.jobs.pop(0)
-            fn(*args)
-
-
 class _FailingFinalSave(_FailingSave):
     def save(self, node: Node) -> None:
         if node.provision_state == states.AVAILABLE:
@@ -373,7 +359,7 @@ class _FailingFinalSave(_FailingSave):
 def test_background_work_whose_final_save_fails_still_releases_the_node(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    executor = _Jobs()
+    executor = ManualExecutor()
     conductor = Conductor(store=_FailingFinalSave(make_conductor().store), executor=executor)
     node = conductor.create_node(driver="fake-hardware", provision_state=states.MANAGEABLE)
     conductor.do_provisioning_action(node.uuid, "provide")

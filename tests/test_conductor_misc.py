@@ -17,6 +17,7 @@ from helpers import (
     FAKE_HW,
     SECRET,
     TEST_HW,
+    ManualExecutor,
     Recorder,
     calls,
     dstep,
@@ -811,21 +812,6 @@ def test_quickstart_main_ends_in_available(capsys: pytest.CaptureFixture[str]) -
 
 
 # -- executor and timestamps ---------------------------------------------------------------------
-
-
-class ManualExecutor:
-    """An executor that runs submitted work only when the test says so."""
-
-    def __init__(self) -> None:
-        self.jobs: list[tuple[Any, tuple[Any, ...]]] = []
-
-    def submit(self, fn: Any, /, *args: Any) -> None:
-        self.jobs.append((fn, args))
-
-    def run_all(self) -> None:
-        while self.jobs:
-            fn, args = self.jobs.pop(0)
-            fn(*args)
 
 
 def test_executor_runs_the_flow_in_the_background() -> None:
