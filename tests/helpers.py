@@ -17,6 +17,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+import pytest
+
 from ironic_fsm import Conductor, Config, HardwareType, states
 from ironic_fsm.drivers.fake import (
     FakeBIOS,
@@ -594,6 +596,23 @@ PHASE_IDS = [case.name for case in PHASE_CASES]
 #: The phases that run the user's own step list (``clean_steps``, ``service_steps``).
 USER_STEP_CASES = (CLEAN_CASE, SERVICE_CASE)
 USER_STEP_IDS = [case.name for case in USER_STEP_CASES]
+
+
+# -- store reads ---------------------------------------------------------------------------
+
+
+class DecodeCounter:
+    """Counts the node records decoded (every store read goes through ``Node.from_json``)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        original = Node.from_json.__func__  # type: ignore[attr-defined]
+
+        def counted(cls: type[Node], text: str | bytes) -> Node:
+            self.count += 1
+            return original(cls, text)  # type: ignore[no-any-return]
+
+        monkeypatch.setattr(Node, "from_json", classmethod(counted))
 
 
 # -- executors ---------------------------------------------------------------------------

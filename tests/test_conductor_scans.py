@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import FAKE_HW, T0, Clock, make_conductor, new_node
+from helpers import FAKE_HW, T0, Clock, DecodeCounter, make_conductor, new_node
 
 from ironic_fsm import Conductor, Config, states
 from ironic_fsm.conductor.common import process_start
@@ -210,24 +210,10 @@ def fleet(fleet_url: str, tmp_path: Path) -> Iterator[Conductor]:
         store.close()
 
 
-class _Decodes:
-    """Counts the node records decoded (every store read goes through ``Node.from_json``)."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.count = 0
-        original = Node.from_json.__func__  # type: ignore[attr-defined]
-
-        def counted(cls: type[Node], text: str | bytes) -> Node:
-            self.count += 1
-            return original(cls, text)  # type: ignore[no-any-return]
-
-        monkeypatch.setattr(Node, "from_json", classmethod(counted))
-
-
 def test_recover_decodes_no_node_when_no_holder_is_gone(
     fleet: Conductor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    decodes = _Decodes(monkeypatch)
+    decodes = DecodeCounter(monkeypatch)
     assert fleet.recover() == []
     assert decodes.count == 0
 
@@ -235,7 +221,7 @@ def test_recover_decodes_no_node_when_no_holder_is_gone(
 def test_check_timeouts_decodes_no_node_when_nothing_is_due(
     fleet: Conductor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    decodes = _Decodes(monkeypatch)
+    decodes = DecodeCounter(monkeypatch)
     assert fleet.check_timeouts(NOW) == []
     assert decodes.count == 0
 
@@ -255,7 +241,7 @@ def test_recover_takes_over_exactly_the_nodes_of_gone_holders(
             fleet.store.create(node)
             fleet.store.reserve(node.uuid, holder)
             due.append(node.uuid)
-    decodes = _Decodes(monkeypatch)
+    decodes = DecodeCounter(monkeypatch)
     assert fleet.recover() == due
     assert decodes.count <= 4 * len(due)  # a few reads per node taken over, none of the fleet
     for uuid in due:
@@ -291,7 +277,7 @@ def test_check_timeouts_acts_on_exactly_the_due_nodes(
     )
     for node in (at_timeout, just_inside, woken):
         fleet.store.create(node)
-    decodes = _Decodes(monkeypatch)
+    decodes = DecodeCounter(monkeypatch)
     assert sorted(fleet.check_timeouts(NOW)) == sorted([at_timeout.uuid, woken.uuid])
     assert decodes.count <= 10
     timed_out = fleet.get_node(at_timeout.uuid)

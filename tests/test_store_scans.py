@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import DecodeCounter
 
 from ironic_fsm import states
 from ironic_fsm.exceptions import InvalidParameterValue
@@ -399,23 +400,11 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SQLStore, 
         store.close()
 
 
-class _Decodes:
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.count = 0
-        original = Node.from_json.__func__  # type: ignore[attr-defined]
-
-        def counted(cls: type[Node], text: str | bytes) -> Node:
-            self.count += 1
-            return original(cls, text)  # type: ignore[no-any-return]
-
-        monkeypatch.setattr(Node, "from_json", classmethod(counted))
-
-
 def test_scans_of_a_large_fleet_decode_nothing_when_nothing_is_due(
     fleet: tuple[SQLStore, list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store, _ = fleet
-    decodes = _Decodes(monkeypatch)
+    decodes = DecodeCounter(monkeypatch)
     now = T0 + timedelta(days=1)
     assert store.reserved() == []
     waits = sorted(states.WAIT_STATES)
@@ -433,7 +422,7 @@ def test_a_page_of_a_large_fleet_reads_only_its_rows_through_indexes(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     store, uuids = fleet
-    decodes = _Decodes(monkeypatch)
+    decodes = DecodeCounter(monkeypatch)
     middle = uuids[FLEET // 2]
     page = store.list(limit=1000, marker=middle)
     assert [n.uuid for n in page] == uuids[FLEET // 2 + 1 : FLEET // 2 + 1001]
