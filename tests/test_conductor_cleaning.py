@@ -35,6 +35,14 @@ from ironic_fsm.interfaces import VendorInterface
 from ironic_fsm.steps import clean_step
 from ironic_fsm.task import Task
 
+#: Priorities that enable the test hardware's zero-priority clean steps, with a tie.
+OVERRIDES = {
+    "vendor.step_a": 10,
+    "vendor.step_b": 20,
+    "management.mgmt_clean": 10,
+    "bios.bios_clean": 10,
+}
+
 
 def _provided(config: Config | None = None, **fields: Any) -> Node:
     """A manageable node of the fake hardware after ``provide``: it must end available."""
@@ -166,13 +174,7 @@ def test_node_automated_clean_true_overrides_config_false() -> None:
 
 
 def test_priority_override_enables_and_orders_steps() -> None:
-    overrides = {
-        "vendor.step_a": 10,
-        "vendor.step_b": 20,
-        "management.mgmt_clean": 10,
-        "bios.bios_clean": 10,
-    }
-    conductor = make_conductor(config=Config(clean_step_priority_override=overrides))
+    conductor = make_conductor(config=Config(clean_step_priority_override=OVERRIDES))
     node = new_node(conductor, states.MANAGEABLE)
     conductor.do_provisioning_action(node.uuid, "provide")
     node = conductor.get_node(node.uuid)
@@ -254,13 +256,7 @@ def test_get_clean_steps_fake_hardware() -> None:
 
 
 def test_get_clean_steps_sorted_with_overrides_and_tie_break() -> None:
-    overrides = {
-        "vendor.step_a": 10,
-        "vendor.step_b": 20,
-        "management.mgmt_clean": 10,
-        "bios.bios_clean": 10,
-    }
-    conductor = make_conductor(config=Config(clean_step_priority_override=overrides))
+    conductor = make_conductor(config=Config(clean_step_priority_override=OVERRIDES))
     node = new_node(conductor, states.MANAGEABLE)
     steps = conductor.get_clean_steps(node.uuid, min_priority=10)
     assert [f"{st['interface']}.{st['step']}" for st in steps] == [
