@@ -232,7 +232,7 @@ def test_patch_changes_what_it_names(api: tuple[Conductor, httpx.Client]) -> Non
           {"op": "replace", "path": "/power_state", "value": "power on"}], 400),
         ([{"op": "remove", "path": "/extra/missing"}], 400),
         ([{"op": "replace", "path": "/name", "value": "taken"}], 409),
-        ([{"op": "replace", "path": "/retired", "value": "yes"}], 400),
+        ([{"op": "replace", "path": "/retired", "value": "maybe"}], 400),
         ({"op": "replace"}, 400),
     ],
 )  # fmt: skip
@@ -293,3 +293,16 @@ def test_delete_rules(api: tuple[Conductor, httpx.Client]) -> None:
     other = _create(client, name="n2")
     assert client.delete("/v1/nodes/n2").status_code == 204
     assert client.get(f"/v1/nodes/{other['uuid']}").status_code == 404
+
+
+@pytest.mark.parametrize(("text", "expected"), [("True", True), ("false", False), ("1", True)])
+def test_patch_takes_booleans_written_as_text(
+    api: tuple[Conductor, httpx.Client], text: str, expected: bool
+) -> None:
+    conductor, client = api
+    _create(client, name="n1")
+    response = client.patch(
+        "/v1/nodes/n1", json=[{"op": "replace", "path": "/maintenance", "value": text}]
+    )
+    assert response.status_code == 200, response.text
+    assert conductor.get_node("n1").maintenance is expected
