@@ -157,14 +157,10 @@ def _quiet_libraries() -> Iterator[None]:
         logger.setLevel(level)
 
 
-@dataclass
-class Samples:
-    """Seconds per call of one operation."""
+class _Seconds:
+    """The quantiles of a list of timings, in seconds."""
 
-    driver: str
-    operation: str
-    call: str
-    seconds: list[float] = field(default_factory=list)
+    seconds: list[float]
 
     @property
     def median(self) -> float:
@@ -173,6 +169,16 @@ class Samples:
     @property
     def p90(self) -> float:
         return _p90(self.seconds)
+
+
+@dataclass
+class Samples(_Seconds):
+    """Seconds per call of one operation."""
+
+    driver: str
+    operation: str
+    call: str
+    seconds: list[float] = field(default_factory=list)
 
     @property
     def p99(self) -> float:
@@ -452,7 +458,7 @@ class _Blackhole:
 
 
 @dataclass
-class Fault:
+class Fault(_Seconds):
     """One failure case: the driver's time to raise against its configured deadline."""
 
     case: str
@@ -462,14 +468,6 @@ class Fault:
     expected_error: str
     seconds: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.seconds)
-
-    @property
-    def p90(self) -> float:
-        return _p90(self.seconds)
 
     @property
     def within(self) -> bool:
