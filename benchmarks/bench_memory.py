@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from _harness import Section, SummaryRow, Table, fmt_bytes, fmt_ratio, run_alone, traced_bytes
@@ -62,6 +62,16 @@ def _ironic_fsm(nodes: list[Node]) -> Callable[[], object]:
     return build
 
 
+def _record(node: Node, current: str, defaults: Mapping[str, str | None]) -> None:
+    """The node record after a rival machine moved: Ironic's target rule, as the conductor."""
+    target = node.target_provision_state
+    if target is not None and target == current:
+        target = None
+    if defaults[current] is not None:
+        target = defaults[current]
+    node.provision_state, node.target_provision_state = current, target
+
+
 def _automaton(
     nodes: list[Node], defn: Definition, clone: Callable[[Any], Any]
 ) -> Callable[[], object]:
@@ -75,12 +85,7 @@ def _automaton(
             machine.initialize(node.provision_state)
             machine.process_event(EVENT)
             current = machine.current_state
-            target = node.target_provision_state
-            if target is not None and target == current:
-                target = None
-            if defaults[current] is not None:
-                target = defaults[current]
-            node.provision_state, node.target_provision_state = current, target
+            _record(node, current, defaults)
             machines.append(machine)
         return machines
 
@@ -98,12 +103,7 @@ def _transitions(nodes: list[Node], defn: Definition) -> Callable[[], object]:
             machine.add_model(model, initial=node.provision_state)
             model.trigger(EVENT)
             current = model.state
-            target = node.target_provision_state
-            if target is not None and target == current:
-                target = None
-            if defaults[current] is not None:
-                target = defaults[current]
-            node.provision_state, node.target_provision_state = current, target
+            _record(node, current, defaults)
             models.append(model)
         return (machine, models)
 
