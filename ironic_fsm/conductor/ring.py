@@ -95,6 +95,8 @@ class Ownership(Runtime):
     #: The rings over the live conductors last read, and when they were read.
     _rings: HashRings | None = None
     _rings_read: datetime | None = None
+    #: When they must be read again: ``heartbeat_interval`` after the last read.
+    _rings_until: datetime | None = None
     #: The (group, hardware type) pairs reported as served by nobody, since the last rebuild.
     _orphans_told: frozenset[tuple[str, str]] = frozenset()
 
@@ -108,10 +110,10 @@ class Ownership(Runtime):
         fleet. A node whose group and hardware type no live conductor serves
         belongs to nobody (False everywhere); that is logged once per pair.
         """
-        if self._fleet_record is None or not isinstance(self.store, ConductorRegistry):
+        if self._fleet_record is None:
             return True
         rings = self._current_rings()
-        if not rings.members:
+        if rings is None or not rings.members:  # no registry, or nobody alive
             return True
         owner = rings.owner(node_uuid, driver, conductor_group)
         if owner is None:
@@ -122,11 +124,15 @@ class Ownership(Runtime):
     def refresh_ring(self) -> None:
         """Read the registry now; rebuild the rings if the set of live conductors changed.
 
-        Nothing to read before this conductor registers: it owns every node.
+        Nothing to read before this conductor registers, or from a store
+        without a registry: the conductor owns every node.
         """
-        if self._fleet_record is None or not isinstance(self.store, ConductorRegistry):
-            return
         now = self._now()
+        self._rings_read = now
+        self._rings_until = now + timedelta(seconds=self.config.heartbeat_interval)
+        if self._fleet_record is None or not isinstance(self.store, ConductorRegistry):
+            self._rings = None
+            return
         members = frozenset(
             (record.holder, record.conductor_group, record.hardware_types)
             for record in self._conductor_records()
@@ -141,25 +147,19 @@ class Ownership(Runtime):
                 )  # fmt: skip
             self._rings = HashRings(members)
             self._orphans_told = frozenset()
-        self._rings_read = now
 
     # -- for the conductor's own use ----------------------------------------------------------
 
-    def _current_rings(self) -> HashRings:
-        """The rings, read again if the last read is older than ``heartbeat_interval``."""
-        read, rings = self._rings_read, self._rings
-        if rings is None or read is None:
-            self.refresh_ring()
-        else:
-            age = self._now() - read
-            if not timedelta(0) <= age < timedelta(seconds=self.config.heartbeat_interval):
-                self.refresh_ring()
-        assert self._rings is not None
+    def _current_rings(self) -> HashRings | None:
+        """The rings (``None``: no registry), read again when older than ``heartbeat_interval``."""
+        read, until = self._rings_read, self._rings_until
+        if read is None or until is None or not read <= self._now() < until:
+            self.refresh_ring()  # never read, forgotten, stale, or the clock went back
         return self._rings
 
     def _forget_rings(self) -> None:
         """This conductor's own entry changed: read the registry on the next :meth:`owns`."""
-        self._rings_read = None
+        self._rings_read = self._rings_until = None
 
     def _tell_orphan(self, node_uuid: str, driver: str, group: str) -> None:
         pair = (group, driver)
