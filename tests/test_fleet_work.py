@@ -229,6 +229,11 @@ def test_claim_work_refuses_a_limit_that_is_not_a_positive_count(store: Store) -
             worker.claim_work(limit=bad)  # type: ignore[arg-type]
 
 
+def test_hand_off_must_be_a_bool(store: Store) -> None:
+    with pytest.raises(InvalidParameterValue, match="hand_off must be True or False"):
+        Conductor(store=store, hand_off="yes")  # type: ignore[arg-type]
+
+
 def test_claim_work_claims_at_most_limit_and_the_rest_waits(store: Store) -> None:
     api, worker = api_and_worker(store)
     uuids = [api.create_node(driver=HW).uuid for _ in range(5)]

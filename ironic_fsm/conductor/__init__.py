@@ -48,6 +48,7 @@ from ironic_fsm.conductor.runtime import Executor, Guard
 from ironic_fsm.conductor.verbs import Verbs
 from ironic_fsm.conductor.work import Work
 from ironic_fsm.config import Config
+from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.hardware import HardwareType
 from ironic_fsm.machine import LIFECYCLE, Lifecycle
 from ironic_fsm.stores import MemoryStore, Store
@@ -91,6 +92,10 @@ class Conductor(Fleet, History, Reconcile, Verbs, Work, PowerSync, Recovery, Nod
         guards: Iterable[Guard] = (),
         hand_off: bool = False,
     ) -> None:
+        if type(hand_off) is not bool:
+            raise InvalidParameterValue(
+                f"Conductor's hand_off must be True or False, not {hand_off!r}"
+            )
         # The conductor's whole state; the mixins only declare what they use.
         self.store = store if store is not None else MemoryStore()
         self.config = config if config is not None else Config()
