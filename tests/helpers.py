@@ -655,6 +655,22 @@ def stopped_after(peer: _Peer) -> Iterator[_Peer]:
         peer.stop()
 
 
+def manageable_on(conductor: Conductor, driver: str, driver_info: dict[str, Any]) -> Node:
+    """A node enrolled and managed (its BMC reached): it must end manageable."""
+    node = conductor.create_node(driver=driver, driver_info=driver_info)
+    node = conductor.do_provisioning_action(node.uuid, "manage")
+    assert node.provision_state == states.MANAGEABLE, node.last_error
+    return node
+
+
+def clean_one(conductor: Conductor, node: Node, interface: str, step: str, **args: Any) -> Node:
+    """A manual clean of one step, with ``args`` when there are any."""
+    spec: dict[str, Any] = {"interface": interface, "step": step}
+    if args:
+        spec["args"] = args
+    return conductor.do_provisioning_action(node.uuid, "clean", clean_steps=[spec])
+
+
 def task_for(name: str, hardware: HardwareType, driver_info: dict[str, Any], **fields: Any) -> Task:
     """A task on a new node of hardware type ``name``, for driver-level tests."""
     node = Node(driver=name, driver_info=driver_info, **fields)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import stopped_after, task_for
+from helpers import clean_one, manageable_on, stopped_after, task_for
 
 from ironic_fsm import Conductor, Config, states
 from ironic_fsm.drivers import redfish
@@ -101,18 +101,7 @@ def new_conductor(**config: Any) -> Conductor:
 
 
 def enroll_manageable(conductor: Conductor, emu: Emulator, **driver_info: Any) -> Node:
-    node = conductor.create_node(driver="redfish", driver_info=emu.driver_info(**driver_info))
-    node = conductor.do_provisioning_action(node.uuid, "manage")
-    assert node.provision_state == states.MANAGEABLE, node.last_error
-    return node
-
-
-def clean_one(conductor: Conductor, node: Node, interface: str, step: str, **args: Any) -> Node:
-    """A manual clean of one step, with ``args`` when there are any."""
-    spec: dict[str, Any] = {"interface": interface, "step": step}
-    if args:
-        spec["args"] = args
-    return conductor.do_provisioning_action(node.uuid, "clean", clean_steps=[spec])
+    return manageable_on(conductor, "redfish", emu.driver_info(**driver_info))
 
 
 # -- driver_info -----------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import stopped_after, task_for
+from helpers import manageable_on, stopped_after, task_for
 
 from ironic_fsm import Conductor, Config, states
 from ironic_fsm.drivers import redfish
@@ -65,10 +65,7 @@ make_task = functools.partial(task_for, "redfish")
 
 
 def manageable(conductor: Conductor, emu: Emulator, **driver_info: Any) -> Node:
-    node = conductor.create_node(driver="redfish", driver_info=emu.driver_info(**driver_info))
-    node = conductor.do_provisioning_action(node.uuid, "manage")
-    assert node.provision_state == states.MANAGEABLE, node.last_error
-    return node
+    return manageable_on(conductor, "redfish", emu.driver_info(**driver_info))
 
 
 def clean(conductor: Conductor, node: Node, interface: str, step: str, **args: Any) -> Node:
