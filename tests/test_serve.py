@@ -27,6 +27,7 @@ from serve_hardware import StepRuns
 import ironic_fsm
 from ironic_fsm import states
 from ironic_fsm.stores import SQLStore
+from ironic_fsm.stores.base import reserved
 
 
 @pytest.fixture
@@ -35,11 +36,18 @@ def pg_url(postgres_server: PostgresServer) -> Iterator[str]:
 
 
 def _held_by(conductor: ironic_fsm.Conductor, pid: int) -> list[str]:
-    return [
-        n.uuid
-        for n in conductor.list_nodes()
-        if n.reservation is not None and f":{pid}:" in n.reservation
-    ]
+    """The nodes process ``pid`` holds (from the reservation index: cheap to poll)."""
+    return [uuid for uuid, holder, _ in reserved(conductor.store) if f":{pid}:" in holder]
+
+
+def _when_holding(conductor: ironic_fsm.Conductor, pid: int, within: float = 5) -> bool:
+    """Poll until process ``pid`` holds a node (mid-flow); whether it did in time."""
+    deadline = time.monotonic() + within
+    while not _held_by(conductor, pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
 
 
 def _taken_over(node: ironic_fsm.Node, state_at_kill: str, pid: int) -> bool:
@@ -77,14 +85,13 @@ def test_sigkill_one_of_three_on_postgres_300_nodes(pg_url: str, tmp_path: Path)
                 # Once a fifth are past cleaning, kill while it holds nodes (mid-step).
                 if _count(seen, states.ACTIVE) + _count(seen, states.AVAILABLE) < 60:
                     return
-                if _held_by(conductor, victim.pid):
+                if _when_holding(conductor, victim.pid):
                     victim.send_signal(signal.SIGKILL)
                     kill["at"] = time.monotonic()
                     victim.wait()
                     # Read once it is dead: it may have taken more since the look above.
-                    for node in conductor.list_nodes():
-                        if node.reservation and f":{victim.pid}:" in node.reservation:
-                            held[node.uuid] = node.provision_state
+                    for uuid in _held_by(conductor, victim.pid):
+                        held[uuid] = conductor.get_node(uuid).provision_state
             elif "took" not in kill and all(
                 _taken_over(conductor.get_node(uuid), state, victim.pid)
                 for uuid, state in held.items()
@@ -119,7 +126,7 @@ def test_sigterm_one_of_three_drains_and_goes_offline(pg_url: str, tmp_path: Pat
         victim = fleet.procs[0]
 
         def terminate(seen: dict[str, str]) -> None:
-            if stopped or not _held_by(conductor, victim.pid):
+            if stopped or not _when_holding(conductor, victim.pid, within=0.5):
                 return
             victim.send_signal(signal.SIGTERM)
             stopped["code"] = victim.wait(timeout=30)
@@ -167,7 +174,7 @@ def test_two_processes_on_one_sqlite_file(tmp_path: Path) -> None:
 
         def kill(seen: dict[str, str]) -> None:
             past_cleaning = _count(seen, states.AVAILABLE) + _count(seen, states.ACTIVE)
-            if not killed and past_cleaning >= 5 and _held_by(conductor, victim.pid):
+            if not killed and past_cleaning >= 5 and _when_holding(conductor, victim.pid):
                 victim.send_signal(signal.SIGKILL)
                 victim.wait()
                 killed.append(victim.pid)

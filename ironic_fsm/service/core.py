@@ -71,38 +71,23 @@ class ServiceOptions:
 
 
 class FlowExecutor(ThreadPoolExecutor):
-    """The conductor's flow threads, counting what is queued or running in them.
+    """The conductor's flow threads; each flow that ends lets the service claim more at once.
 
-    The count lets the service claim only what it can start now, and tell
-    when a drain is over even on a conductor that cannot count for itself.
-    ``on_done`` is called after each flow (the service claims more then).
+    Without it a service with every thread busy would pick up the next
+    queued node only at its next poll or notification.
     """
 
     def __init__(self, workers: int, on_done: Callable[[], None] | None = None) -> None:
         super().__init__(max_workers=workers, thread_name_prefix="ironic-fsm-flow")
-        self._count_lock = threading.Lock()
-        self._in_flight = 0
-        #: Called after each flow; the service sets it to claim more at once.
+        #: Called after each flow; the service sets it.
         self.on_done = on_done
 
-    @property
-    def in_flight(self) -> int:
-        return self._in_flight
-
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
-        with self._count_lock:
-            self._in_flight += 1
-        try:
-            future = super().submit(fn, *args, **kwargs)
-        except BaseException:
-            self._finished(None)
-            raise
+        future = super().submit(fn, *args, **kwargs)
         future.add_done_callback(self._finished)
         return future
 
-    def _finished(self, _future: Future[Any] | None) -> None:
-        with self._count_lock:
-            self._in_flight -= 1
+    def _finished(self, _future: Future[Any]) -> None:
         if self.on_done is not None:
             self.on_done()
 
@@ -168,10 +153,7 @@ class Service:
 
     def running(self) -> int:
         """Flows queued or running in this service's conductor."""
-        counted = getattr(self.conductor, "running", None)
-        if callable(counted):
-            return int(counted())
-        return 0 if self.executor is None else self.executor.in_flight
+        return self.conductor.running()
 
     def start(self) -> None:
         """Register the conductor and start the duties; :meth:`run` calls it.
@@ -207,18 +189,14 @@ class Service:
             Periodic("heartbeat", conductor.heartbeat, beat, first_delay=beat),
             # As Ironic checks for dead conductors: once per heartbeat period.
             Periodic("takeover", conductor.recover, beat),
+            Periodic("claim", self._claim, self._poll_interval(), wake=self.wake),
         ]
-        if callable(getattr(conductor, "claim_work", None)):
-            duties.append(Periodic("claim", self._claim, self._poll_interval(), wake=self.wake))
-        optional: list[tuple[str, str, float]] = [
-            ("timeouts", "check_timeouts", config.check_provision_state_interval),
-            ("power_sync", "sync_power_states", config.sync_power_state_interval),
-            ("history_trim", "trim_node_history", config.node_history_cleanup_interval),
+        optional: list[tuple[str, Callable[[], object], float]] = [
+            ("timeouts", conductor.check_timeouts, config.check_provision_state_interval),
+            ("power_sync", conductor.sync_power_states, config.sync_power_state_interval),
+            ("history_trim", conductor.trim_node_history, config.node_history_cleanup_interval),
         ]
-        for name, method, interval in optional:
-            duty = getattr(conductor, method, None)
-            if interval > 0 and callable(duty):
-                duties.append(Periodic(name, duty, interval))
+        duties += [Periodic(name, duty, every) for name, duty, every in optional if every > 0]
         return duties
 
     def _poll_interval(self) -> float:
@@ -232,7 +210,7 @@ class Service:
             return
         free = self.options.workers - self.running()
         if free > 0:
-            self.conductor.claim_work(limit=free)  # type: ignore[attr-defined]
+            self.conductor.claim_work(limit=free)
 
     # -- stopping -----------------------------------------------------------------------------
 
@@ -257,17 +235,9 @@ class Service:
                 task.stop()
         if self.listener is not None:
             self.listener.stop()
-        drain = getattr(self.conductor, "drain", None)
-        if callable(drain):
-            drain()
+        self.conductor.drain()
         forced = not self._wait_drained()
-        for task in self.tasks.values():
-            task.stop()
-        if self.executor is not None:
-            self.executor.shutdown(wait=not forced, cancel_futures=forced)
-        if not forced:
-            for task in self.tasks.values():
-                task.join()
+        self._stop_threads(forced)
         try:
             self.conductor.unregister()
         except Exception:
@@ -281,6 +251,16 @@ class Service:
             return EXIT_FORCED
         LOG.info("Conductor %s drained and offline", self.conductor.holder)
         return EXIT_OK
+
+    def _stop_threads(self, forced: bool) -> None:
+        """Stop the timers and the flow threads; wait for them unless stopping at once."""
+        for task in self.tasks.values():
+            task.stop()
+        if self.executor is not None:
+            self.executor.shutdown(wait=not forced, cancel_futures=forced)
+        if not forced:
+            for task in self.tasks.values():
+                task.join()
 
     def _wait_drained(self) -> bool:
         """Wait for running flows to end; ``False`` when forced or out of time."""
