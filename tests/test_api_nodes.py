@@ -306,3 +306,12 @@ def test_patch_takes_booleans_written_as_text(
     )
     assert response.status_code == 200, response.text
     assert conductor.get_node("n1").maintenance is expected
+
+
+def test_fields_may_name_the_conductor(api: tuple[Conductor, httpx.Client]) -> None:
+    conductor, client = api
+    _create(client, name="n1")
+    response = client.get("/v1/nodes/n1", params={"fields": "uuid,conductor"})
+    assert response.status_code == 200, response.text
+    assert response.json()["conductor"] == conductor.config.host
+    assert set(response.json()) == {"uuid", "conductor", "links"}

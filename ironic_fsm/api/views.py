@@ -8,6 +8,8 @@ them, and cannot be set (see ``docs/api-server.rst``).
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, Final
@@ -65,7 +67,7 @@ ABSENT_FIELDS: Final[dict[str, Any]] = {
 
 
 def _attr(name: str) -> Getter:
-    return lambda node: getattr(node, name)
+    return operator.attrgetter(name)
 
 
 def _absent(name: str) -> Getter:
@@ -140,6 +142,17 @@ SUMMARY_FIELDS: Final = (
 )  # fmt: skip
 
 
+@functools.lru_cache(maxsize=256)
+def _getters(version: Version, fields: tuple[str, ...] | None) -> tuple[tuple[str, Getter], ...]:
+    """The fields shown at ``version`` and how to read each: worked out once, not per node."""
+    names = NODE_FIELD_VERSIONS if fields is None else fields
+    return tuple(
+        (name, NODE_FIELD_VERSIONS[name][1])
+        for name in names
+        if name in NODE_FIELD_VERSIONS and version >= NODE_FIELD_VERSIONS[name][0]
+    )
+
+
 def node_view(
     node: Node,
     version: Version,
@@ -150,19 +163,15 @@ def node_view(
     links: bool = True,
 ) -> dict[str, Any]:
     """The node at ``version``; ``fields`` restricts it (already checked against the version)."""
-    names = NODE_FIELD_VERSIONS if fields is None else fields
-    out: dict[str, Any] = {}
-    for name in names:
-        since, getter = NODE_FIELD_VERSIONS[name]
-        if version >= since:
-            out[name] = getter(node)
-    if (fields is None or "conductor" in fields) and version >= (1, 49):
+    chosen = None if fields is None else tuple(fields)
+    out: dict[str, Any] = {name: getter(node) for name, getter in _getters(version, chosen)}
+    if (chosen is None or "conductor" in chosen) and version >= (1, 49):
         out["conductor"] = conductor
     if version < (1, 2) and out.get("provision_state") == "available":
         out["provision_state"] = None  # before 1.2 Ironic showed available as "no state"
     if links:
         out["links"] = link_pair(base, "nodes", node.uuid)
-        if fields is None:
+        if chosen is None:
             out["ports"] = link_pair(base, f"nodes/{node.uuid}", "ports")
             if version >= (1, 14):
                 out["states"] = link_pair(base, f"nodes/{node.uuid}", "states")
