@@ -601,6 +601,20 @@ USER_STEP_IDS = [case.name for case in USER_STEP_CASES]
 # -- store reads ---------------------------------------------------------------------------
 
 
+def expected_order(nodes: list[Node], sort_key: str, sort_dir: str) -> list[str]:
+    """The contract's order, computed independently: unset first, then value, then creation."""
+    position = {n.uuid: i for i, n in enumerate(nodes)}
+
+    def key(node: Node) -> tuple[Any, ...]:
+        value = getattr(node, sort_key)
+        if sort_key == "uuid":
+            return (value,)
+        return (value is not None, value if value is not None else 0, position[node.uuid])
+
+    ordered = sorted(nodes, key=key, reverse=sort_dir == "desc")
+    return [n.uuid for n in ordered]
+
+
 class DecodeCounter:
     """Counts the node records decoded (every store read goes through ``Node.from_json``)."""
 

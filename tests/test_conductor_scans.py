@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import FAKE_HW, T0, Clock, DecodeCounter, make_conductor, new_node
+from helpers import FAKE_HW, T0, Clock, DecodeCounter, expected_order, make_conductor, new_node
 
 from ironic_fsm import Conductor, Config, states
 from ironic_fsm.conductor.common import process_start
@@ -61,15 +61,7 @@ def _walk(conductor: Conductor, limit: int, **kwargs: Any) -> list[str]:
 def test_list_nodes_walks_the_fleet_by_pages_in_order(sort_key: str, sort_dir: str) -> None:
     conductor = make_conductor()
     nodes = _fleet(conductor)
-    position = {n.uuid: i for i, n in enumerate(nodes)}
-
-    def key(node: Node) -> tuple[Any, ...]:
-        value = getattr(node, sort_key)
-        if sort_key == "uuid":
-            return (value,)
-        return (value is not None, value if value is not None else 0, position[node.uuid])
-
-    expected = [n.uuid for n in sorted(nodes, key=key, reverse=sort_dir == "desc")]
+    expected = expected_order(nodes, sort_key, sort_dir)
     whole = conductor.list_nodes(sort_key=sort_key, sort_dir=sort_dir)
     assert [n.uuid for n in whole] == expected
     for limit in (1, 4, 23, 50):

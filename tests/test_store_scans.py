@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import DecodeCounter
+from helpers import DecodeCounter, expected_order
 
 from ironic_fsm import states
 from ironic_fsm.exceptions import InvalidParameterValue
@@ -54,20 +54,6 @@ def build_fleet(store: Store, count: int = 37) -> list[Node]:
         store.create(node)
         nodes.append(node)
     return nodes
-
-
-def expected_order(nodes: list[Node], sort_key: str, sort_dir: str) -> list[str]:
-    """The contract's order, computed independently: unset first, then value, then creation."""
-    position = {n.uuid: i for i, n in enumerate(nodes)}
-
-    def key(node: Node) -> tuple[Any, ...]:
-        value = getattr(node, sort_key)
-        if sort_key == "uuid":
-            return (value,)
-        return (value is not None, value if value is not None else 0, position[node.uuid])
-
-    ordered = sorted(nodes, key=key, reverse=sort_dir == "desc")
-    return [n.uuid for n in ordered]
 
 
 def walk(store: Store, limit: int, **kwargs: Any) -> list[str]:
