@@ -118,7 +118,7 @@ class Checker:
             driver = self._drivers.get(key)
             if driver is None:
                 # The conductor's own registry: types registered on it count too.
-                driver = self._drivers[key] = self.conductor._driver_for(node)
+                driver = self._drivers[key] = self.conductor.hardware_type_for(node)
         except IronicFSMError as exc:
             kind = exc.details.get("kind")
             at = f"{where}.interfaces.{kind}" if isinstance(kind, str) else f"{where}.driver"
