@@ -1,4 +1,4 @@
-"""Node operations the conductor has no public method for yet (boot device, validate).
+"""What the conductor has no public method for yet (boot device, validate, served types).
 
 They reach into the conductor's reservation and driver lookup; this module
 is the one place that does, so that it shrinks to nothing once the
@@ -14,7 +14,7 @@ from ironic_fsm.conductor.common import describe_exc, scrub_node
 from ironic_fsm.conductor.runtime import driver_call
 from ironic_fsm.task import Task
 
-__all__ = ["VALIDATED_INTERFACES", "management_call", "validate_node"]
+__all__ = ["VALIDATED_INTERFACES", "management_call", "served_drivers", "validate_node"]
 
 #: Interfaces Ironic reports on in ``validate``; those we do not have report "not supported".
 VALIDATED_INTERFACES: Final = (
@@ -28,6 +28,11 @@ def management_call(conductor: Conductor, ident: str, method: str, *args: Any) -
     """``driver.management.<method>(task, *args)`` with the node reserved (NodeLocked if busy)."""
     with conductor._reserved(ident) as job:
         return driver_call(job, "management", method, *args)
+
+
+def served_drivers(conductor: Conductor) -> tuple[str, ...]:
+    """The hardware types this conductor serves (enabled or installed, and registered)."""
+    return conductor._served_types()
 
 
 def validate_node(conductor: Conductor, ident: str) -> dict[str, dict[str, Any]]:

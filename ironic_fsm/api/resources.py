@@ -6,6 +6,7 @@ from typing import Any
 
 import falcon
 
+from ironic_fsm.api import _glue
 from ironic_fsm.api.common import link_pair, query_bool, require_version, send
 from ironic_fsm.api.errors import ApiError
 from ironic_fsm.api.views import stamp
@@ -21,7 +22,12 @@ def _hosts(conductor: Conductor, driver: str) -> list[str]:
 
 
 def _drivers(conductor: Conductor) -> list[str]:
-    return sorted(conductor._registry.names())
+    """The types this conductor serves and those alive conductors report."""
+    names = set(_glue.served_drivers(conductor))
+    for info in conductor.list_conductors():
+        if info.alive:
+            names.update(info.hardware_types)
+    return sorted(names)
 
 
 class Drivers:
