@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from ironic_fsm import Conductor, Config
 from ironic_fsm.api import ApiServer, start_api
 from ironic_fsm.stores import SQLStore
@@ -90,3 +92,13 @@ def openstack(url: str, *args: str, env: dict[str, str] | None = None, check: bo
 def error_text(response: Any) -> str:
     """The ``faultstring`` inside Ironic's error body (itself a JSON string)."""
     return str(json.loads(response.json()["error_message"])["faultstring"])
+
+
+@contextmanager
+def api_client(db: Path) -> Iterator[tuple[Conductor, httpx.Client]]:
+    """:func:`api_in_process` with an HTTP client that asks for the latest version."""
+    with (
+        api_in_process(db) as (conductor, _, url),
+        httpx.Client(base_url=url, headers=LATEST) as client,
+    ):
+        yield conductor, client

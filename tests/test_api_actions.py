@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
-from api_helpers import LATEST, api_in_process, error_text
+from api_helpers import api_client, error_text
 
 from ironic_fsm import Conductor
 from ironic_fsm import states as s
@@ -16,11 +16,8 @@ from ironic_fsm import states as s
 
 @pytest.fixture
 def api(tmp_path: Any) -> Iterator[tuple[Conductor, httpx.Client]]:
-    with (
-        api_in_process(tmp_path / "nodes.sqlite") as (conductor, _, url),
-        httpx.Client(base_url=url, headers=LATEST) as client,
-    ):
-        yield conductor, client
+    with api_client(tmp_path / "nodes.sqlite") as pair:
+        yield pair
 
 
 def _node(client: httpx.Client, name: str = "n1") -> str:

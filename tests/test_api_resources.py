@@ -7,18 +7,15 @@ from typing import Any
 
 import httpx
 import pytest
-from api_helpers import LATEST, api_in_process
+from api_helpers import api_client
 
 from ironic_fsm import Conductor
 
 
 @pytest.fixture
 def api(tmp_path: Any) -> Iterator[tuple[Conductor, httpx.Client]]:
-    with (
-        api_in_process(tmp_path / "nodes.sqlite") as (conductor, _, url),
-        httpx.Client(base_url=url, headers=LATEST) as client,
-    ):
-        yield conductor, client
+    with api_client(tmp_path / "nodes.sqlite") as pair:
+        yield pair
 
 
 def test_drivers_list_and_show(api: tuple[Conductor, httpx.Client]) -> None:
