@@ -93,6 +93,12 @@ def test_stop_drains_then_goes_offline(tmp_path: Path) -> None:
     store.close()
 
 
+def test_service_options_never_show_the_database_password() -> None:
+    options = ServiceOptions(listen_dsn="postgresql://ironic:s3cret@db/ironic")
+    assert "s3cret" not in repr(options)
+    assert options.listen_dsn == "postgresql://ironic:s3cret@db/ironic"
+
+
 def test_service_options_refuse_nonsense() -> None:
     with pytest.raises(ValueError, match="workers must be > 0, not 0"):
         ServiceOptions(workers=0)

@@ -67,7 +67,8 @@ class ServiceOptions:
     #: Ironic's option: seconds a drain waits for running flows before stopping at once.
     graceful_shutdown_timeout: float = attrs.field(default=60.0)
     #: PostgreSQL connection string to ``LISTEN`` on for queued work (``None``: poll only).
-    listen_dsn: str | None = None
+    #: Left out of the repr: it may carry the database password.
+    listen_dsn: str | None = attrs.field(default=None, repr=False)
 
 
 class FlowExecutor(ThreadPoolExecutor):
