@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -141,3 +143,23 @@ def test_empty_202_carries_no_json_type(http: httpx.Client, tmp_path: Path) -> N
     assert response.status_code == 202
     assert response.content == b""
     assert "content-type" not in response.headers
+
+
+@pytest.mark.parametrize("path", ["/", "/v1"])
+def test_discovery_answers_head(http: httpx.Client, path: str) -> None:
+    response = http.head(path)
+    assert response.status_code == 200
+    assert response.content == b""
+    _range_headers(response)
+
+
+def test_import_ironic_fsm_leaves_the_api_out() -> None:
+    code = (
+        "import sys, ironic_fsm; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('falcon', 'cheroot', 'jsonpatch', 'bcrypt') or m.startswith('ironic_fsm.api')))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"

@@ -55,10 +55,14 @@ class Root:
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         send(resp, root_document(req.prefix))
 
+    on_head = on_get  # Falcon sends the headers and drops the body
+
 
 class V1:
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         send(resp, v1_document(req.prefix, version_of(req)))
+
+    on_head = on_get
 
 
 def make_app(
