@@ -312,3 +312,20 @@ def test_fields_may_name_the_conductor(api: tuple[Conductor, httpx.Client]) -> N
     assert response.status_code == 200, response.text
     assert response.json()["conductor"] == conductor.config.host
     assert set(response.json()) == {"uuid", "conductor", "links"}
+
+
+def test_interfaces_change_only_in_quiet_states(api: tuple[Conductor, httpx.Client]) -> None:
+    conductor, client = api
+    node = _create(client, name="n1")
+    for verb in ("manage", "provide", "active"):
+        assert client.put("/v1/nodes/n1/states/provision", json={"target": verb}).status_code == 202
+        _wait_settled(conductor, node["uuid"])
+    change = [{"op": "replace", "path": "/driver", "value": "ipmi"}]
+    refused = client.patch("/v1/nodes/n1", json=change)
+    assert refused.status_code == 409
+    assert "driver" in error_text(refused)
+    assert conductor.get_node("n1").driver == "fake-hardware"
+    client.put("/v1/nodes/n1/maintenance", json={})
+    allowed = client.patch("/v1/nodes/n1", json=change)
+    assert allowed.status_code == 200, allowed.text
+    assert conductor.get_node("n1").driver == "ipmi"

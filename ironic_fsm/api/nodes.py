@@ -358,6 +358,7 @@ class NodeItem:
             _check_name(changed["name"])
             _refuse_duplicate(self._conductor, "name", changed["name"])
         _refuse_during_transition(node)
+        _refuse_interface_change(node, changed)
         fields = {k: v for k, v in changed.items() if k not in _UNSTORED_SETTABLE}
         if fields:
             node = self._conductor.update_node(node.uuid, **fields)
@@ -369,6 +370,21 @@ class NodeItem:
         except InvalidStateRequested as error:
             raise ApiError(409, str(error)) from None
         resp.status = 204
+
+
+#: States in which a node's driver and interfaces may change (any state in maintenance).
+_INTERFACE_CHANGE_STATES: Final = frozenset({s.ENROLL, s.MANAGEABLE, s.AVAILABLE, s.INSPECTWAIT})
+
+
+def _refuse_interface_change(node: Node, changed: dict[str, Any]) -> None:
+    touched = sorted(k for k in changed if k == "driver" or k.endswith("_interface"))
+    if touched and not node.maintenance and node.provision_state not in _INTERFACE_CHANGE_STATES:
+        raise ApiError(
+            409,
+            f"Node {node.uuid}: {', '.join(touched)} can only change in "
+            f"{', '.join(sorted(_INTERFACE_CHANGE_STATES))} or in maintenance, not in "
+            f"{node.provision_state!r}",
+        )
 
 
 def _refuse_during_transition(node: Node) -> None:
