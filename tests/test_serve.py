@@ -40,14 +40,22 @@ def _held_by(conductor: ironic_fsm.Conductor, pid: int) -> list[str]:
     return [uuid for uuid, holder, _ in reserved(conductor.store) if f":{pid}:" in holder]
 
 
-def _when_holding(conductor: ironic_fsm.Conductor, pid: int, within: float = 5) -> bool:
-    """Poll until process ``pid`` holds a node (mid-flow); whether it did in time."""
+def _frozen_holding(
+    conductor: ironic_fsm.Conductor, proc: subprocess.Popen[bytes], within: float = 5
+) -> bool:
+    """Freeze ``proc`` (SIGSTOP) at a moment it holds a node, mid-flow; whether it did in time.
+
+    Frozen, it cannot release the node between the look and the signal
+    that follows (SIGKILL acts at once; SIGTERM waits for the SIGCONT).
+    """
     deadline = time.monotonic() + within
-    while not _held_by(conductor, pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
-    return True
+    while time.monotonic() < deadline:
+        proc.send_signal(signal.SIGSTOP)
+        if _held_by(conductor, proc.pid):
+            return True
+        proc.send_signal(signal.SIGCONT)
+        time.sleep(0.01)
+    return False
 
 
 def _taken_over(node: ironic_fsm.Node, state_at_kill: str, pid: int) -> bool:
@@ -85,11 +93,10 @@ def test_sigkill_one_of_three_on_postgres_300_nodes(pg_url: str, tmp_path: Path)
                 # Once a fifth are past cleaning, kill while it holds nodes (mid-step).
                 if _count(seen, states.ACTIVE) + _count(seen, states.AVAILABLE) < 60:
                     return
-                if _when_holding(conductor, victim.pid):
+                if _frozen_holding(conductor, victim):
                     victim.send_signal(signal.SIGKILL)
                     kill["at"] = time.monotonic()
                     victim.wait()
-                    # Read once it is dead: it may have taken more since the look above.
                     for uuid in _held_by(conductor, victim.pid):
                         held[uuid] = conductor.get_node(uuid).provision_state
             elif "took" not in kill and all(
@@ -126,9 +133,10 @@ def test_sigterm_one_of_three_drains_and_goes_offline(pg_url: str, tmp_path: Pat
         victim = fleet.procs[0]
 
         def terminate(seen: dict[str, str]) -> None:
-            if stopped or not _when_holding(conductor, victim.pid, within=0.5):
+            if stopped or not _frozen_holding(conductor, victim, within=0.5):
                 return
             victim.send_signal(signal.SIGTERM)
+            victim.send_signal(signal.SIGCONT)
             stopped["code"] = victim.wait(timeout=30)
             # Offline at once: not after heartbeat_timeout.
             stopped["alive"] = fleet.alive(conductor)
@@ -146,13 +154,14 @@ def test_sigterm_one_of_three_drains_and_goes_offline(pg_url: str, tmp_path: Pat
 
 
 def test_a_fourth_process_joins_and_takes_a_share(pg_url: str, tmp_path: Path) -> None:
-    conductor, nodes, log = fleet_nodes(pg_url, tmp_path, 120, step_seconds=0.02)
+    conductor, nodes, log = fleet_nodes(pg_url, tmp_path, 120, step_seconds=0.05)
     with serve_fleet(pg_url, tmp_path) as fleet:
         fleet.start_many(conductor, 3)
         joined: list[subprocess.Popen[bytes]] = []
 
         def join(seen: dict[str, str]) -> None:
-            if not joined and _count(seen, states.AVAILABLE) + _count(seen, states.ACTIVE) >= 20:
+            # Early in the run: most cleaning and deploying is still to come.
+            if not joined and len(seen) - _count(seen, states.ENROLL) >= 10:
                 joined.append(fleet.start())
 
         seen = drive(conductor, nodes, timeout=60, during=join)
@@ -174,7 +183,7 @@ def test_two_processes_on_one_sqlite_file(tmp_path: Path) -> None:
 
         def kill(seen: dict[str, str]) -> None:
             past_cleaning = _count(seen, states.AVAILABLE) + _count(seen, states.ACTIVE)
-            if not killed and past_cleaning >= 5 and _when_holding(conductor, victim.pid):
+            if not killed and past_cleaning >= 5 and _frozen_holding(conductor, victim):
                 victim.send_signal(signal.SIGKILL)
                 victim.wait()
                 killed.append(victim.pid)
