@@ -11,10 +11,14 @@ twice and none was lost.
 from __future__ import annotations
 
 import json
+import re
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -272,4 +276,52 @@ def test_cli_verbs_hand_work_to_a_live_service(tmp_path: Path) -> None:
         assert serve.wait(timeout=30) == 0
     node = conductor.get_node(uuid)
     assert (node.provision_state, node.reservation) == (states.AVAILABLE, None)
+    conductor.store.close()
+
+
+def _serve_with_api(db: Path, *api: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "ironic_fsm.cli", "--db", str(db), "serve", "--api", *api],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_serve_api_starts_after_the_conductor_and_stops_with_it(tmp_path: Path) -> None:
+    serve = _serve_with_api(tmp_path / "nodes.sqlite", "127.0.0.1:0")
+    try:
+        assert serve.stderr is not None
+        port = None
+        for line in serve.stderr:
+            found = re.search(r"REST API on 127\.0\.0\.1 port (\d+) \(noauth\)", line)
+            if found:
+                port = int(found.group(1))
+                break
+        assert port is not None
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/v1/conductors",
+            headers={"X-OpenStack-Ironic-API-Version": "latest"},  # conductors: 1.49
+        )
+        with urllib.request.urlopen(request) as response:
+            body = json.load(response)
+        [conductor] = body["conductors"]
+        assert conductor["alive"] is True
+    finally:
+        serve.send_signal(signal.SIGTERM)
+        assert serve.wait(timeout=30) == 0
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/v1", timeout=2)
+
+
+def test_serve_api_on_a_taken_port_fails_and_leaves_no_live_conductor(tmp_path: Path) -> None:
+    db = tmp_path / "nodes.sqlite"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        serve = _serve_with_api(db, f"127.0.0.1:{taken.getsockname()[1]}")
+        _, err = serve.communicate(timeout=30)
+    assert serve.returncode == 1, err
+    assert "error: " in err
+    conductor = ironic_fsm.Conductor(store=SQLStore(f"sqlite:///{db}"))
+    assert [info.alive for info in conductor.list_conductors()] == [False]
     conductor.store.close()

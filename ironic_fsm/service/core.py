@@ -177,8 +177,17 @@ class Service:
             "Conductor %s serving: %d flow threads, duties %s",
             self.conductor.holder, self.options.workers, ", ".join(self.tasks) or "none",
         )  # fmt: skip
-        for hook in self.on_started:
-            hook()
+        try:
+            for hook in self.on_started:
+                hook()
+        except BaseException:
+            # A front end that cannot start (its port taken, say): undo, so that the
+            # conductor does not stay registered as alive with nobody behind it.
+            if self.listener is not None:
+                self.listener.stop()
+            self._stop_threads(forced=False)
+            self.conductor.unregister()
+            raise
 
     # -- the duties ----------------------------------------------------------------------------
 
