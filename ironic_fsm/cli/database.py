@@ -130,13 +130,19 @@ def _build_conductor(store: Store, settings: _Settings | None, **conductor_args:
 
 
 def _service_serves(conductor: Conductor, ident: str) -> bool:
-    """Whether a live conductor service serves the node's hardware type (it then runs the flow).
+    """Whether a live service serves the node's group and hardware type (it then runs the flow).
 
     A conductor that is alive in the registry is a running service: a CLI
     command never registers. Its hardware types are those it advertised.
     """
-    driver = conductor.get_node(ident).driver
-    return any(info.alive and driver in info.hardware_types for info in conductor.list_conductors())
+    from ironic_fsm.conductor.ring import node_group
+
+    node = conductor.get_node(ident)
+    group = node_group(node)
+    return any(
+        info.alive and info.conductor_group == group and node.driver in info.hardware_types
+        for info in conductor.list_conductors()
+    )
 
 
 @contextmanager
