@@ -88,6 +88,8 @@ def test_saving_a_node_keeps_its_sync_time_and_deleting_forgets_it(store: Store)
     assert due(store, T0 + timedelta(days=1)) == []
     again = make(store, uuid=node.uuid)  # the same UUID again: a new node, due at once
     assert due(store, T0 - timedelta(seconds=1)) == [again.uuid]
+    mark_power_synced(store, [again.uuid], T0)  # the same time as its predecessor's
+    assert due(store, T0) == [again.uuid]  # once
 
 
 def test_marking_unknown_nodes_is_ignored(store: Store) -> None:

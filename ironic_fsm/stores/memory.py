@@ -326,11 +326,11 @@ class MemoryStore:
         with self._lock:
             uuids = list(self._power_never)
             heap, synced = self._power_heap, self._power_synced
-            kept = []
-            while heap and heap[0][0] <= before:
+            kept: dict[tuple[datetime, str], None] = {}  # a node deleted and made again
+            while heap and heap[0][0] <= before:  # may have two entries of one time
                 entry = heapq.heappop(heap)
                 if synced.get(entry[1]) == entry[0]:
-                    kept.append(entry)
+                    kept[entry] = None
             for entry in kept:
                 heapq.heappush(heap, entry)
                 uuids.append(entry[1])
