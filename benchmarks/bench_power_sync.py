@@ -91,7 +91,9 @@ def measure_redfish(n: int, tmp: Path, passes: int) -> dict[Any, Any]:
     try:
         ids = _system_ids(emu)
         assert len(ids) == n, (len(ids), n)
-        info = emu.driver_info(redfish_read_timeout=60)
+        # The emulator keeps its systems in SQLite (sushy-tools' PersistentDict) and answers
+        # 500 "database is locked" now and then under many clients: sushy retries those.
+        info = emu.driver_info(redfish_read_timeout=60, redfish_server_side_retries=5)
         store.create_many(
             [
                 Node(driver="redfish", driver_info={**info, "redfish_system_id": system_id},
@@ -110,6 +112,7 @@ def measure_redfish(n: int, tmp: Path, passes: int) -> dict[Any, Any]:
         conductors[WORKERS[-1]].sync_power_states(now)  # warm-up: the emulator's caches too
         figures: dict[Any, Any] = {"n": n, "bare_get": float("inf")}
         figures.update(dict.fromkeys(WORKERS, float("inf")))
+        figures["failed"] = dict.fromkeys(WORKERS, 0)
         for _ in range(passes):  # interleaved, so that drift on a shared box hits all alike
             for workers, conductor in conductors.items():
                 bare = _bare_get_seconds(emu, ids, min(n, 50))
@@ -118,9 +121,9 @@ def measure_redfish(n: int, tmp: Path, passes: int) -> dict[Any, Any]:
                 started = time.perf_counter()
                 report = conductor.sync_power_states(now)
                 figures[workers] = min(figures[workers], time.perf_counter() - started)
-                assert len(report.checked) == n, (workers, report)
-                assert not report.failed, report
-                assert not report.discrepancies, report
+                assert len(report.checked) + len(report.failed) == n, (workers, len(report.checked))
+                assert not report.discrepancies, report.discrepancies[:3]
+                figures["failed"][workers] += len(report.failed)
         return figures
     finally:
         store.close()
@@ -165,7 +168,7 @@ def run(quick: bool = False) -> Section:
     per_request = wire["bare_get"]
     table = Table(
         f"Power sync of {n:,} Redfish systems served by one emulator process",
-        ["workers", "pass s", "per node ms", "emulator GET ms", "pass / (N x GET)"],
+        ["workers", "pass s", "per node ms", "emulator GET ms", "pass / (N x GET)", "failed reads"],
     )
     for workers in WORKERS:
         seconds = wire[workers]
@@ -175,6 +178,7 @@ def run(quick: bool = False) -> Section:
             f"{seconds / n * 1e3:.2f}",
             f"{per_request * 1e3:.2f}",
             f"{seconds / (n * per_request):.2f}",
+            str(wire["failed"][workers]),
         )
     table.notes += [
         "each pass reads every node's power through the redfish driver (sushy, one shared "
@@ -184,6 +188,8 @@ def run(quick: bool = False) -> Section:
         "mean)",
         "the emulator is one Python process (werkzeug, threaded) on the same 2 cores as the "
         "conductor: extra workers overlap round trips only as far as it serves them in parallel",
+        "failed reads: over all passes of that worker count (the emulator's own 500s, "
+        '"database is locked", outlasting sushy\'s 5 retries)',
         f"best of {1 if quick else 3} pass(es) per worker count, after one warm-up pass; passes "
         "interleaved across worker counts",
     ]

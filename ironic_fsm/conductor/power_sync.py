@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
@@ -246,6 +245,8 @@ class PowerSync(Recovery):
         workers = min(self.config.sync_power_state_workers, len(work))
         if workers <= 1:
             return [(uuid, self._sync_node(uuid, recovering)) for uuid, recovering in work]
+        from concurrent.futures import ThreadPoolExecutor  # here: import ironic_fsm stays light
+
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="power-sync") as pool:
             results = pool.map(lambda item: self._sync_node(*item), work)
             return [(uuid, tags) for (uuid, _), tags in zip(work, results, strict=True)]
