@@ -49,6 +49,8 @@ POLL_SQLITE: Final = 1.0
 POLL_POSTGRES: Final = 10.0
 #: How often a draining service looks at what is still running.
 _DRAIN_TICK: Final = 0.05
+#: How often a running service looks for signals (its handler only notes them).
+_SIGNAL_TICK: Final = 0.2
 
 
 def _positive(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -119,6 +121,9 @@ class Service:
             executor.on_done = self.wake.set
         self._stopping = threading.Event()
         self._forced = threading.Event()
+        #: Signals received (appended by the handler) and how many were acted on.
+        self._signals: list[int] = []
+        self._signals_seen = 0
         self._started = False
         self.draining = False
         self.tasks: dict[str, Periodic] = {}
@@ -139,8 +144,8 @@ class Service:
         previous = self._install_signals() if handle_signals else {}
         try:
             self.start()
-            while not self._stopping.wait(0.5):
-                pass
+            while not self._stopping.wait(_SIGNAL_TICK):
+                self._act_on_signals()
             return self._shut_down()
         finally:
             for signum, handler in previous.items():
@@ -226,11 +231,20 @@ class Service:
 
     def _install_signals(self) -> dict[int, Any]:
         def handler(signum: int, _frame: FrameType | None) -> None:
+            # Only count: a handler runs between two bytecodes of the main thread, which
+            # may hold the very lock an Event or a log handler would take here.
+            self._signals.append(signum)
+
+        return {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+    def _act_on_signals(self) -> None:
+        """Stop for each signal the handler counted: drain on the first, at once on the next."""
+        while len(self._signals) > self._signals_seen:
+            signum = self._signals[self._signals_seen]
+            self._signals_seen += 1
             how = "at once" if self._stopping.is_set() else "after draining"
             LOG.warning("Signal %s: stopping %s", signal.Signals(signum).name, how)
             self.stop()
-
-        return {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
 
     def _shut_down(self) -> int:
         """Drain (unless forced), stop the duties, go offline; the exit code."""
@@ -283,6 +297,7 @@ class Service:
                     self.running(), self.options.graceful_shutdown_timeout,
                 )  # fmt: skip
                 return False
+            self._act_on_signals()
             if self._forced.wait(min(_DRAIN_TICK, left)):
                 return False
         return True
