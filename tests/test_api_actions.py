@@ -26,11 +26,15 @@ def _node(client: httpx.Client, name: str = "n1") -> str:
     return str(response.json()["uuid"])
 
 
+_RESTING = s.HOLD_STATES | s.FAILURE_STATES
+
+
 def _settle(conductor: Conductor, ident: str, timeout: float = 30.0) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         node = conductor.get_node(ident)
-        if node.target_provision_state is None and node.reservation is None:
+        resting = node.target_provision_state is None or node.provision_state in _RESTING
+        if resting and node.reservation is None:
             return node
         time.sleep(0.02)
     raise AssertionError(f"node {ident} did not settle")
@@ -261,3 +265,46 @@ def test_history(api: tuple[Conductor, httpx.Client]) -> None:
         f"/v1/nodes/{uuid}/history", headers={"X-OpenStack-Ironic-API-Version": "1.77"}
     )
     assert old.status_code == 404
+
+
+def _walk(conductor: Conductor, client: httpx.Client, uuid: str, *steps: Any) -> None:
+    for body, end in steps:
+        response = _provision(client, uuid, **body)
+        assert response.status_code == 202, (body, response.text)
+        node = _settle(conductor, uuid)
+        assert node.provision_state == end, (body, node.provision_state, node.last_error)
+
+
+def test_every_target_through_the_api(api: tuple[Conductor, httpx.Client]) -> None:
+    conductor, client = api
+    uuid = _node(client)
+    hold = [{"interface": "deploy", "step": "hold"}]
+    log = [{"interface": "vendor", "step": "log_passthrough", "args": {}}]
+    _walk(
+        conductor, client, uuid,
+        ({"target": "manage"}, s.MANAGEABLE),
+        ({"target": "inspect"}, s.MANAGEABLE),
+        ({"target": "clean", "clean_steps": log}, s.MANAGEABLE),
+        ({"target": "clean", "clean_steps": hold}, s.CLEANHOLD),
+        ({"target": "abort"}, s.CLEANFAIL),
+        ({"target": "manage"}, s.MANAGEABLE),
+        ({"target": "adopt"}, s.ACTIVE),
+        ({"target": "rescue", "rescue_password": "Rescue-Secret-9"}, s.RESCUE),
+        ({"target": "unrescue"}, s.ACTIVE),
+        ({"target": "service", "service_steps": log}, s.ACTIVE),
+        ({"target": "rebuild"}, s.ACTIVE),
+        ({"target": "deleted"}, s.AVAILABLE),
+        ({"target": "active", "deploy_steps": []}, s.ACTIVE),
+        ({"target": "undeploy"}, s.AVAILABLE),
+    )  # fmt: skip
+    node = conductor.get_node(uuid)
+    assert node.reservation is None
+    assert "Rescue-Secret-9" not in client.get(f"/v1/nodes/{uuid}").text
+
+
+def test_runbook_needs_1_92(api: tuple[Conductor, httpx.Client]) -> None:
+    conductor, client = api
+    uuid = _node(client)
+    response = _provision(client, uuid, target="clean", runbook="CUSTOM_RB")
+    assert response.status_code == 406
+    assert conductor.get_node(uuid).provision_state == s.ENROLL
