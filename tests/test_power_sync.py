@@ -416,6 +416,34 @@ def test_reads_run_on_a_bounded_pool(store: Store) -> None:
     assert peak[0] == 3
 
 
+def test_a_draining_conductor_syncs_nothing_and_leaves_the_nodes_due(store: Store) -> None:
+    lab = Lab(store)
+    first, second = lab.node(states.POWER_OFF), lab.node(states.POWER_OFF)
+    lab.conductor.drain()
+    assert lab.sync() == PowerSyncReport()
+    assert lab.bmc.reads == []
+    other = Conductor(store=store, config=Config(host="other"), clock=lab.clock)
+    other.register_hardware_type("lab", HardwareType(power=lab.bmc))
+    assert sorted(other.sync_power_states(lab.clock.now).forced) == sorted(
+        [first.uuid, second.uuid]
+    )
+
+
+def test_a_drain_during_a_pass_leaves_the_unread_nodes_due(store: Store) -> None:
+    lab = Lab(store, sync_power_state_workers=1)
+    nodes = [lab.node(states.POWER_ON) for _ in range(3)]
+    lab.bmc.on_read = lambda task: lab.conductor.drain()  # the drain begins at the first read
+    report = lab.sync()
+    assert len(report.checked) == 1
+    assert len(report.skipped) == 2
+    other = Conductor(store=store, config=Config(host="other"), clock=lab.clock)
+    other.register_hardware_type("lab", HardwareType(power=lab.bmc))
+    lab.bmc.on_read = None
+    assert sorted(other.sync_power_states(lab.clock.now).checked) == sorted(
+        n.uuid for n in nodes if n.uuid not in report.checked
+    )
+
+
 def test_now_must_be_aware(lab: Lab) -> None:
     with pytest.raises(InvalidParameterValue, match="timezone-aware"):
         lab.conductor.sync_power_states(datetime(2026, 1, 1))

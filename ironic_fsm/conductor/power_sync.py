@@ -175,12 +175,16 @@ class PowerSync(Recovery):
         service does; 0 there means never). ``now`` (an aware datetime,
         default the conductor's clock) decides what is due and is recorded
         as the nodes' sync time. Never raises for one node's trouble: that
-        node's outcome is in the report, and the log says why.
+        node's outcome is in the report, and the log says why. A draining
+        conductor (:meth:`drain`) syncs nothing, and a pass under way when the
+        drain begins leaves the nodes it has not read due, for the others.
         """
         if now is not None and (not isinstance(now, datetime) or now.utcoffset() is None):
             raise InvalidParameterValue(
                 f"sync_power_states needs a timezone-aware datetime, not {shown(now)}"
             )
+        if self.draining:
+            return PowerSyncReport()
         now = now or self._now()
         cutoff = now - timedelta(seconds=self.config.sync_power_state_interval)
         mine = [
@@ -253,6 +257,8 @@ class PowerSync(Recovery):
 
     def _sync_node(self, uuid: str, recovering: bool) -> tuple[str, ...]:
         """One node's outcome tags; a store or code failure skips it (due again next pass)."""
+        if self.draining:
+            return ("skipped",)
         try:
             node = self.store.get(uuid)
             if node.reservation is not None or not self._still_candidate(node, recovering):
