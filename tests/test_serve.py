@@ -177,6 +177,18 @@ def test_a_fourth_process_joins_and_takes_a_share(pg_url: str, tmp_path: Path) -
     conductor.store.close()
 
 
+def test_queued_work_wakes_a_postgres_service_at_once(pg_url: str, tmp_path: Path) -> None:
+    conductor, [node], _ = fleet_nodes(pg_url, tmp_path, 1, step_seconds=0)
+    with serve_fleet(pg_url, tmp_path, poll=60) as fleet:  # the poll alone would take a minute
+        fleet.start_many(conductor, 1)
+        time.sleep(0.5)  # past the claim the service makes when it starts listening
+        started = time.monotonic()
+        conductor.do_provisioning_action(node, "manage")
+        wait_for(lambda: conductor.get_node(node).provision_state == states.MANAGEABLE, 5, "manage")
+    assert time.monotonic() - started < 2
+    conductor.store.close()
+
+
 def test_two_processes_on_one_sqlite_file(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'fleet.sqlite'}"
     conductor, nodes, log = fleet_nodes(url, tmp_path, 60, step_seconds=0.05)
