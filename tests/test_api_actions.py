@@ -290,7 +290,6 @@ def test_every_target_through_the_api(api: tuple[Conductor, httpx.Client]) -> No
         ({"target": "manage"}, s.MANAGEABLE),
         ({"target": "clean", "clean_steps": hold + log}, s.CLEANHOLD),
         ({"target": "unhold"}, s.MANAGEABLE),
-        ({"target": "manage"}, s.MANAGEABLE),
         ({"target": "adopt"}, s.ACTIVE),
         ({"target": "rescue", "rescue_password": "Rescue-Secret-9"}, s.RESCUE),
         ({"target": "unrescue"}, s.ACTIVE),
