@@ -94,6 +94,7 @@ def test_oversized_body_is_refused(api: tuple[Conductor, httpx.Client]) -> None:
     blob = "x" * (2 * 1024 * 1024)
     response = client.post("/v1/nodes", json={"driver": "fake-hardware", "extra": {"b": blob}})
     assert response.status_code == 413
+    assert "larger than" in error_text(response)
     assert conductor.list_nodes() == []
 
 
