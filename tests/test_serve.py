@@ -214,7 +214,7 @@ def test_two_processes_on_one_sqlite_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize("how", ["second SIGTERM", "graceful_shutdown_timeout"])
 def test_a_forced_stop_exits_at_once_and_loses_nothing(tmp_path: Path, how: str) -> None:
     url = f"sqlite:///{tmp_path / 'fleet.sqlite'}"
-    conductor, [node], log = fleet_nodes(url, tmp_path, 1, step_seconds=3)
+    conductor, [node], log = fleet_nodes(url, tmp_path, 1, step_seconds=1.5)
     with serve_fleet(url, tmp_path) as fleet:
         timeout = ["--graceful-shutdown-timeout", "0.5"] if how != "second SIGTERM" else []
         first = fleet.start(*timeout)
@@ -227,7 +227,7 @@ def test_a_forced_stop_exits_at_once_and_loses_nothing(tmp_path: Path, how: str)
         wait_for(lambda: "record_clean start" in log.read_text() if log.exists() else False, 20,
                  "the first clean step")  # fmt: skip
         started = time.monotonic()
-        first.send_signal(signal.SIGTERM)  # drains: the 3 s step would finish first
+        first.send_signal(signal.SIGTERM)  # drains: the 1.5 s step would finish first
         if how == "second SIGTERM":
             time.sleep(0.3)
             first.send_signal(signal.SIGTERM)
