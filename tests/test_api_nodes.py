@@ -330,3 +330,27 @@ def test_interfaces_change_only_in_quiet_states(api: tuple[Conductor, httpx.Clie
     allowed = client.patch("/v1/nodes/n1", json=change)
     assert allowed.status_code == 200, allowed.text
     assert conductor.get_node("n1").driver == "ipmi"
+
+
+@pytest.mark.parametrize(
+    "operations",
+    [
+        [{"op": "test", "path": "/driver_info/ipmi_password", "value": "guess"}],
+        [{"op": "copy", "from": "/driver_info/ipmi_password", "path": "/extra/leak"}],
+        [{"op": "move", "from": "/driver_info/ipmi_password", "path": "/extra/leak"}],
+        [{"op": "remove", "path": "/driver_info/missing"}],
+        [{"op": "add", "path": "/driver_info/ipmi_password/deeper", "value": 1}],
+    ],
+)
+def test_patch_errors_never_show_secrets(
+    api: tuple[Conductor, httpx.Client], operations: list[dict[str, Any]]
+) -> None:
+    conductor, client = api
+    info = {"ipmi_address": "10.0.0.9", "ipmi_password": "Very-Secret-77"}
+    node = _create(client, name="n1", driver_info=info)
+    response = client.patch("/v1/nodes/n1", json=operations)
+    assert response.status_code == 400, response.text
+    assert "Very-Secret-77" not in response.text
+    stored = conductor.get_node(node["uuid"])
+    assert stored.extra == {}
+    assert stored.driver_info == info

@@ -38,6 +38,7 @@ from ironic_fsm.api.views import (
 from ironic_fsm.conductor import Conductor
 from ironic_fsm.exceptions import InvalidStateRequested, NodeNotFound
 from ironic_fsm.interfaces import INTERFACE_KINDS
+from ironic_fsm.masking import is_secret_key
 from ironic_fsm.node import Node, is_uuid_like
 from ironic_fsm.stores.base import SORT_KEYS
 
@@ -303,6 +304,34 @@ def _default(name: str) -> Any:
     return None
 
 
+_PATCH_FAILURES: Final = {
+    jsonpatch.JsonPatchTestFailed: "the tested value differs",
+    jsonpatch.JsonPatchConflict: "the path does not exist",
+    jsonpointer.JsonPointerException: "the path does not fit the document",
+}
+
+
+def _apply_one(doc: dict[str, Any], op: dict[str, Any], number: int) -> dict[str, Any]:
+    """One operation; its failure is described without the document's values.
+
+    jsonpatch's own messages quote values (a failed ``test`` shows the stored
+    one), and the document holds unmasked secrets.
+    """
+    source = op.get("from", "")
+    if op["op"] in ("copy", "move") and any(map(is_secret_key, source.split("/"))):
+        raise ApiError(400, f"Cannot {op['op']} {source}: it holds a secret")
+    try:
+        return jsonpatch.apply_patch(doc, [op])  # type: ignore[no-any-return]
+    except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as error:
+        why = next(
+            (text for kind, text in _PATCH_FAILURES.items() if isinstance(error, kind)),
+            "it is not a valid operation",
+        )
+        raise ApiError(
+            400, f"Cannot apply patch operation {number} ({op['op']} {op['path']}): {why}"
+        ) from None
+
+
 def _patched_fields(node: Node, operations: list[dict[str, Any]]) -> dict[str, Any]:
     allowed = patchable_fields()
     for op in operations:
@@ -312,10 +341,9 @@ def _patched_fields(node: Node, operations: list[dict[str, Any]]) -> dict[str, A
                 if root not in allowed:
                     raise ApiError(400, f"Cannot patch {op[key]}: /{root} is not a patchable field")
     before = _patch_document(node)
-    try:
-        after = jsonpatch.apply_patch(before, operations)
-    except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as error:
-        raise ApiError(400, f"Cannot apply the patch: {error}") from None
+    after = before
+    for number, op in enumerate(operations, 1):
+        after = _apply_one(after, op, number)
     changed: dict[str, Any] = {}
     for name in allowed:
         value = after.get(name, _default(name))
