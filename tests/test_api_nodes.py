@@ -101,12 +101,13 @@ def test_oversized_body_is_refused(api: tuple[Conductor, httpx.Client]) -> None:
 def test_secrets_are_masked(api: tuple[Conductor, httpx.Client]) -> None:
     _, client = api
     info = {"ipmi_address": "10.0.0.1", "ipmi_password": "hunter2", "auth_token": "tok"}
-    created = _create(client, name="secret", driver_info=info)
+    created = _create(client, name="secret", driver_info=info, extra={"api_key": "hunter2"})
     shown = client.get("/v1/nodes/secret").json()
     for body in (created, shown):
         assert body["driver_info"] == {
             "ipmi_address": "10.0.0.1", "ipmi_password": "******", "auth_token": "******",
         }  # fmt: skip
+        assert body["extra"] == {"api_key": "******"}
     detail = client.get("/v1/nodes/detail")
     assert "hunter2" not in detail.text
 

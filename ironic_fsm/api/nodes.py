@@ -291,7 +291,7 @@ class NodeCollection:
 def _patch_document(node: Node) -> dict[str, Any]:
     """Every root field a patch may name, with its stored (unmasked) value."""
     doc: dict[str, Any] = {name: getter(node) for name, (_, getter) in NODE_FIELD_VERSIONS.items()}
-    for name in ("driver_info", "instance_info", "driver_internal_info"):
+    for name in ("driver_info", "instance_info", "driver_internal_info", "properties", "extra"):
         doc[name] = getattr(node, name)
     return doc
 

@@ -3,7 +3,9 @@
 Fields newer than the request's version are left out, as Ironic does.
 Ironic fields that ironic_fsm does not store (chassis, instance UUID,
 owner, ...) are shown with the value Ironic gives a node that never had
-them, and cannot be set (see ``docs/api-server.rst``).
+them, and cannot be set (see ``docs/api-server.rst``). Values under
+secret-looking keys are masked in every dict field, not only in
+``driver_info`` as Ironic does.
 """
 
 from __future__ import annotations
@@ -80,8 +82,8 @@ NODE_FIELD_VERSIONS: Final[dict[str, tuple[Version, Getter]]] = {
     "uuid": ((1, 1), _attr("uuid")),
     "driver": ((1, 1), _attr("driver")),
     "driver_info": ((1, 1), lambda n: mask_secrets(n.driver_info)),
-    "properties": ((1, 1), _attr("properties")),
-    "extra": ((1, 1), _attr("extra")),
+    "properties": ((1, 1), lambda n: mask_secrets(n.properties)),
+    "extra": ((1, 1), lambda n: mask_secrets(n.extra)),
     "instance_info": ((1, 1), lambda n: mask_secrets(n.instance_info)),
     "chassis_uuid": ((1, 1), _absent("chassis_uuid")),
     "instance_uuid": ((1, 1), _absent("instance_uuid")),
