@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import openstack
 import pytest
 from api_helpers import api_client
 
@@ -43,3 +44,39 @@ def test_conductors_list_and_show(api: tuple[Conductor, httpx.Client]) -> None:
     conductor.unregister()
     listed = client.get("/v1/conductors").json()["conductors"]
     assert [c["alive"] for c in listed] == [False]
+
+
+STEPS = [{"interface": "deploy", "step": "deploy", "args": {}, "priority": 90}]
+
+
+def test_deploy_templates_are_listed_read_only(api: tuple[Conductor, httpx.Client]) -> None:
+    conductor, client = api
+    conductor.add_deploy_template("CUSTOM_SLOW", STEPS)
+    listed = client.get("/v1/deploy_templates").json()["deploy_templates"]
+    assert [(t["name"], set(t)) for t in listed] == [("CUSTOM_SLOW", {"uuid", "name", "links"})]
+    uuid = listed[0]["uuid"]
+    for ident in (uuid, "CUSTOM_SLOW"):
+        shown = client.get(f"/v1/deploy_templates/{ident}").json()
+        assert (shown["uuid"], shown["steps"]) == (uuid, STEPS)
+    detail = client.get("/v1/deploy_templates", params={"detail": "True"}).json()
+    assert detail["deploy_templates"][0]["steps"] == STEPS
+    refused = client.post("/v1/deploy_templates", json={"name": "CUSTOM_NEW", "steps": STEPS})
+    assert refused.status_code == 405
+    assert client.delete(f"/v1/deploy_templates/{uuid}").status_code == 405
+    assert client.get("/v1/deploy_templates/CUSTOM_NEW").status_code == 404
+    old = client.get("/v1/deploy_templates", headers={"X-OpenStack-Ironic-API-Version": "1.54"})
+    assert old.status_code == 404
+
+
+def test_sdk_reads_deploy_templates(api: tuple[Conductor, httpx.Client]) -> None:
+    conductor, client = api
+    conductor.add_deploy_template("CUSTOM_SLOW", STEPS)
+    conn = openstack.connection.Connection(
+        auth_type="none", baremetal_endpoint_override=str(client.base_url)
+    )
+    try:
+        templates = list(conn.baremetal.deploy_templates(details=True))
+        assert [(t.name, t.steps) for t in templates] == [("CUSTOM_SLOW", STEPS)]
+        assert conn.baremetal.get_deploy_template(templates[0].id).name == "CUSTOM_SLOW"
+    finally:
+        conn.close()

@@ -1,4 +1,5 @@
-"""What the conductor has no public method for yet (boot device, validate, served types).
+"""What the conductor has no public method for yet: boot device, validate, served
+types, deploy templates.
 
 They reach into the conductor's reservation and driver lookup; this module
 is the one place that does, so that it shrinks to nothing once the
@@ -14,7 +15,13 @@ from ironic_fsm.conductor.common import describe_exc, scrub_node
 from ironic_fsm.conductor.runtime import driver_call
 from ironic_fsm.task import Task
 
-__all__ = ["VALIDATED_INTERFACES", "management_call", "served_drivers", "validate_node"]
+__all__ = [
+    "VALIDATED_INTERFACES",
+    "deploy_templates",
+    "management_call",
+    "served_drivers",
+    "validate_node",
+]
 
 #: Interfaces Ironic reports on in ``validate``; those we do not have report "not supported".
 VALIDATED_INTERFACES: Final = (
@@ -33,6 +40,11 @@ def management_call(conductor: Conductor, ident: str, method: str, *args: Any) -
 def served_drivers(conductor: Conductor) -> tuple[str, ...]:
     """The hardware types this conductor serves (enabled or installed, and registered)."""
     return conductor._served_types()
+
+
+def deploy_templates(conductor: Conductor) -> dict[str, list[dict[str, Any]]]:
+    """The conductor's deploy templates by name (from its settings file), as copies."""
+    return {name: [dict(step) for step in steps] for name, steps in conductor._templates.items()}
 
 
 def validate_node(conductor: Conductor, ident: str) -> dict[str, dict[str, Any]]:

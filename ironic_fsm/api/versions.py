@@ -114,6 +114,7 @@ _RESOURCES: Final[tuple[tuple[str, Version], ...]] = (
     ("nodes", (1, 1)),
     ("drivers", (1, 1)),
     ("conductors", (1, 49)),
+    ("deploy_templates", (1, 55)),
 )
 
 
