@@ -191,6 +191,9 @@ def document(base: str) -> dict[str, Any]:
             **_node_paths(),
             "/v1/drivers": {"get": _op("Drivers", _answer("200", "drivers", _OBJECT))},
             "/v1/conductors": {"get": _op("Conductors", _answer("200", "conductors", _OBJECT))},
+            "/v1/deploy_templates": {
+                "get": _op("Deploy templates (read-only)", _answer("200", "templates", _OBJECT)),
+            },
         },
         "components": {
             "schemas": {"Node": NODE_SCHEMA, "NodeList": NODE_LIST_SCHEMA, "Error": ERROR_SCHEMA}
