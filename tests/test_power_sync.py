@@ -224,36 +224,44 @@ def test_a_node_without_power_and_without_driver_info_is_passed_over(lab: Lab) -
 # -- failures and maintenance -------------------------------------------------------------
 
 
-def test_maintenance_after_the_first_attempt_and_max_retries_failed_reads(store: Store) -> None:
-    lab = Lab(store, power_state_sync_max_retries=2)
-    node = lab.node(states.POWER_ON)
-    lab.bmc.broken.add(node.uuid)
-    for _ in range(2):  # the first attempt and one retry: warnings only
+def fail_until_maintenance(lab: Lab, node: Node, passes: int) -> Node:
+    """Run ``passes`` failing passes, checking that only the last sets maintenance."""
+    for _ in range(passes - 1):  # the first attempt and the retries but one: warnings only
         report = lab.sync()
         assert report.failed == (node.uuid,)
         assert report.maintenance_set == ()
         assert not lab.get(node).maintenance
-    report = lab.sync()  # the second retry fails too
+    report = lab.sync()  # the last retry fails too
     assert report.failed == report.maintenance_set == (node.uuid,)
-    after = lab.get(node)
+    return lab.get(node)
+
+
+def test_maintenance_after_the_first_attempt_and_max_retries_failed_reads(store: Store) -> None:
+    lab = Lab(store, power_state_sync_max_retries=2)
+    node = lab.node(states.POWER_ON)
+    lab.bmc.broken.add(node.uuid)
+    after = fail_until_maintenance(lab, node, passes=3)
     assert after.maintenance
     assert after.fault == POWER_FAILURE
     reason = after.maintenance_reason or ""
     assert "failed 3 times in a row" in reason
     assert "power_state_sync_max_retries=2" in reason
-    assert "could not read its power state" in reason
-    assert "no route to BMC" in reason
+    assert "could not read its power state: no route to BMC" in reason
     assert SECRET not in reason
     assert after.power_state is None  # as Ironic: the BMC's word, which is none
-    [entry] = lab.history(node)
-    assert entry[:2] == ("ERROR", "maintenance")
-    assert SECRET not in entry[2]
-    assert entry[2] == reason
-    # In maintenance for a power failure: read again, but never forced.
-    lab.bmc.reads.clear()
+    assert lab.history(node) == [("ERROR", "maintenance", reason)]
+
+
+def test_a_power_failure_is_read_again_but_never_forced(store: Store) -> None:
+    lab = Lab(store, power_state_sync_max_retries=0)
+    node = lab.node(states.POWER_ON)
+    lab.bmc.broken.add(node.uuid)
+    fail_until_maintenance(lab, node, passes=1)
     report = lab.sync()
     assert report.failed == (node.uuid,)
     assert report.maintenance_set == ()
+    assert lab.bmc.reads == [node.uuid, node.uuid]
+    assert lab.bmc.sets == []
     assert lab.get(node).maintenance
 
 
