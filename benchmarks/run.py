@@ -34,7 +34,9 @@ import bench_lifecycle
 import bench_machine
 import bench_memory
 import bench_planner
+import bench_power_sync
 import bench_reconcile
+import bench_scaleout
 from _harness import Section, SummaryRow
 
 BENCHMARKS: dict[str, ModuleType] = {
@@ -47,6 +49,8 @@ BENCHMARKS: dict[str, ModuleType] = {
     "fleet": bench_fleet,
     "reconcile": bench_reconcile,
     "apply": bench_apply,
+    "power_sync": bench_power_sync,
+    "scaleout": bench_scaleout,
 }
 
 

@@ -18,6 +18,7 @@ from ironic_fsm import states as states
 from ironic_fsm import stores as stores
 from ironic_fsm.conductor import Conductor as Conductor
 from ironic_fsm.conductor.fleet import ConductorInfo as ConductorInfo
+from ironic_fsm.conductor.power_sync import PowerSyncReport as PowerSyncReport
 from ironic_fsm.config import Config as Config
 from ironic_fsm.events import Event as Event
 from ironic_fsm.hardware import HardwareType as HardwareType
@@ -43,6 +44,7 @@ __all__ = [
     "LIFECYCLE",
     "Lifecycle",
     "Node",
+    "PowerSyncReport",
     "Task",
     "clean_step",
     "deploy_step",
