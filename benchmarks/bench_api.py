@@ -11,6 +11,8 @@ Cases:
 
 * ``GET /v1/nodes/{uuid}`` (about 2 KB of JSON) at 1, 8 and 32 connections;
 * ``GET /v1/nodes/detail?limit=1000`` (a full page) at 1, 8 and 32 connections;
+* with ``--ironic-python``, the same GET cases against Ironic 39's own API
+  (its WSGI app, noauth, SQLite) served by the same cheroot server;
 * a lifecycle (manage, provide, deploy, undeploy) of ``--lifecycle`` nodes
   through openstacksdk (all nodes moved together, then waited for, so the
   SDK's 2 s poll is paid once per verb, not once per node), against the same
@@ -120,6 +122,97 @@ def _case(port: int, path: str, connections: int, seconds: float) -> dict[str, f
     }
 
 
+#: Ironic 39's own API (its WSGI app, noauth, SQLite in WAL mode, the same nodes),
+#: served by the same cheroot server; run with the Python of a venv made from
+#: ``shared/bench/ironic_baseline/requirements-lock.txt`` plus cheroot.
+_IRONIC_SERVER = r'''
+import os
+import sys
+import uuid as _uuid
+work, count = sys.argv[1], int(sys.argv[2])
+db = os.path.join(work, "ironic.sqlite")
+conf = os.path.join(work, "ironic.conf")
+with open(conf, "w") as f:
+    f.write(f"""[DEFAULT]
+host = bench-api
+auth_strategy = noauth
+rpc_transport = json-rpc
+enabled_hardware_types = fake-hardware
+enabled_bios_interfaces = fake
+enabled_boot_interfaces = fake
+enabled_console_interfaces = fake
+enabled_deploy_interfaces = fake
+enabled_firmware_interfaces = fake
+enabled_inspect_interfaces = fake
+enabled_management_interfaces = fake
+enabled_network_interfaces = noop
+enabled_power_interfaces = fake
+enabled_raid_interfaces = fake
+enabled_rescue_interfaces = fake
+enabled_storage_interfaces = noop
+enabled_vendor_interfaces = fake
+use_stderr = false
+[database]
+connection = sqlite:///{db}
+""")
+from ironic.api import wsgi
+app = wsgi.initialize_wsgi_app(["ironic-api", "--config-file", conf])
+import logging
+logging.getLogger().handlers[:] = [logging.NullHandler()]
+from ironic.db import api as dbapi_mod
+from ironic.db.sqlalchemy import models
+from oslo_db.sqlalchemy import enginefacade
+engine = enginefacade.writer.get_engine()
+models.Base.metadata.create_all(engine)
+raw = engine.raw_connection()
+raw.driver_connection.execute("PRAGMA journal_mode=WAL"); raw.close(); engine.dispose()
+dbapi = dbapi_mod.get_instance()
+from ironic import objects
+objects.register_all()
+first = None
+for i in range(count):
+    node = dbapi.create_node({
+        "uuid": str(_uuid.uuid4()), "name": f"bench-{i}", "driver": "fake-hardware",
+        "driver_info": {"ipmi_address": f"10.0.{i // 250}.{i % 250}", "ipmi_password": "x" * 8},
+        "properties": {f"prop{j}": "v" * 24 for j in range(30)},
+        "provision_state": "enroll", "version": objects.Node.VERSION,
+    })
+    first = first or node.uuid
+from cheroot import wsgi as cw
+server = cw.Server(("127.0.0.1", 0), app, numthreads=16, max=-1, request_queue_size=128)
+server.prepare()
+print(server.bind_addr[1], first, flush=True)
+server.serve()
+'''
+
+
+def _start_ironic(python: str, work: Path, count: int) -> tuple[subprocess.Popen[str], int, str]:
+    script = work / "serve_ironic.py"
+    script.write_text(_IRONIC_SERVER, encoding="utf-8")
+    (work / "ironic").mkdir()
+    proc = subprocess.Popen(
+        [python, str(script), str(work / "ironic"), str(count)],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], 300)
+    line = proc.stdout.readline() if ready else ""
+    if len(line.split()) != 2:
+        proc.kill()
+        raise SystemExit(f"Ironic's API did not start: {line!r}")
+    port, uuid = line.split()
+    return proc, int(port), uuid
+
+
+def _get_cases(server: str, port: int, uuid: str, seconds: float) -> None:
+    for name, path in (("GET node", f"/v1/nodes/{uuid}"),
+                       ("GET detail page", "/v1/nodes/detail?limit=1000")):  # fmt: skip
+        for connections in (1, 8, 32):
+            r = _case(port, path, connections, seconds)
+            print(f"| {server} | {name} | {connections} | {r['rps']:.0f} | {r['p50_ms']:.2f} | "
+                  f"{r['p99_ms']:.2f} | {r['bytes']:.0f} |", flush=True)  # fmt: skip
+
+
 def _sdk_lifecycle(port: int, count: int) -> float:
     import openstack
 
@@ -155,6 +248,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="short cases, fewer nodes")
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--lifecycle", type=int, default=50)
+    parser.add_argument(
+        "--ironic-python",
+        help="python of a venv with ironic==39.0.0 and cheroot: also measure Ironic's own API",
+    )
     args = parser.parse_args(argv)
     seconds = 1.5 if args.quick else 5.0
     lifecycle = 10 if args.quick else args.lifecycle
@@ -164,18 +261,22 @@ def main(argv: list[str] | None = None) -> int:
         proc, port = _start(db)
         try:
             print(f"## API: {args.nodes} nodes on SQLite, {os.cpu_count()} CPUs\n")
-            print("| case | connections | requests/s | p50 ms | p99 ms | body bytes |")
-            print("|---|---|---|---|---|---|")
-            for name, path in (("GET node", f"/v1/nodes/{uuid}"),
-                               ("GET detail page", "/v1/nodes/detail?limit=1000")):  # fmt: skip
-                for connections in (1, 8, 32):
-                    r = _case(port, path, connections, seconds)
-                    print(f"| {name} | {connections} | {r['rps']:.0f} | {r['p50_ms']:.2f} | "
-                          f"{r['p99_ms']:.2f} | {r['bytes']:.0f} |", flush=True)  # fmt: skip
+            print("| server | case | connections | requests/s | p50 ms | p99 ms | body bytes |")
+            print("|---|---|---|---|---|---|---|")
+            _get_cases("ironic_fsm", port, uuid, seconds)
             sdk = _sdk_lifecycle(port, lifecycle)
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(30)
+        if args.ironic_python:
+            ironic, ironic_port, ironic_uuid = _start_ironic(
+                args.ironic_python, Path(work), args.nodes
+            )
+            try:
+                _get_cases("Ironic 39", ironic_port, ironic_uuid, seconds)
+            finally:
+                ironic.kill()
+                ironic.wait(30)
         library = _library_lifecycle(Path(work) / "library.sqlite", lifecycle)
     print(f"\nLifecycle of {lifecycle} nodes (manage, provide, deploy, undeploy):")
     print(f"- through openstacksdk: {sdk:.2f} nodes/s")
