@@ -193,6 +193,11 @@ def test_bad_paging_is_400(api: tuple[Conductor, httpx.Client], params: dict[str
     assert client.get("/v1/nodes", params=params).status_code == 400
 
 
+def test_detail_path_with_fields_is_400(api: tuple[Conductor, httpx.Client]) -> None:
+    _, client = api
+    assert client.get("/v1/nodes/detail", params={"fields": "uuid"}).status_code == 400
+
+
 def test_detail_shows_full_nodes(api: tuple[Conductor, httpx.Client]) -> None:
     _, client = api
     _create(client, name="d")

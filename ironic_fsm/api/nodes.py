@@ -190,6 +190,8 @@ class NodeCollection:
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         fields = _requested_fields(req)
         detail = self._detail
+        if detail and fields is not None:
+            raise ApiError(400, "Cannot ask for both detail and fields")
         asked = query_bool(req, "detail")
         if asked is not None:
             require_version(req, (1, 43), "The detail parameter")
