@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Final
 
 from ironic_fsm.cli.apply import _cmd_apply
@@ -30,6 +31,16 @@ PROG: Final = "ironic-fsm"
 
 
 # -- the parser -----------------------------------------------------------------------------
+
+_Sub = argparse._SubParsersAction  # the type of ``add_subparsers()``'s result
+
+# The node's dict fields that ``create``, ``set`` and ``unset`` edit key by key: (flag, dest).
+_DICT_OPTIONS: Final = (
+    ("--driver-info", "driver_info"),
+    ("--property", "properties"),
+    ("--extra", "extra"),
+    ("--instance-info", "instance_info"),
+)
 
 
 def _add_output(parser: argparse.ArgumentParser, *, many: bool) -> None:
@@ -87,15 +98,79 @@ def _add_node_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("node", metavar="NODE", help="name or UUID of the node")
 
 
+def _leaf(
+    sub: _Sub[argparse.ArgumentParser],
+    name: str,
+    parents: list[argparse.ArgumentParser],
+    text: str,
+    description: str,
+    *,
+    node: bool = False,
+) -> argparse.ArgumentParser:
+    """One command that runs something; ``node`` gives it the NODE argument first."""
+    p = sub.add_parser(name, parents=parents, help=text, description=description)
+    if node:
+        _add_node_arg(p)
+    return p
+
+
+def _finish(
+    p: argparse.ArgumentParser,
+    func: Callable[..., int],
+    *,
+    many: bool | None = None,
+    **defaults: object,
+) -> None:
+    """The output options last (``many`` as in `_add_output`; None: none), then the handler."""
+    if many is not None:
+        _add_output(p, many=many)
+    p.set_defaults(func=func, parser=p, **defaults)
+
+
+def _add_wait(p: argparse.ArgumentParser, text: str) -> None:
+    p.add_argument("--wait", nargs="?", type=_timeout, const=0.0, metavar="TIMEOUT", help=text)
+
+
+def _add_dict_options(
+    p: argparse.ArgumentParser,
+    options: tuple[tuple[str, str], ...],
+    text: str,
+    *,
+    key_value: bool,
+) -> None:
+    """One repeatable option per dict field; ``text`` is formatted with the field's dest."""
+    for flag, dest in options:
+        if key_value:
+            p.add_argument(
+                flag,
+                metavar="KEY=VALUE",
+                type=_key_value,
+                action="append",
+                dest=dest,
+                help=text.format(dest),
+            )
+        else:
+            p.add_argument(flag, metavar="KEY", action="append", dest=dest, help=text.format(dest))
+
+
+def _add_tristate(
+    p: argparse.ArgumentParser, dest: str, yes_help: str, no_help: str, *no_flags: str
+) -> None:
+    """``--DEST`` or one of ``no_flags``: only nodes with, or without, a flag (default: both)."""
+    group = p.add_mutually_exclusive_group()
+    flag = "--" + dest
+    group.add_argument(flag, dest=dest, action="store_const", const=True, help=yes_help)
+    group.add_argument(*no_flags, dest=dest, action="store_const", const=False, help=no_help)
+
+
 def _build_verb(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    sub: _Sub[argparse.ArgumentParser],
     common: argparse.ArgumentParser,
     verb: str,
     help_text: str,
 ) -> None:
     short = help_text[0].lower() + help_text[1:].rstrip(".")
-    p = sub.add_parser(verb, parents=[common], help=short, description=help_text)
-    _add_node_arg(p)
+    p = _leaf(sub, verb, [common], short, help_text, node=True)
 
     def hidden(dest: str, text: str) -> str:
         # Options a verb cannot use are accepted (to explain the mistake) but not advertised.
@@ -123,94 +198,51 @@ def _build_verb(
         required=verb == "rescue",
         help=hidden("rescue_password", "the password for the rescue ramdisk (required)"),
     )
-    p.add_argument(
-        "--wait",
-        nargs="?",
-        type=_timeout,
-        const=0.0,
-        metavar="TIMEOUT",
-        help="wait until the node settles (stable, held or failed), for at most TIMEOUT "
+    _add_wait(
+        p,
+        "wait until the node settles (stable, held or failed), for at most TIMEOUT "
         "seconds (default 0: no limit); for nodes that another process continues",
     )
-    p.set_defaults(func=_cmd_verb, verb=verb, parser=p)
+    _finish(p, _cmd_verb, verb=verb)
 
 
-def _build_node(
-    top: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
-) -> None:
-    node = top.add_parser(
-        "node", help="manage nodes", description="Create, inspect and provision nodes."
-    )
-    sub = node.add_subparsers(dest="node_command", metavar="COMMAND", required=True)
-
-    p = sub.add_parser(
+def _build_create(sub: _Sub[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    p = _leaf(
+        sub,
         "create",
-        parents=[common],
-        help="enroll a new node",
-        description="Enroll a new node (provision state 'enroll') and show it.",
+        [common],
+        "enroll a new node",
+        "Enroll a new node (provision state 'enroll') and show it.",
     )
     p.add_argument("--name", help="a unique name for the node")
     p.add_argument("--uuid", help="the node's UUID (default: a new one)")
     p.add_argument(
         "--driver", default="fake-hardware", help="hardware type (default: fake-hardware)"
     )
-    p.add_argument(
-        "--driver-info",
-        metavar="KEY=VALUE",
-        type=_key_value,
-        action="append",
-        dest="driver_info",
-        help="driver_info entry; repeatable",
-    )
-    p.add_argument(
-        "--property",
-        metavar="KEY=VALUE",
-        type=_key_value,
-        action="append",
-        dest="properties",
-        help="properties entry; repeatable",
-    )
-    p.add_argument(
-        "--extra",
-        metavar="KEY=VALUE",
-        type=_key_value,
-        action="append",
-        help="extra entry; repeatable",
-    )
+    _add_dict_options(p, _DICT_OPTIONS[:3], "{} entry; repeatable", key_value=True)
     p.add_argument("--resource-class", help="the node's resource class")
     p.add_argument(
         "--trait", metavar="TRAIT", action="append", dest="traits", help="a trait; repeatable"
     )
-    _add_output(p, many=False)
-    p.set_defaults(func=_cmd_create, parser=p)
+    _finish(p, _cmd_create, many=False)
 
-    p = sub.add_parser("list", parents=[common], help="list nodes", description="List nodes.")
-    group = p.add_mutually_exclusive_group()
-    group.add_argument(
-        "--retired", dest="retired", action="store_const", const=True, help="only retired nodes"
-    )
-    group.add_argument(
+
+def _build_list(sub: _Sub[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    p = _leaf(sub, "list", [common], "list nodes", "List nodes.")
+    _add_tristate(
+        p,
+        "retired",
+        "only retired nodes",
+        "only nodes that are not retired",
         "--no-retired",
         "--unretired",
-        dest="retired",
-        action="store_const",
-        const=False,
-        help="only nodes that are not retired",
     )
-    group = p.add_mutually_exclusive_group()
-    group.add_argument(
-        "--maintenance",
-        dest="maintenance",
-        action="store_const",
-        const=True,
-        help="only nodes in maintenance",
-    )
-    group.add_argument(
+    _add_tristate(
+        p,
+        "maintenance",
+        "only nodes in maintenance",
+        "only nodes not in maintenance",
         "--no-maintenance",
-        dest="maintenance",
-        action="store_const",
-        const=False,
-        help="only nodes not in maintenance",
     )
     p.add_argument(
         "--provision-state",
@@ -242,27 +274,18 @@ def _build_node(
     group = p.add_mutually_exclusive_group()
     group.add_argument("--long", action="store_true", help="show every field")
     _add_fields(group)
-    _add_output(p, many=True)
-    p.set_defaults(func=_cmd_list, parser=p, retired=None, maintenance=None)
+    _finish(p, _cmd_list, many=True, retired=None, maintenance=None)
 
-    p = sub.add_parser(
-        "show",
-        parents=[common],
-        help="show a node",
-        description="Show every field of a node (secrets masked).",
-    )
-    _add_node_arg(p)
-    _add_fields(p)
-    _add_output(p, many=False)
-    p.set_defaults(func=_cmd_show, parser=p)
 
-    p = sub.add_parser(
+def _build_set_unset(sub: _Sub[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    p = _leaf(
+        sub,
         "set",
-        parents=[common],
-        help="set node fields",
-        description="Set node fields; KEY=VALUE options are merged into the existing dict.",
+        [common],
+        "set node fields",
+        "Set node fields; KEY=VALUE options are merged into the existing dict.",
+        node=True,
     )
-    _add_node_arg(p)
     p.add_argument("--retired", action="store_true", help="retire the node")
     p.add_argument("--retired-reason", metavar="REASON", help="why the node is retired")
     p.add_argument("--maintenance", action="store_true", help="put the node in maintenance")
@@ -283,29 +306,17 @@ def _build_node(
         metavar="JSON|@FILE",
         help="the target RAID configuration: inline JSON, @FILE, FILE or '-'",
     )
-    for flag, dest in (
-        ("--driver-info", "driver_info"),
-        ("--property", "properties"),
-        ("--extra", "extra"),
-        ("--instance-info", "instance_info"),
-    ):
-        p.add_argument(
-            flag,
-            metavar="KEY=VALUE",
-            type=_key_value,
-            action="append",
-            dest=dest,
-            help=f"set a {dest} entry; repeatable",
-        )
-    p.set_defaults(func=_cmd_set, parser=p)
+    _add_dict_options(p, _DICT_OPTIONS, "set a {} entry; repeatable", key_value=True)
+    _finish(p, _cmd_set)
 
-    p = sub.add_parser(
+    p = _leaf(
+        sub,
         "unset",
-        parents=[common],
-        help="unset node fields",
-        description="Unset node fields; KEY options remove keys from the dict.",
+        [common],
+        "unset node fields",
+        "Unset node fields; KEY options remove keys from the dict.",
+        node=True,
     )
-    _add_node_arg(p)
     # (flag, dest or None for argparse's default, help): one switch per field.
     switches: tuple[tuple[str, str | None, str], ...] = (
         ("--retired", None, "unretire the node"),
@@ -328,25 +339,39 @@ def _build_node(
             p.add_argument(flag, action="store_true", help=text)
         else:
             p.add_argument(flag, dest=switch_dest, action="store_true", help=text)
-    for flag, dest in (
-        ("--driver-info", "driver_info"),
-        ("--property", "properties"),
-        ("--extra", "extra"),
-        ("--instance-info", "instance_info"),
-    ):
-        p.add_argument(
-            flag, metavar="KEY", action="append", dest=dest, help=f"remove a {dest} key; repeatable"
-        )
-    p.set_defaults(func=_cmd_unset, parser=p)
+    _add_dict_options(p, _DICT_OPTIONS, "remove a {} key; repeatable", key_value=False)
+    _finish(p, _cmd_unset)
 
-    p = sub.add_parser(
+
+def _build_node(top: _Sub[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    node = top.add_parser(
+        "node", help="manage nodes", description="Create, inspect and provision nodes."
+    )
+    sub = node.add_subparsers(dest="node_command", metavar="COMMAND", required=True)
+    _build_create(sub, common)
+    _build_list(sub, common)
+
+    p = _leaf(
+        sub,
+        "show",
+        [common],
+        "show a node",
+        "Show every field of a node (secrets masked).",
+        node=True,
+    )
+    _add_fields(p)
+    _finish(p, _cmd_show, many=False)
+    _build_set_unset(sub, common)
+
+    p = _leaf(
+        sub,
         "delete",
-        parents=[common],
-        help="delete nodes",
-        description="Delete node records (allowed in enroll, manageable, available, adopt failed).",
+        [common],
+        "delete nodes",
+        "Delete node records (allowed in enroll, manageable, available, adopt failed).",
     )
     p.add_argument("nodes", metavar="NODE", nargs="+", help="name or UUID of a node")
-    p.set_defaults(func=_cmd_delete, parser=p)
+    _finish(p, _cmd_delete)
 
     power = sub.add_parser(
         "power",
@@ -359,22 +384,22 @@ def _build_node(
         ("off", "power the node off"),
         ("reboot", "reboot the node"),
     ):
-        p = power_sub.add_parser(action, parents=[common], help=text, description=text)
-        _add_node_arg(p)
+        p = _leaf(power_sub, action, [common], text, text, node=True)
         if action != "on":
             p.add_argument("--soft", action="store_true", help="ask the OS to do it gracefully")
-        p.set_defaults(func=_cmd_power, parser=p, soft=False)
+        _finish(p, _cmd_power, soft=False)
 
     for verb, text in _VERBS.items():
         _build_verb(sub, common, verb, text)
 
-    p = sub.add_parser(
+    p = _leaf(
+        sub,
         "clean-steps",
-        parents=[common],
-        help="list a node's clean steps",
-        description="List the clean steps the node's interfaces offer, highest priority first.",
+        [common],
+        "list a node's clean steps",
+        "List the clean steps the node's interfaces offer, highest priority first.",
+        node=True,
     )
-    _add_node_arg(p)
     p.add_argument(
         "--min-priority",
         metavar="N",
@@ -382,65 +407,55 @@ def _build_node(
         default=0,
         help="only steps with at least this priority (default: 0, all)",
     )
-    _add_output(p, many=True)
-    p.set_defaults(func=_cmd_clean_steps, parser=p)
+    _finish(p, _cmd_clean_steps, many=True)
+    _build_history(sub, common)
 
+
+def _build_history(sub: _Sub[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     history = sub.add_parser(
         "history",
         help="what happened to a node",
         description="A node's history: failures, maintenance, takeovers, refused verbs.",
     )
     history_sub = history.add_subparsers(dest="history_command", metavar="COMMAND", required=True)
-    p = history_sub.add_parser(
+    p = _leaf(
+        history_sub,
         "list",
-        parents=[common],
-        help="list a node's history, oldest first",
-        description="List a node's history entries, oldest first.",
+        [common],
+        "list a node's history, oldest first",
+        "List a node's history entries, oldest first.",
+        node=True,
     )
-    _add_node_arg(p)
     p.add_argument(
         "--long", action="store_true", help="also show the event type, conductor and user"
     )
-    _add_output(p, many=True)
-    p.set_defaults(func=_cmd_history_list, parser=p)
-    p = history_sub.add_parser(
+    _finish(p, _cmd_history_list, many=True)
+    p = _leaf(
+        history_sub,
         "get",
-        parents=[common],
-        help="show one history entry",
-        description="Show one entry of a node's history, by its UUID.",
+        [common],
+        "show one history entry",
+        "Show one entry of a node's history, by its UUID.",
+        node=True,
     )
-    _add_node_arg(p)
     p.add_argument("event", metavar="EVENT_UUID", help="the entry's UUID")
-    _add_output(p, many=False)
-    p.set_defaults(func=_cmd_history_get, parser=p)
+    _finish(p, _cmd_history_get, many=False)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line; built per call so that tests get a fresh one."""
     from ironic_fsm import __version__
 
-    db_help = (
-        f"database URL or SQLite file path (default: ${DB_ENV}, else "
-        f"$XDG_DATA_HOME/ironic_fsm/ironic_fsm.sqlite)"
-    )
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="OpenStack Ironic's node lifecycle, from the command line.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    config_help = (
-        f"JSON settings file: Config options, runbooks, deploy templates (default: ${CONFIG_ENV})"
-    )
-    debug_help = "print the traceback of an unexpected error"
-    parser.add_argument("--db", metavar="URL", help=db_help)
-    parser.add_argument("--config", metavar="FILE", help=config_help)
-    parser.add_argument("--debug", action="store_true", help=debug_help)
     # Leaf commands accept --db too (after the command, where people type it);
     # SUPPRESS keeps them from overwriting a --db given before the command.
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", metavar="URL", default=argparse.SUPPRESS, help=db_help)
-    common.add_argument("--config", metavar="FILE", default=argparse.SUPPRESS, help=config_help)
-    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=debug_help)
+    for container, default in ((parser, None), (common, argparse.SUPPRESS)):
+        _add_global_options(container, default)
 
     top = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _build_node(top, common)
@@ -453,30 +468,33 @@ def build_parser() -> argparse.ArgumentParser:
     conductor_sub = conductor.add_subparsers(
         dest="conductor_command", metavar="COMMAND", required=True
     )
-    p = conductor_sub.add_parser(
+    p = _leaf(
+        conductor_sub,
         "list",
-        parents=[common],
-        help="list conductors",
-        description="List the conductors registered in the database, alive or not: alive is "
+        [common],
+        "list conductors",
+        "List the conductors registered in the database, alive or not: alive is "
         "online and heard from within heartbeat_timeout (see --config).",
     )
     p.add_argument("--long", action="store_true", help="also show drivers and the last heartbeat")
-    _add_output(p, many=True)
-    p.set_defaults(func=_cmd_conductor_list, parser=p)
+    _finish(p, _cmd_conductor_list, many=True)
     add_serve_parser(top, common)
 
-    p = top.add_parser(
+    p = _leaf(
+        top,
         "states",
-        help="list the lifecycle's states",
-        description="List every provision state: stable or not, default target, accepted events.",
+        [],
+        "list the lifecycle's states",
+        "List every provision state: stable or not, default target, accepted events.",
     )
-    _add_output(p, many=True)
-    p.set_defaults(func=_cmd_states, parser=p)
+    _finish(p, _cmd_states, many=True)
 
-    p = top.add_parser(
+    p = _leaf(
+        top,
         "diagram",
-        help="draw the lifecycle",
-        description="Draw the lifecycle as Graphviz DOT, Mermaid, or SVG (needs 'dot').",
+        [],
+        "draw the lifecycle",
+        "Draw the lifecycle as Graphviz DOT, Mermaid, or SVG (needs 'dot').",
     )
     p.add_argument(
         "-f",
@@ -486,13 +504,50 @@ def build_parser() -> argparse.ArgumentParser:
         help="diagram format (default: dot)",
     )
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
-    p.set_defaults(func=_cmd_diagram, parser=p)
+    _finish(p, _cmd_diagram)
+    _build_apply(top, common)
 
-    p = top.add_parser(
+    p = _leaf(
+        top,
+        "demo",
+        [],
+        "run a fleet of emulated BMCs through the lifecycle",
+        "Start emulated IPMI and Redfish BMCs on 127.0.0.1, enroll them in a "
+        "SQLite store and drive every node through its lifecycle (Redfish: inspect, BIOS "
+        "and RAID clean steps; IPMI: power and boot device only), retiring two; shows "
+        "progress live. Needs the 'demo' extra: pip install 'ironic_fsm[demo]'.",
+    )
+    from ironic_fsm import demo
+
+    demo.add_arguments(p)
+    _finish(p, demo.run)
+    return parser
+
+
+def _add_global_options(container: argparse.ArgumentParser, default: str | None) -> None:
+    """--db, --config and --debug, before the command (``default`` None) or after it."""
+    db_help = (
+        f"database URL or SQLite file path (default: ${DB_ENV}, else "
+        f"$XDG_DATA_HOME/ironic_fsm/ironic_fsm.sqlite)"
+    )
+    config_help = (
+        f"JSON settings file: Config options, runbooks, deploy templates (default: ${CONFIG_ENV})"
+    )
+    container.add_argument("--db", metavar="URL", default=default, help=db_help)
+    container.add_argument("--config", metavar="FILE", default=default, help=config_help)
+    debug_help = "print the traceback of an unexpected error"
+    container.add_argument(
+        "--debug", action="store_true", default=default or False, help=debug_help
+    )
+
+
+def _build_apply(top: _Sub[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    p = _leaf(
+        top,
         "apply",
-        parents=[common],
-        help="enroll, update and reconcile the nodes of a fleet file",
-        description="Apply a declarative fleet file (YAML or JSON; see docs/fleet-file.rst): "
+        [common],
+        "enroll, update and reconcile the nodes of a fleet file",
+        "Apply a declarative fleet file (YAML or JSON; see docs/fleet-file.rst): "
         "the whole file is checked first, then missing nodes are enrolled, fields that differ "
         "updated, and each node reconciled one verb per round toward its wanted state. "
         "${VAR} in a string value is read from the environment and never shown.",
@@ -503,13 +558,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the plan (creates, updated fields, verbs) and change nothing",
     )
-    p.add_argument(
-        "--wait",
-        nargs="?",
-        type=_timeout,
-        const=0.0,
-        metavar="TIMEOUT",
-        help="keep reconciling until every node is where it is wanted, failed or blocked, for "
+    _add_wait(
+        p,
+        "keep reconciling until every node is where it is wanted, failed or blocked, for "
         "at most TIMEOUT seconds (default 0: no limit); without it, one round",
     )
     p.add_argument(
@@ -519,19 +570,4 @@ def build_parser() -> argparse.ArgumentParser:
         default=8,
         help="nodes reconciled at a time (default: 8)",
     )
-    _add_output(p, many=True)
-    p.set_defaults(func=_cmd_apply, parser=p)
-
-    p = top.add_parser(
-        "demo",
-        help="run a fleet of emulated BMCs through the lifecycle",
-        description="Start emulated IPMI and Redfish BMCs on 127.0.0.1, enroll them in a "
-        "SQLite store and drive every node through its lifecycle (Redfish: inspect, BIOS "
-        "and RAID clean steps; IPMI: power and boot device only), retiring two; shows "
-        "progress live. Needs the 'demo' extra: pip install 'ironic_fsm[demo]'.",
-    )
-    from ironic_fsm import demo
-
-    demo.add_arguments(p)
-    p.set_defaults(func=demo.run, parser=p)
-    return parser
+    _finish(p, _cmd_apply, many=True)
