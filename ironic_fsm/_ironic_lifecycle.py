@@ -11,44 +11,73 @@ from typing import Final
 
 from ironic_fsm import states as s
 
+_State = tuple[str, bool, str | None]
+_Edge = tuple[str, str, str]
+
+
+def _stable(name: str) -> tuple[_State]:
+    return ((name, True, None),)
+
+
+def _busy(target: str, *names: str) -> tuple[_State, ...]:
+    """States where work is under way toward ``target``, their default target."""
+    return tuple((name, False, target) for name in names)
+
+
+def _step_flow(
+    busy: str,
+    wait: str,
+    hold: str,
+    fail: str,
+    done: str,
+    *,
+    busy_extra: tuple[tuple[str, str], ...] = (),
+    hold_extra: tuple[tuple[str, str], ...] = (),
+) -> tuple[_Edge, ...]:
+    """The step-running sub-machine that cleaning, deployment and servicing share.
+
+    Each phase runs steps in ``busy``, waits for the ramdisk in ``wait``, pauses
+    in ``hold`` and fails into ``fail``; only a few edges differ (the extras).
+    """
+    return (
+        (busy, "done", done),
+        *((busy, event, dest) for event, dest in busy_extra),
+        (busy, "wait", wait),
+        (busy, "hold", hold),
+        (busy, "fail", fail),
+        (wait, "resume", busy),
+        (wait, "hold", hold),
+        (wait, "fail", fail),
+        (wait, "abort", fail),
+        (hold, "unhold", wait),
+        *((hold, event, dest) for event, dest in hold_extra),
+        (hold, "abort", fail),
+    )
+
+
 #: ``(name, stable, default target)`` of each state, as
 #: :class:`~ironic_fsm.machine.StateSpec` takes them.
-STATES: Final[tuple[tuple[str, bool, str | None], ...]] = (
-    (s.ENROLL, True, None),
-    (s.VERIFYING, False, s.MANAGEABLE),
-    (s.MANAGEABLE, True, None),
-    (s.INSPECTING, False, s.MANAGEABLE),
-    (s.INSPECTWAIT, False, s.MANAGEABLE),
-    (s.INSPECTFAIL, False, s.MANAGEABLE),
-    (s.CLEANING, False, s.AVAILABLE),
-    (s.CLEANWAIT, False, s.AVAILABLE),
-    (s.CLEANFAIL, False, s.AVAILABLE),
-    (s.CLEANHOLD, False, s.AVAILABLE),
-    (s.AVAILABLE, True, None),
-    (s.DEPLOYING, False, s.ACTIVE),
-    (s.DEPLOYWAIT, False, s.ACTIVE),
-    (s.DEPLOYFAIL, False, s.ACTIVE),
-    (s.DEPLOYHOLD, False, s.ACTIVE),
-    (s.ACTIVE, True, None),
-    (s.DELETING, False, s.AVAILABLE),
-    (s.ERROR, True, None),
-    (s.ADOPTING, False, s.ACTIVE),
-    (s.ADOPTFAIL, False, s.ACTIVE),
-    (s.RESCUING, False, s.RESCUE),
-    (s.RESCUEWAIT, False, s.RESCUE),
-    (s.RESCUEFAIL, False, s.RESCUE),
-    (s.RESCUE, True, None),
-    (s.UNRESCUING, False, s.ACTIVE),
-    (s.UNRESCUEFAIL, False, s.ACTIVE),
-    (s.SERVICING, False, s.ACTIVE),
-    (s.SERVICEWAIT, False, s.ACTIVE),
-    (s.SERVICEFAIL, False, s.ACTIVE),
-    (s.SERVICEHOLD, False, s.ACTIVE),
+STATES: Final[tuple[_State, ...]] = (
+    *_stable(s.ENROLL),
+    *_busy(s.MANAGEABLE, s.VERIFYING),
+    *_stable(s.MANAGEABLE),
+    *_busy(s.MANAGEABLE, s.INSPECTING, s.INSPECTWAIT, s.INSPECTFAIL),
+    *_busy(s.AVAILABLE, s.CLEANING, s.CLEANWAIT, s.CLEANFAIL, s.CLEANHOLD),
+    *_stable(s.AVAILABLE),
+    *_busy(s.ACTIVE, s.DEPLOYING, s.DEPLOYWAIT, s.DEPLOYFAIL, s.DEPLOYHOLD),
+    *_stable(s.ACTIVE),
+    *_busy(s.AVAILABLE, s.DELETING),
+    *_stable(s.ERROR),
+    *_busy(s.ACTIVE, s.ADOPTING, s.ADOPTFAIL),
+    *_busy(s.RESCUE, s.RESCUING, s.RESCUEWAIT, s.RESCUEFAIL),
+    *_stable(s.RESCUE),
+    *_busy(s.ACTIVE, s.UNRESCUING, s.UNRESCUEFAIL),
+    *_busy(s.ACTIVE, s.SERVICING, s.SERVICEWAIT, s.SERVICEFAIL, s.SERVICEHOLD),
 )
 
 # Grouped by flow, in the order a node meets them.
 #: ``(source, event, dest)``.
-TRANSITIONS: Final[tuple[tuple[str, str, str], ...]] = (
+TRANSITIONS: Final[tuple[_Edge, ...]] = (
     # verification
     (s.ENROLL, "manage", s.VERIFYING),
     (s.VERIFYING, "done", s.MANAGEABLE),
@@ -67,33 +96,21 @@ TRANSITIONS: Final[tuple[tuple[str, str, str], ...]] = (
     # cleaning
     (s.MANAGEABLE, "provide", s.CLEANING),
     (s.MANAGEABLE, "clean", s.CLEANING),
-    (s.CLEANING, "done", s.AVAILABLE),
-    (s.CLEANING, "manage", s.MANAGEABLE),
-    (s.CLEANING, "wait", s.CLEANWAIT),
-    (s.CLEANING, "hold", s.CLEANHOLD),
-    (s.CLEANING, "fail", s.CLEANFAIL),
-    (s.CLEANWAIT, "resume", s.CLEANING),
-    (s.CLEANWAIT, "hold", s.CLEANHOLD),
-    (s.CLEANWAIT, "fail", s.CLEANFAIL),
-    (s.CLEANWAIT, "abort", s.CLEANFAIL),
-    (s.CLEANHOLD, "unhold", s.CLEANWAIT),
-    (s.CLEANHOLD, "abort", s.CLEANFAIL),
+    *_step_flow(
+        s.CLEANING,
+        s.CLEANWAIT,
+        s.CLEANHOLD,
+        s.CLEANFAIL,
+        s.AVAILABLE,
+        busy_extra=(("manage", s.MANAGEABLE),),
+    ),
     (s.CLEANFAIL, "manage", s.MANAGEABLE),
     (s.AVAILABLE, "manage", s.MANAGEABLE),
     # deployment
     (s.AVAILABLE, "deploy", s.DEPLOYING),
     (s.ACTIVE, "rebuild", s.DEPLOYING),
     (s.ERROR, "rebuild", s.DEPLOYING),
-    (s.DEPLOYING, "done", s.ACTIVE),
-    (s.DEPLOYING, "wait", s.DEPLOYWAIT),
-    (s.DEPLOYING, "hold", s.DEPLOYHOLD),
-    (s.DEPLOYING, "fail", s.DEPLOYFAIL),
-    (s.DEPLOYWAIT, "resume", s.DEPLOYING),
-    (s.DEPLOYWAIT, "hold", s.DEPLOYHOLD),
-    (s.DEPLOYWAIT, "fail", s.DEPLOYFAIL),
-    (s.DEPLOYWAIT, "abort", s.DEPLOYFAIL),
-    (s.DEPLOYHOLD, "unhold", s.DEPLOYWAIT),
-    (s.DEPLOYHOLD, "abort", s.DEPLOYFAIL),
+    *_step_flow(s.DEPLOYING, s.DEPLOYWAIT, s.DEPLOYHOLD, s.DEPLOYFAIL, s.ACTIVE),
     (s.DEPLOYFAIL, "deploy", s.DEPLOYING),
     (s.DEPLOYFAIL, "rebuild", s.DEPLOYING),
     # tear-down
@@ -136,17 +153,14 @@ TRANSITIONS: Final[tuple[tuple[str, str, str], ...]] = (
     (s.ACTIVE, "service", s.SERVICING),
     (s.SERVICEHOLD, "service", s.SERVICING),
     (s.SERVICEFAIL, "service", s.SERVICING),
-    (s.SERVICING, "done", s.ACTIVE),
-    (s.SERVICING, "wait", s.SERVICEWAIT),
-    (s.SERVICING, "hold", s.SERVICEHOLD),
-    (s.SERVICING, "fail", s.SERVICEFAIL),
-    (s.SERVICEWAIT, "resume", s.SERVICING),
-    (s.SERVICEWAIT, "hold", s.SERVICEHOLD),
-    (s.SERVICEWAIT, "fail", s.SERVICEFAIL),
-    (s.SERVICEWAIT, "abort", s.SERVICEFAIL),
-    (s.SERVICEHOLD, "unhold", s.SERVICEWAIT),
-    (s.SERVICEHOLD, "fail", s.SERVICEFAIL),
-    (s.SERVICEHOLD, "abort", s.SERVICEFAIL),
+    *_step_flow(
+        s.SERVICING,
+        s.SERVICEWAIT,
+        s.SERVICEHOLD,
+        s.SERVICEFAIL,
+        s.ACTIVE,
+        hold_extra=(("fail", s.SERVICEFAIL),),
+    ),
     (s.SERVICEFAIL, "wait", s.SERVICEWAIT),
     (s.SERVICEFAIL, "hold", s.SERVICEHOLD),
     (s.SERVICEFAIL, "abort", s.ACTIVE),
