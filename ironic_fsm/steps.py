@@ -182,6 +182,20 @@ def _declare(phase: Phase, **kwargs: Any) -> Callable[[F], F]:
     return decorator
 
 
+def _phase_step(
+    phase: Phase, priority: object, abortable: object, argsinfo: object, **flags: object
+) -> Callable[[F], F]:
+    """The checks every step-running phase makes; ``flags`` are its extra Boolean options."""
+    what = f"{phase}_step"
+    checked: dict[str, Any] = {
+        "priority": _check_priority(priority, what),
+        "abortable": _check_abortable(abortable, what),
+        "argsinfo": _check_argsinfo(argsinfo, what),
+    }
+    checked.update((name, _check_bool(value, name, what)) for name, value in flags.items())
+    return _declare(phase, **checked)
+
+
 def clean_step(
     priority: int,
     abortable: bool = False,
@@ -200,14 +214,7 @@ def clean_step(
     Raises:
         InvalidParameterValue: an argument is malformed (at class definition).
     """
-    what = "clean_step"
-    return _declare(
-        CLEAN,
-        priority=_check_priority(priority, what),
-        abortable=_check_abortable(abortable, what),
-        argsinfo=_check_argsinfo(argsinfo, what),
-        requires_ramdisk=_check_bool(requires_ramdisk, "requires_ramdisk", what),
-    )
+    return _phase_step(CLEAN, priority, abortable, argsinfo, requires_ramdisk=requires_ramdisk)
 
 
 def deploy_step(
@@ -216,13 +223,7 @@ def deploy_step(
     argsinfo: dict[str, dict[str, Any]] | None = None,
 ) -> Callable[[F], F]:
     """Declare a deploy step (``priority`` 0: only by template or user request)."""
-    what = "deploy_step"
-    return _declare(
-        DEPLOY,
-        priority=_check_priority(priority, what),
-        abortable=_check_abortable(abortable, what),
-        argsinfo=_check_argsinfo(argsinfo, what),
-    )
+    return _phase_step(DEPLOY, priority, abortable, argsinfo)
 
 
 def service_step(
@@ -232,14 +233,7 @@ def service_step(
     requires_ramdisk: bool = True,
 ) -> Callable[[F], F]:
     """Declare a service step, run on an active node when a user asks for it."""
-    what = "service_step"
-    return _declare(
-        SERVICE,
-        priority=_check_priority(priority, what),
-        abortable=_check_abortable(abortable, what),
-        argsinfo=_check_argsinfo(argsinfo, what),
-        requires_ramdisk=_check_bool(requires_ramdisk, "requires_ramdisk", what),
-    )
+    return _phase_step(SERVICE, priority, abortable, argsinfo, requires_ramdisk=requires_ramdisk)
 
 
 def verify_step(priority: int) -> Callable[[F], F]:
