@@ -1,10 +1,31 @@
-"""What the peers' launchers share: stopping a child by its PID, never by its name."""
+"""What the peers' launchers share: a handle's shape, stopping a child by its PID."""
 
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
+from typing import ClassVar
+
+import attrs
+
+
+@attrs.define(eq=False, repr=False)
+class LocalPeer:
+    """A peer BMC on 127.0.0.1: its port and login; its repr never shows the password."""
+
+    address: ClassVar[str] = "127.0.0.1"
+    port: int
+    user: str
+    password: str
+
+    @property
+    def pid(self) -> int:
+        """The peer's process, which the test stops by this PID."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.address}:{self.port} pid={self.pid}>"
 
 
 def stop_child(proc: subprocess.Popen[bytes], timeout: float = 5.0) -> None:

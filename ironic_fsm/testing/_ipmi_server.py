@@ -262,24 +262,23 @@ def _server_classes() -> tuple[type[Any], type[Any]]:
 
         # -- chassis ----------------------------------------------------------------------
 
-        def _injected_code(self) -> int:
+        def _refused(self, session: Any) -> bool:
+            """Answer with the injected completion code, if any; else catch up on power first."""
             code = self.faults().get("completion_code")
-            return int(code) if code else 0
+            if code and int(code):
+                session.send_ipmi_response(code=int(code))
+                return True
+            self.tick()
+            return False
 
         def _chassis_status(self, data: bytearray, session: Any) -> None:
-            code = self._injected_code()
-            if code:
-                session.send_ipmi_response(code=code)
+            if self._refused(session):
                 return
-            self.tick()
             session.send_ipmi_response(data=[1 if self.power == "on" else 0, 0, 0])
 
         def _chassis_control(self, data: bytearray, session: Any) -> None:
-            code = self._injected_code()
-            if code:
-                session.send_ipmi_response(code=code)
+            if self._refused(session):
                 return
-            self.tick()
             action = {0: "off", 1: "on", 2: "cycle", 3: "reset", 4: "diag", 5: "shutdown"}.get(
                 data[0]
             )

@@ -54,7 +54,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ironic_fsm.testing._child import stop_child
+import attrs
+
+from ironic_fsm.testing._child import LocalPeer, stop_child
 from ironic_fsm.testing._ipmi_server import (
     CC_INVALID_COMMAND,
     CC_INVALID_DATA,
@@ -114,24 +116,17 @@ class PeerProcess:
                 self.proc.stdout.close()
 
 
-class BMC:
+@attrs.define(eq=False, repr=False)
+class BMC(LocalPeer):
     """A handle on one running peer BMC: where it listens, its state and faults."""
 
-    address = "127.0.0.1"
+    process: PeerProcess
+    index: int
+    state_dir: Path
 
-    def __init__(
-        self, process: PeerProcess, port: int, index: int, user: str, password: str,
-        state_dir: Path,
-    ) -> None:  # fmt: skip
-        self.process = process
-        self.port = port
-        self.index = index
-        self.user = user
-        self.password = password
-        self.state_dir = state_dir
-
-    def __repr__(self) -> str:  # never show the password
-        return f"<BMC {self.address}:{self.port} pid={self.process.pid}>"
+    @property
+    def pid(self) -> int:
+        return self.process.pid
 
     def state(self) -> dict[str, Any]:
         """What the BMC currently holds (power, boot device, counters, ...)."""
@@ -219,7 +214,7 @@ def start_bmcs(
         bmcs = []
         for process, state_dir in started:
             (port,) = _read_ready(process.proc, 1, READY_TIMEOUT)
-            bmcs.append(BMC(process, port, 0, user, password, state_dir))
+            bmcs.append(BMC(port, user, password, process=process, index=0, state_dir=state_dir))
         return bmcs
     except BaseException:
         for process, _ in started:

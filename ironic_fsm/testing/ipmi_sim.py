@@ -43,7 +43,9 @@ import time
 from pathlib import Path
 from typing import Any, Final
 
-from ironic_fsm.testing._child import stop_child
+import attrs
+
+from ironic_fsm.testing._child import LocalPeer, stop_child
 
 __all__ = ["DEBIAN_PACKAGE", "SimBMC", "SimulatorMissing", "start_sim"]
 
@@ -144,22 +146,12 @@ def _answers_ping(port: int, timeout: float) -> bool:
     return len(data) > 8 and data[8] == _ASF_PONG_TYPE
 
 
-class SimBMC:
+@attrs.define(eq=False, repr=False)
+class SimBMC(LocalPeer):
     """A running ``ipmi_sim``: where it listens, what its chassis holds; stopped by PID."""
 
-    address = "127.0.0.1"
-
-    def __init__(
-        self, proc: subprocess.Popen[bytes], port: int, user: str, password: str, directory: Path
-    ) -> None:
-        self.proc = proc
-        self.port = port
-        self.user = user
-        self.password = password
-        self.directory = directory
-
-    def __repr__(self) -> str:  # never show the password
-        return f"<SimBMC {self.address}:{self.port} pid={self.proc.pid}>"
+    proc: subprocess.Popen[bytes]
+    directory: Path
 
     @property
     def pid(self) -> int:
@@ -210,7 +202,7 @@ def _spawn(directory: Path, binary: str, user: str, password: str) -> SimBMC:
             stderr=subprocess.STDOUT,
             cwd=directory,
         )  # fmt: skip
-    sim = SimBMC(proc, port, user, password, directory)
+    sim = SimBMC(port, user, password, proc=proc, directory=directory)
     deadline = time.monotonic() + READY_TIMEOUT
     try:
         while True:

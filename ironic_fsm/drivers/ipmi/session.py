@@ -26,7 +26,6 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
 
 from ironic_fsm.drivers.common import DriverInfoValidation, scrubbed
@@ -417,12 +416,8 @@ class _Connection:
             raise
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
+        # Log out whatever happened inside the block; its exception (if any) goes on.
         try:
             if self._cmd is not None and not self._dropped:
                 cmd = self._cmd
@@ -480,20 +475,19 @@ class _Connection:
             future.add_done_callback(self._late)
             answered = self.drop(f"abandoned after {deadline:g} s without an answer")
             elapsed = time.monotonic() - started
-            if login and not answered:
-                raise BMCUnreachable(
-                    f"Node {self.node}: no answer from the BMC at {self.info.endpoint} "
-                    f"within {deadline:g} s (ipmi_timeout) while logging in",
-                    node=self.node,
-                    address=self.info.endpoint,
-                    elapsed=elapsed,
-                ) from None
-            raise BMCTimeout(
+            cls: type[HardwareError] = BMCTimeout
+            message = (
                 f"Node {self.node}: the BMC at {self.info.endpoint} stopped answering; "
-                f"IPMI {what} timed out after {deadline:g} s (ipmi_timeout)",
-                node=self.node,
-                address=self.info.endpoint,
-                elapsed=elapsed,
+                f"IPMI {what} timed out after {deadline:g} s (ipmi_timeout)"
+            )
+            if login and not answered:
+                cls = BMCUnreachable
+                message = (
+                    f"Node {self.node}: no answer from the BMC at {self.info.endpoint} "
+                    f"within {deadline:g} s (ipmi_timeout) while logging in"
+                )
+            raise cls(
+                message, node=self.node, address=self.info.endpoint, elapsed=elapsed
             ) from None
         except IronicFSMError:
             raise
