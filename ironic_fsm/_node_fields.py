@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 import reprlib
+import string
 import uuid as _uuid
 from contextvars import ContextVar
 from datetime import datetime
@@ -126,6 +127,39 @@ def check_name(value: object, field: str = "name") -> None:
             "share one namespace",
             field=field,
         )
+
+
+#: Characters Ironic allows in a conductor group (its API's pattern for the node field).
+_GROUP_CHARS: Final = frozenset(string.ascii_letters + string.digits + "_-.")
+#: Ironic's limit for a conductor group (its column's width).
+MAX_GROUP_LENGTH: Final = 255
+#: A conductor group as stores keep it: lower case (Ironic's groups are case-insensitive).
+STORED_GROUP: Final = re.compile(r"[a-z0-9_.-]{0,255}")
+
+
+def conductor_group(value: object, what: str, **details: Any) -> str:
+    """Ironic's rule for a conductor group, the node's and the conductor's: one check for both.
+
+    At most 255 letters, digits, ``_``, ``-`` or ``.`` (``""`` is the
+    default group). Returned in lower case: Ironic compares groups without
+    case and stores them lowered, so ``Rack-1`` and ``rack-1`` are one group.
+    """
+    if (
+        not isinstance(value, str)
+        or len(value) > MAX_GROUP_LENGTH
+        or not _GROUP_CHARS.issuperset(value)
+    ):
+        raise InvalidParameterValue(
+            f"{what} must be at most {MAX_GROUP_LENGTH} letters, digits, '_', '-' or '.', "
+            f"not {reprlib.repr(value)}",
+            **details,
+        )
+    return value.lower()
+
+
+def _group(value: object) -> str:
+    """The node field's converter: checked and lowered as construction and updates need."""
+    return conductor_group(value, "Node field 'conductor_group'", field="conductor_group")
 
 
 def _name(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:

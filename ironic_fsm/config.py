@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import socket
-import string
 import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import attrs
 
+from ironic_fsm._node_fields import conductor_group as _check_group
 from ironic_fsm.exceptions import InvalidParameterValue
 
 __all__ = ["Config"]
@@ -91,8 +91,6 @@ def _count(minimum: int) -> Any:
     return check
 
 
-#: Characters Ironic allows in a conductor group (its API's pattern for the node field).
-_GROUP_CHARS: Final = frozenset(string.ascii_letters + string.digits + "_-.")
 #: The longest ``host``: a reservation holder (host, pid, start time, instance) fits 255.
 _HOST_MAX: Final = 200
 
@@ -113,14 +111,8 @@ def _host(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
 
 
 def _conductor_group(value: Any) -> str:
-    """Ironic's rule: up to 255 of ``[a-zA-Z0-9_.-]``, case-insensitive (kept lower case)."""
-    if not isinstance(value, str) or len(value) > 255 or not set(value) <= _GROUP_CHARS:
-        raise InvalidParameterValue(
-            "Config.conductor_group must be at most 255 letters, digits, '_', '-' or '.', "
-            f"not {value!r}",
-            option="conductor_group",
-        )
-    return value.lower()
+    """The node field's rule (one check for both): case-insensitive, kept lower case."""
+    return _check_group(value, "Config.conductor_group", option="conductor_group")
 
 
 def _hardware_types(value: Any) -> tuple[str, ...] | None:

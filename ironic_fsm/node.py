@@ -22,9 +22,11 @@ from ironic_fsm._node_fields import (
     _CANONICAL_UUID,
     _DATETIME_FIELDS,
     _TRUSTED_JSON,
+    STORED_GROUP,
     _bad,
     _flag,
     _good_name,
+    _group,
     _json_dict,
     _masked_repr,
     _name,
@@ -96,6 +98,8 @@ class Node:
     extra: dict[str, Any] = attrs.field(factory=dict, repr=_masked_repr, validator=_json_dict)
     traits: list[str] = attrs.field(factory=list, validator=_traits)
     resource_class: str | None = attrs.field(default=None, validator=_optional_text)
+    #: The conductor group whose conductors manage the node (``""``: the default group).
+    conductor_group: str = attrs.field(default="", converter=_group)
     provision_state: str = attrs.field(default=states.ENROLL, validator=_text)
     target_provision_state: str | None = attrs.field(default=None, validator=_optional_text)
     power_state: str | None = attrs.field(default=None, validator=_optional_text)
@@ -256,8 +260,9 @@ def check_field(name: str, value: Any) -> Any:
     field = _FIELDS_BY_NAME.get(name)
     if field is None:
         raise InvalidParameterValue(f"Unknown node field: {name!r}", fields=[name])
-    if name == "uuid":  # the one field with a converter
-        value = _to_uuid(value)
+    convert = _CONVERTERS.get(name)
+    if convert is not None:  # checked and normalised
+        value = convert(value)
     if field.validator is not None:
         field.validator(None, field, value)
     return value
@@ -276,6 +281,8 @@ def _copy_json(value: Any) -> Any:
 NODE_FIELDS: Final = tuple(f.name for f in attrs.fields(Node))
 _FIELD_SET: Final = frozenset(NODE_FIELDS)
 _FIELDS_BY_NAME: Final[dict[str, attrs.Attribute[Any]]] = attrs.fields_dict(Node)
+#: The fields with a converter (which checks as well as normalises).
+_CONVERTERS: Final[dict[str, Any]] = {"uuid": _to_uuid, "conductor_group": _group}
 _STEP_FIELDS: Final = frozenset({"clean_step", "deploy_step", "service_step"})
 _DICT_FIELDS: Final = tuple(
     n for n, f in _FIELDS_BY_NAME.items() if f.validator in (_json_dict, _optional_json_dict)
@@ -471,6 +478,7 @@ def _generate_shape_check() -> Any:
     check("version", "type(value) is not int or value < 0")
     check("uuid", "type(value) is not str or not canonical(value)")
     check("name", 'value is not None and (type(value) is not str or "\\x00" in value)')
+    check("conductor_group", "type(value) is not str or not group(value)")
     check("traits", "type(value) is not list")
     lines.append("    for trait in value:")
     too_long = f"len(trait) > {MAX_NAME_LENGTH}"
@@ -479,7 +487,11 @@ def _generate_shape_check() -> Any:
     )
     lines.append("            return False")
     lines.append("    return True")
-    namespace: dict[str, Any] = {"datetime": datetime, "canonical": _CANONICAL_UUID.fullmatch}
+    namespace: dict[str, Any] = {
+        "datetime": datetime,
+        "canonical": _CANONICAL_UUID.fullmatch,
+        "group": STORED_GROUP.fullmatch,
+    }
     exec(compile("\n".join(lines), "<ironic_fsm.node shape check>", "exec"), namespace)
     return namespace["shapes_ok"]
 
@@ -531,3 +543,11 @@ def _explain_scalars(node: Node) -> None:
         raise _bad("uuid", "a UUID in canonical form", node.uuid)
     if node.name is not None and (type(node.name) is not str or "\x00" in node.name):
         raise _bad("name", "a string without NUL characters, or None", node.name)
+    group = node.conductor_group
+    if type(group) is not str or not STORED_GROUP.fullmatch(group):
+        lowered = _group(group)  # raises for what no group may hold
+        raise InvalidParameterValue(
+            f"Node field 'conductor_group' must be stored in lower case ({lowered!r}), "
+            f"not {group!r}",
+            field="conductor_group",
+        )

@@ -91,8 +91,6 @@ POWER_SET_ERROR: Final = "baremetal.node.power_set.error"
 _NEVER_SYNCED: Final = frozenset({s.ENROLL, s.ADOPTFAIL})
 #: Power states a driver may report; anything else is a failed read (Ironic: ``error``).
 _READABLE: Final = frozenset({s.POWER_ON, s.POWER_OFF})
-#: The conductor group of every node: nodes carry no group of their own yet.
-_NODE_GROUP: Final = ""
 #: A change made under the reservation: returns the outcome tags it adds.
 _Change = Callable[..., tuple[str, ...]]
 
@@ -190,7 +188,7 @@ class PowerSync(Recovery):
         mine = [
             row
             for row in power_sync_due(self.store, cutoff)
-            if self.owns(row.uuid, row.driver, _NODE_GROUP)
+            if self.owns(row.uuid, row.driver, row.conductor_group)
         ]
         failures = self._power_failures()
         work = [(row.uuid, row.maintenance) for row in mine if self._sync_candidate(row)]

@@ -42,8 +42,8 @@ _NOBODY: Final = ""
 
 
 def node_group(node: Node) -> str:
-    """The node's conductor group (``""``, Ironic's default group, for a record without one)."""
-    return str(getattr(node, "conductor_group", "") or "")
+    """The node's conductor group (``""`` is Ironic's default group), which picks its ring."""
+    return node.conductor_group
 
 
 class HashRings:

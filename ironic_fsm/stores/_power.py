@@ -55,6 +55,9 @@ class PowerSyncRow(NamedTuple):
     reservation: str | None
     #: When its power state was last synced (``None``: never).
     synced_at: datetime | None
+    #: Its conductor group: with ``driver``, which ring it hashes on (last: older callers
+    #: build rows without it).
+    conductor_group: str = ""
 
 
 @runtime_checkable
@@ -82,7 +85,14 @@ def power_sync_due(store: Store, before: datetime) -> builtins.list[PowerSyncRow
         return store.power_sync_due(before)
     return [
         PowerSyncRow(
-            n.uuid, n.driver, n.provision_state, n.maintenance, n.fault, n.reservation, None
+            n.uuid,
+            n.driver,
+            n.provision_state,
+            n.maintenance,
+            n.fault,
+            n.reservation,
+            None,
+            n.conductor_group,
         )
         for n in store.list()
     ]
@@ -135,7 +145,7 @@ class _SQLPowerSync:
         db = self._db
         columns = (
             "SELECT n.uuid, n.driver, n.provision_state, n.maintenance, n.fault, "
-            "n.reservation, p.synced_at FROM node_power_sync p"
+            "n.reservation, p.synced_at, n.conductor_group FROM node_power_sync p"
             f"{self._index_hint('node_power_sync_due_idx')} JOIN nodes n ON n.uuid = p.node_uuid"
         )
         never = f"{columns} WHERE p.synced_at IS NULL"
@@ -148,7 +158,7 @@ class _SQLPowerSync:
             rows += conn.execute(due, (db.bind_time(before),)).fetchall()
         read = db.read_time
         return [
-            PowerSyncRow(r[0], r[1], r[2], bool(r[3]), r[4], r[5], r[6] and read(r[6]))
+            PowerSyncRow(r[0], r[1], r[2], bool(r[3]), r[4], r[5], r[6] and read(r[6]), r[7])
             for r in rows
         ]
 

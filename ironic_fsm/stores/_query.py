@@ -43,6 +43,7 @@ STRING_FILTERS: Final = frozenset(
         "reservation",
         "resource_class",
         "fault",
+        "conductor_group",
     }
 )
 #: Filters that take ``True`` or ``False``.
@@ -134,6 +135,12 @@ def _valid_text(value: object) -> bool:
     return type(value) is str and "\x00" not in value
 
 
+def _lowered(value: Any) -> Any:
+    if isinstance(value, frozenset):
+        return frozenset(v.lower() for v in value)
+    return value if value is None else value.lower()
+
+
 def normalize_filters(filters: dict[str, Any]) -> dict[str, Any] | None:
     """Filters checked and put in one shape; ``None`` when no node can match.
 
@@ -158,6 +165,8 @@ def normalize_filters(filters: dict[str, Any]) -> dict[str, Any] | None:
                 return None
         elif value is not None and not _valid_text(value):
             return None
+        if key == "conductor_group":  # groups are case-insensitive: stored lower case
+            value = _lowered(value)
         out[key] = value
     if RESERVED in filters:
         held = filters[RESERVED]

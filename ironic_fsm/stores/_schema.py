@@ -1,6 +1,6 @@
 """The SQL layout of :class:`~ironic_fsm.stores.sql.SQLStore`: tables, columns, migrations.
 
-Layout (schema version 5; a database of an earlier version is upgraded in
+Layout (schema version 6; a database of an earlier version is upgraded in
 place when opened, see "Migrations" below):
 
 * ``nodes``: one row per node. ``data`` holds
@@ -16,6 +16,8 @@ place when opened, see "Migrations" below):
   ``data`` when a node is read back (reserving and releasing change the
   ``reservation`` column alone). ``seq`` records insertion order, the
   tie-break of every sort (then ``uuid``, which is unique).
+  ``conductor_group`` (version 6) is a column too, for the group filter and
+  the power-sync scan, which hands each row's group to the hash ring.
 * ``holders``: the last heartbeat of each reservation holder (crash recovery).
 * ``conductors`` (version 3): the conductor registry, one row per conductor,
   keyed by its holder token: ``hostname``, ``conductor_group``,
@@ -41,7 +43,8 @@ Indexes: one per sort key, on ``(key, seq, uuid)``, so that a page after a
 marker is a range scan of ``limit`` entries (keyset pagination: ``WHERE
 (key, seq, uuid) > (marker's)``), never an offset; ``(provision_state,
 provision_updated_at)`` for callback timeouts; ``reservation`` for crash
-recovery; ``wait_until`` for ``wait`` steps; ``resource_class``.
+recovery; ``wait_until`` for ``wait`` steps; ``resource_class``;
+``conductor_group`` (version 6).
 
 Migrations: :data:`MIGRATIONS` maps each version N to the step that makes
 N + 1: DDL statements, and functions for what SQL alone cannot do (filling
@@ -80,6 +83,7 @@ _FREE_TEXT: Final = ("target_provision_state", "power_state", "resource_class", 
 _CHECKED: Final[tuple[tuple[str, int | None], ...]] = (
     *_WIDTHS.items(),
     *((field, None) for field in _FREE_TEXT),
+    ("conductor_group", 255),  # v6
 )
 #: The columns a write sets from the node, in statement order (``data`` and ``version`` apart).
 _COLUMNS: Final = (
@@ -97,7 +101,10 @@ _COLUMNS: Final = (
     "provision_updated_at",
     "updated_at",
     "wait_until",
+    "conductor_group",
 )
+#: The columns schema 2 added (filled by :func:`_v2_fill`, before any later one exists).
+_V2_COLUMNS: Final = _COLUMNS[6:14]
 _RESERVATION: Final = _COLUMNS.index("reservation")
 #: Index of ``created_at`` in a row's values (after :data:`_COLUMNS`).
 _CREATED: Final = len(_COLUMNS)
@@ -197,9 +204,9 @@ def _v2_fill(store: SQLStore, conn: Any) -> None:
             _LOG.warning("Node %s: its record cannot be read (%s); columns left empty", uuid, exc)
             continue
         values = store._columns(node)
-        updates.append((*values[6:], uuid))
+        updates.append((*values[6 : 6 + len(_V2_COLUMNS)], uuid))
     if updates:
-        names = ", ".join(f"{column} = {q}" for column in _COLUMNS[6:])
+        names = ", ".join(f"{column} = {q}" for column in _V2_COLUMNS)
         store._execute_many(conn, f"UPDATE nodes SET {names} WHERE uuid = {q}", updates)
 
 
@@ -287,6 +294,18 @@ def _v5_triggers(store: SQLStore, conn: Any) -> None:
         conn.execute(statement)
 
 
+def _v6_ddl(timestamp: str) -> list[str]:
+    """Schema 6: the node's conductor group, a column on an index; ``''`` for existing rows.
+
+    The default fills them, and their ``data`` has no group, which reads
+    back as ``''`` too: the two agree without rewriting a row.
+    """
+    return [
+        "ALTER TABLE nodes ADD COLUMN conductor_group VARCHAR(255) NOT NULL DEFAULT ''",
+        "CREATE INDEX nodes_conductor_group_idx ON nodes (conductor_group)",
+    ]
+
+
 #: One schema step: DDL (given the dialect's timestamp type) or a function of the store
 #: and the connection, run in order.
 _Step = str | Callable[["SQLStore", Any], None]
@@ -297,6 +316,7 @@ MIGRATIONS: Final[dict[int, Callable[[str], builtins.list[_Step]]]] = {
     2: lambda timestamp: [*_v3_ddl(timestamp)],
     3: lambda timestamp: [*_v4_ddl(timestamp)],
     4: lambda timestamp: [*_v5_ddl(timestamp), _v5_triggers],
+    5: lambda timestamp: [*_v6_ddl(timestamp)],
 }
 
 #: The schema version this code writes and understands.

@@ -54,6 +54,7 @@ _COPIED: Final = (
     "protected",
     "resource_class",
     "fault",
+    "conductor_group",
     "updated_at",
     "provision_updated_at",
 )
@@ -91,6 +92,7 @@ class _Record:
         self.protected = node.protected
         self.resource_class = node.resource_class
         self.fault = node.fault
+        self.conductor_group = node.conductor_group
         self.updated_at = node.updated_at
         self.provision_updated_at = node.provision_updated_at
 
@@ -338,7 +340,7 @@ class MemoryStore:
             for uuid in uuids:
                 r = self._nodes[uuid]
                 fields = (r.driver, r.provision_state, r.maintenance, r.fault, r.reservation)
-                rows.append(PowerSyncRow(uuid, *fields, synced.get(uuid)))
+                rows.append(PowerSyncRow(uuid, *fields, synced.get(uuid), r.conductor_group))
             return rows
 
     def mark_power_synced(self, uuids: Sequence[str], when: datetime) -> None:

@@ -294,6 +294,7 @@ class SQLStore(_SQLScans, _SQLHistory, _SQLRegistry, _SQLPowerSync, _SQLAnnounce
             self._time(node, "provision_updated_at"),
             self._time(node, "updated_at"),
             None if wake is None else self._db.bind_time(wake),
+            node.conductor_group,
         )
 
     def _row(self, node: Node) -> tuple[str, tuple[Any, ...]]:
