@@ -10,6 +10,7 @@ and ``Conductor.register_hardware_type``.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -112,6 +113,14 @@ def snapshot(node: Node) -> dict[str, Any]:
     data.pop("version")
     data.pop("updated_at")
     return data
+
+
+@contextlib.contextmanager
+def unchanged(conductor: Conductor, uuid: str) -> Iterator[None]:
+    """The stored node must be exactly as before the block: a refused request loses nothing."""
+    before = snapshot(conductor.get_node(uuid))
+    yield
+    assert snapshot(conductor.get_node(uuid)) == before
 
 
 def step(interface: str, name: str, **args: Any) -> dict[str, Any]:

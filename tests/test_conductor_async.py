@@ -23,6 +23,7 @@ from helpers import (
     new_node,
     snapshot,
     step,
+    unchanged,
 )
 
 from ironic_fsm import Conductor, Config, Node, states
@@ -149,10 +150,8 @@ def test_step_may_ask_to_be_rerun_on_continue(phase: PhaseCase) -> None:
 def test_continue_node_clean_requires_clean_wait(state: str) -> None:
     conductor = make_conductor()
     node = new_node(conductor, state)
-    before = snapshot(conductor.get_node(node.uuid))
-    with pytest.raises(InvalidStateRequested):
+    with unchanged(conductor, node.uuid), pytest.raises(InvalidStateRequested):
         conductor.continue_node_clean(node.uuid)
-    assert snapshot(conductor.get_node(node.uuid)) == before
 
 
 class _RamdiskDeploy(StepDeploy):
@@ -270,10 +269,8 @@ def test_abort_in_hold(phase: PhaseCase) -> None:
 def test_abort_refused_outside_wait_and_hold(state: str) -> None:
     conductor = make_conductor()
     node = new_node(conductor, state)
-    before = snapshot(conductor.get_node(node.uuid))
-    with pytest.raises(InvalidStateRequested):
+    with unchanged(conductor, node.uuid), pytest.raises(InvalidStateRequested):
         conductor.do_provisioning_action(node.uuid, "abort")
-    assert snapshot(conductor.get_node(node.uuid)) == before
 
 
 # -- hold / unhold ---------------------------------------------------------------------------------
@@ -606,10 +603,8 @@ def test_unknown_service_step_fails_before_any_step() -> None:
 def test_rescue_requires_a_password(password: str | None) -> None:
     conductor = make_conductor()
     node = new_node(conductor, states.ACTIVE)
-    before = snapshot(conductor.get_node(node.uuid))
-    with pytest.raises(InvalidParameterValue):
+    with unchanged(conductor, node.uuid), pytest.raises(InvalidParameterValue):
         conductor.do_provisioning_action(node.uuid, "rescue", rescue_password=password)
-    assert snapshot(conductor.get_node(node.uuid)) == before
 
 
 def test_abort_while_waiting_for_the_ramdisk() -> None:

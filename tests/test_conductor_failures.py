@@ -161,34 +161,43 @@ def test_tear_down_failure_goes_to_error() -> None:
     assert "disk would not wipe" in node.last_error
 
 
-def test_error_can_be_rebuilt() -> None:
+_WayOut = tuple[Callable[[Conductor], str], dict[str, object], str, str, str | None]
+
+#: The way out of a failure state: (reach it, fields the operator changes first, verb,
+#: landing state, how last_error opens afterwards or None for cleared).
+WAYS_OUT: dict[str, _WayOut] = {
+    "error-rebuild": (_error, {}, "rebuild", states.ACTIVE, None),
+    "error-undeploy-retries-tear-down": (
+        _error, {"driver": TEST_HW}, "undeploy", states.AVAILABLE, None,
+    ),
+    "service-failed-abort": (
+        _service_failed, {"maintenance": False}, "abort", states.ACTIVE,
+        "By request, the service operation was aborted",
+    ),
+    "inspect-failed-manage": (
+        _inspect_failed, {}, "manage", states.MANAGEABLE, "Failed to inspect hardware of node",
+    ),
+    "deploy-failed-undeploy": (_deploy_failed, {}, "undeploy", states.AVAILABLE, None),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(WAYS_OUT))
+def test_way_out_of_a_failure_state(case: str) -> None:
+    reach, changes, verb, landing, error = WAYS_OUT[case]
     conductor = make_conductor()
-    uuid = _error(conductor)
-    conductor.do_provisioning_action(uuid, "rebuild")
+    uuid = reach(conductor)
+    if changes:
+        conductor.update_node(uuid, **changes)
+    conductor.do_provisioning_action(uuid, verb)
     node = conductor.get_node(uuid)
-    assert node.provision_state == states.ACTIVE
-    assert node.last_error is None
-    assert calls(node) == ["deploy"]
-
-
-def test_error_undeploy_retries_the_tear_down() -> None:
-    conductor = make_conductor()
-    uuid = _error(conductor)
-    conductor.update_node(uuid, driver=TEST_HW)
-    conductor.do_provisioning_action(uuid, "undeploy")
-    node = conductor.get_node(uuid)
-    assert node.provision_state == states.AVAILABLE
-    assert node.last_error is None
-
-
-def test_service_failed_abort_returns_to_active() -> None:
-    conductor = make_conductor()
-    uuid = _service_failed(conductor)
-    conductor.update_node(uuid, maintenance=False)
-    conductor.do_provisioning_action(uuid, "abort")
-    node = conductor.get_node(uuid)
-    assert node.provision_state == states.ACTIVE
+    assert node.provision_state == landing
     assert node.target_provision_state is None
+    if error is None:
+        assert node.last_error is None
+    else:
+        assert node.last_error.startswith(error)
+    if verb == "rebuild":
+        assert calls(node) == ["deploy"]
 
 
 def test_service_failed_abort_refused_in_maintenance() -> None:
@@ -204,16 +213,12 @@ def test_service_failed_abort_refused_in_maintenance() -> None:
     assert snapshot(conductor.get_node(uuid)) == before
 
 
-def test_inspect_failed_manage() -> None:
+def test_inspect_failed_keeps_its_target_and_says_why() -> None:
     conductor = make_conductor()
     uuid = _inspect_failed(conductor)
     node = conductor.get_node(uuid)
     assert node.target_provision_state == states.MANAGEABLE
     assert "no inventory" in node.last_error
-    conductor.do_provisioning_action(uuid, "manage")
-    node = conductor.get_node(uuid)
-    assert node.provision_state == states.MANAGEABLE
-    assert node.target_provision_state is None
 
 
 def test_adopt_failed_message() -> None:
@@ -222,15 +227,6 @@ def test_adopt_failed_message() -> None:
     node = conductor.get_node(uuid)
     assert node.target_provision_state == states.ACTIVE
     assert node.last_error.startswith(f"Error while attempting to adopt node {uuid}")
-
-
-def test_deploy_failed_can_be_undeployed() -> None:
-    conductor = make_conductor()
-    uuid = _deploy_failed(conductor)
-    conductor.do_provisioning_action(uuid, "undeploy")
-    node = conductor.get_node(uuid)
-    assert node.provision_state == states.AVAILABLE
-    assert node.target_provision_state is None
 
 
 # -- a failing step, in each phase --------------------------------------------------------------
