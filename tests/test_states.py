@@ -84,53 +84,39 @@ def test_nostate_is_none() -> None:
     assert states.NOSTATE is None
 
 
-def test_stable_states_match_table() -> None:
-    assert frozenset(states.STABLE_STATES) == _where("stable")
-    assert frozenset(states.STABLE_STATES) == {
-        "enroll",
-        "manageable",
-        "available",
-        "active",
-        "error",
-        "rescue",
-    }
+#: Each state set of ``states``, and where the table says what it holds: a column,
+#: or (wait and hold states) the event that exactly these states accept.
+STATE_SET_SOURCES = {
+    "STABLE_STATES": _where("stable"),
+    "FAILURE_STATES": _where("in_FAILURE_STATES"),
+    "WAIT_STATES": _accepting("resume"),
+    "HOLD_STATES": _accepting("unhold"),
+    "UNSTABLE_STATES": _where("in_UNSTABLE_STATES"),
+    "STUCK_STATES_TREATED_AS_FAIL": _where("in_STUCK_STATES_TREATED_AS_FAIL"),
+    "DELETE_ALLOWED_STATES": _where("in_DELETE_ALLOWED_STATES"),
+}
+
+#: The sets written out, as Ironic has them.
+STATE_SETS_SPELLED_OUT = {
+    "STABLE_STATES": {"enroll", "manageable", "available", "active", "error", "rescue"},
+    "WAIT_STATES": {"wait call-back", "clean wait", "inspect wait", "rescue wait", "service wait"},
+    "HOLD_STATES": {"deploy hold", "clean hold", "service hold"},
+}
 
 
-def test_failure_states_match_table() -> None:
-    assert frozenset(states.FAILURE_STATES) == _where("in_FAILURE_STATES")
+@pytest.mark.parametrize("name", sorted(STATE_SET_SOURCES))
+def test_state_set_matches_table(name: str) -> None:
+    assert frozenset(getattr(states, name)) == STATE_SET_SOURCES[name]
+
+
+@pytest.mark.parametrize("name", sorted(STATE_SETS_SPELLED_OUT))
+def test_state_set_holds_ironics_states(name: str) -> None:
+    assert frozenset(getattr(states, name)) == STATE_SETS_SPELLED_OUT[name]
+
+
+def test_failure_states_are_the_seven_failed_states() -> None:
     assert len(states.FAILURE_STATES) == 7
     assert all(state.endswith(" failed") for state in states.FAILURE_STATES)
-
-
-def test_wait_states_are_the_states_that_resume() -> None:
-    # The wait states are exactly the states that accept ``resume``.
-    assert frozenset(states.WAIT_STATES) == _accepting("resume")
-    assert frozenset(states.WAIT_STATES) == {
-        "wait call-back",
-        "clean wait",
-        "inspect wait",
-        "rescue wait",
-        "service wait",
-    }
-
-
-def test_hold_states_are_the_states_that_unhold() -> None:
-    assert frozenset(states.HOLD_STATES) == _accepting("unhold")
-    assert frozenset(states.HOLD_STATES) == {"deploy hold", "clean hold", "service hold"}
-
-
-def test_unstable_states_match_table() -> None:
-    assert frozenset(states.UNSTABLE_STATES) == _where("in_UNSTABLE_STATES")
-
-
-def test_stuck_states_match_table() -> None:
-    assert frozenset(states.STUCK_STATES_TREATED_AS_FAIL) == _where(
-        "in_STUCK_STATES_TREATED_AS_FAIL"
-    )
-
-
-def test_delete_allowed_states_match_table() -> None:
-    assert frozenset(states.DELETE_ALLOWED_STATES) == _where("in_DELETE_ALLOWED_STATES")
 
 
 def test_holds_and_failures_are_neither_stable_nor_unstable() -> None:
