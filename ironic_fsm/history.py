@@ -104,8 +104,33 @@ def new_entry(
     return entry
 
 
+def _text(value: object, width: int) -> bool:
+    return type(value) is str and len(value) <= width and "\x00" not in value
+
+
+def _plainly_good(entry: HistoryEntry) -> bool:
+    """The usual entry, checked in one expression: every entry is checked twice on the way
+    to the store (made, then saved), so the detailed walk runs only to say what is wrong."""
+    created = entry.created_at
+    return (
+        _text(entry.uuid, 36)
+        and _text(entry.node_uuid, 36)
+        and bool(entry.uuid and entry.node_uuid)
+        and entry.severity in SEVERITIES
+        and type(entry.event) is str
+        and "\x00" not in entry.event
+        and _text(entry.event_type, 255)
+        and (entry.conductor is None or _text(entry.conductor, 255))
+        and (entry.user is None or _text(entry.user, 64))
+        and type(created) is datetime
+        and created.utcoffset() is not None
+    )
+
+
 def check_entry(entry: HistoryEntry) -> None:
     """Refuse, naming the field, an entry no store keeps: checked before anything is written."""
+    if type(entry) is HistoryEntry and _plainly_good(entry):
+        return
 
     def refuse(field: str, why: str) -> InvalidParameterValue:
         return InvalidParameterValue(

@@ -27,13 +27,14 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeGuard
 
 import attrs
 
 from ironic_fsm import history as h
 from ironic_fsm import states as s
 from ironic_fsm.conductor.common import check_ident, describe_exc, driver_error, scrub_node
+from ironic_fsm.conductor.draining import Draining
 from ironic_fsm.conductor.registry import HardwareRegistry
 from ironic_fsm.config import Config
 from ironic_fsm.events import PROVISION_END, PROVISION_ERROR, PROVISION_START, Event
@@ -47,9 +48,9 @@ from ironic_fsm.exceptions import (
 from ironic_fsm.hardware import HardwareType
 from ironic_fsm.machine import Lifecycle
 from ironic_fsm.masking import mask_secrets
-from ironic_fsm.node import Node
-from ironic_fsm.stores import Store
-from ironic_fsm.stores.base import HistoryStore, announce_work, save_with_history
+from ironic_fsm.node import Node, check_name
+from ironic_fsm.stores import MemoryStore, Store
+from ironic_fsm.stores.base import HistoryStore
 from ironic_fsm.task import Task
 
 __all__ = [
@@ -134,6 +135,27 @@ class Job:
         driver = property(attrgetter("task.driver"))
 
 
+def _check_name_as_before(node: Node) -> None:
+    """Ironic's name rules; a bad name raises what :meth:`Node.check_types` would."""
+    try:
+        check_name(node.name)
+    except Exception:
+        node.check_types()  # a field of the wrong type is named first, as it always was
+        raise
+
+
+_HISTORY_KINDS: dict[type, bool] = {}
+
+
+def _keeps_history(store: Store) -> TypeGuard[HistoryStore]:
+    """Whether ``store`` is a HistoryStore, asked once per class (a Protocol check is slow)."""
+    kind = type(store)
+    known = _HISTORY_KINDS.get(kind)
+    if known is None:
+        known = _HISTORY_KINDS[kind] = isinstance(store, HistoryStore)
+    return known
+
+
 def wrong_state(node: Node, message: str, **details: Any) -> InvalidStateRequested:
     """The refusal of a request the node's provision state does not allow."""
     return InvalidStateRequested(message, node=node.uuid, **details, state=node.provision_state)
@@ -154,7 +176,7 @@ def driver_call(job: Job, kind: str, method: str, *args: Any, **kwargs: Any) -> 
         raise driver_error(exc, job.node, kind, method) from exc
 
 
-class Runtime:
+class Runtime(Draining):
     """The conductor's state and the primitives every flow is built from.
 
     The attributes are set by :class:`~ironic_fsm.conductor.Conductor`'s
@@ -219,13 +241,17 @@ class Runtime:
                 node.last_error = scrub_node(node, node.last_error)
             if node.maintenance_reason:
                 node.maintenance_reason = scrub_node(node, node.maintenance_reason)
-        node.check_types()
-        if job.history:
-            entries = self._history_entries(node, job.history)
-            save_with_history(self.store, node, entries)
-            job.history = []
+        store = self.store
+        if type(store) is not MemoryStore:
+            node.check_types()
+        elif node.name is not None:  # MemoryStore checks the rest first, in the same words
+            _check_name_as_before(node)
+        if job.history and _keeps_history(store):
+            store.save(node, history=self._history_entries(node, job.history))
         else:
-            self.store.save(node)
+            store.save(node)  # a store without history drops entries: never written apart
+        if job.history:
+            job.history = []
         pending = job.events
         if pending:
             job.events = []
@@ -261,7 +287,7 @@ class Runtime:
         Never raises: a request refused for its own reason must not fail
         for its history instead.
         """
-        if not self.config.node_history or not isinstance(self.store, HistoryStore):
+        if not self.config.node_history or not _keeps_history(self.store):
             return
         try:
             self.store.add_history(
@@ -434,34 +460,6 @@ class Runtime:
 
     # -- the work queue -----------------------------------------------------------------
 
-    def drain(self) -> None:
-        """Stop taking work, and hand running flows back at their next step boundary.
-
-        From now on ``claim_work``, ``recover`` and ``check_timeouts`` take
-        nothing, a flow about to start is queued instead, and a flow running
-        steps stops before its next step (its position saved, the node
-        queued, released and announced) so that another conductor's
-        ``claim_work`` goes on from there. Flows outside steps (verify,
-        inspect, power) finish. Wait for :meth:`running` to reach 0. Not undone.
-        """
-        if not self._drain.is_set():
-            LOG.info("Conductor %s draining: no new work, flows hand back at a step", self.holder)
-        self._drain.set()
-
-    @property
-    def draining(self) -> bool:
-        """Whether :meth:`drain` was called."""
-        return self._drain.is_set()
-
-    def running(self) -> int:
-        """Flows this conductor runs now, or has submitted to its executor and not finished."""
-        with self._flows_lock:
-            return self._flows_running
-
-    def _flow_count(self, delta: int) -> None:
-        with self._flows_lock:
-            self._flows_running += delta
-
     def _queue(self, job: Job, flow: Mapping[str, Any]) -> None:
         """Leave ``flow`` to whichever conductor claims the node: mark it, release, announce.
 
@@ -473,13 +471,6 @@ class Runtime:
             self._process(job, s.RESUME_EVENT)
         node.driver_internal_info[QUEUED_KEY] = dict(flow)
         job.announce = True
-
-    def _announce(self, uuid: str) -> None:
-        """Wake the conductors listening for work; never fails the release it follows."""
-        try:
-            announce_work(self.store, uuid)
-        except Exception as exc:
-            LOG.warning("Node %s: queued, but not announced: %s", uuid, describe_exc(exc))
 
     # -- running flows ------------------------------------------------------------------
 
