@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import subprocess
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -121,6 +123,17 @@ def unchanged(conductor: Conductor, uuid: str) -> Iterator[None]:
     before = snapshot(conductor.get_node(uuid))
     yield
     assert snapshot(conductor.get_node(uuid)) == before
+
+
+def python_c(code: str, *argv: str, **options: Any) -> subprocess.CompletedProcess[str]:
+    """``code`` in a fresh interpreter, so that what it imports is its own; output captured.
+
+    ``options`` go to :func:`subprocess.run` (``env``, ``stdin``...); a failure is the caller's
+    to assert, with the captured stderr in the message.
+    """
+    run_options: dict[str, Any] = {"capture_output": True, "text": True, "timeout": 120}
+    run_options.update(options)
+    return subprocess.run([sys.executable, "-c", code, *argv], check=False, **run_options)
 
 
 def step(interface: str, name: str, **args: Any) -> dict[str, Any]:

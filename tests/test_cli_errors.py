@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from cli_harness import Result, Run, isolate_cli_env
+from helpers import python_c
 
 from ironic_fsm import cli
 from ironic_fsm.conductor import Conductor
@@ -239,14 +240,7 @@ def test_an_unexpected_error_is_one_line(run: Run, monkeypatch: pytest.MonkeyPat
 
 
 def _python(code: str, *argv: str, env: dict[str, str] | None = None) -> Result:
-    done = subprocess.run(
-        [sys.executable, "-c", code, *argv],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-        env=env,
-    )
+    done = python_c(code, *argv, env=env)
     return Result(done.returncode, done.stdout, done.stderr)
 
 
@@ -365,17 +359,9 @@ def test_steps_from_a_closed_standard_input(tmp_path: Path) -> None:
     env = _env(tmp_path)
     code = "import sys\nfrom ironic_fsm.cli import main\nsys.exit(main(sys.argv[1:]))\n"
     assert _python(code, "--db", db, "node", "create", "--name", "n1", env=env).code == 0
-    done = subprocess.run(
-        [sys.executable, "-c", code, "--db", db, "node", "clean", "n1", "--clean-steps", "-"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-        env=env,
-        # What a shell's `<&-` does: no file descriptor 0 at all.
-        preexec_fn=lambda: os.close(0),
-    )
+    argv = ("--db", db, "node", "clean", "n1", "--clean-steps", "-")
+    # What a shell's `<&-` does: no file descriptor 0 at all.
+    done = python_c(code, *argv, stdin=subprocess.DEVNULL, env=env, preexec_fn=lambda: os.close(0))
     one_line_error(Result(done.returncode, done.stdout, done.stderr), "standard input is closed")
 
 

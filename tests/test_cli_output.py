@@ -9,14 +9,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from cli_harness import Run, isolate_cli_env, ok, runner
+from helpers import python_c
 
 from ironic_fsm.node import NODE_FIELDS
 
@@ -213,8 +212,6 @@ def test_the_library_does_not_import_the_formatters() -> None:
         "assert 'prettytable' in sys.modules and 'yaml' not in sys.modules\n"
         "print('LIGHT')\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=120
-    )
+    done = python_c(code)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().endswith("LIGHT")

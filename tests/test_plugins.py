@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import python_c
 
 import ironic_fsm
 from ironic_fsm import states
@@ -193,8 +194,7 @@ except MissingDependency as exc:
     print("MISSING", exc.extra, exc)
 """
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
+    done = python_c(script)
     assert done.returncode == 0, done.stderr
     assert f"ironic_fsm[{extra}]" in done.stdout, done.stdout
     assert MissingDependency.__name__  # the type the library raises

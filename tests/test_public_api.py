@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import importlib
 import json
-import subprocess
-import sys
 import types
 
 import pytest
+from helpers import python_c
 
 import ironic_fsm
 
@@ -83,9 +82,8 @@ def test_lifecycle_is_built_once() -> None:
 
 def _modules_after_import(statement: str) -> set[str]:
     code = f"import json, sys\n{statement}\nprint(json.dumps(sorted(sys.modules)))\n"
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    )
+    out = python_c(code)
+    assert out.returncode == 0, out.stderr
     return set(json.loads(out.stdout))
 
 
