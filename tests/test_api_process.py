@@ -30,12 +30,14 @@ def test_sigterm_stops_cleanly_and_marks_the_conductor_offline(tmp_path: Path) -
     )  # fmt: skip
     try:
         assert proc.stdout is not None
-        port = int(proc.stdout.readline())
-        response = httpx.get(f"http://127.0.0.1:{port}/v1/conductors",
+        line = proc.stdout.readline()
+        assert line.strip().isdigit(), (line, proc.poll())
+        response = httpx.get(f"http://127.0.0.1:{int(line)}/v1/conductors",
                              headers={"X-OpenStack-Ironic-API-Version": "1.49"})  # fmt: skip
-        assert [c["alive"] for c in response.json()["conductors"]] == [True]
+        assert [c["alive"] for c in response.json()["conductors"]] == [True], response.text
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=30) == 0
+        _, errors = proc.communicate(timeout=60)
+        assert proc.returncode == 0, errors
     finally:
         if proc.poll() is None:
             proc.kill()
