@@ -31,19 +31,22 @@ LATEST = {"X-OpenStack-Ironic-API-Version": "latest"}
 @contextmanager
 def api_process(db: Path, *extra: str, startup: float = 30.0) -> Iterator[str]:
     """The API in a subprocess; yields its base URL and stops it with SIGTERM afterwards."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ironic_fsm.api", "--db", f"sqlite:///{db}",
-         "--api", "127.0.0.1:0", *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    # stderr goes to a file: a pipe nobody reads would stall the server once full.
+    log = db.with_suffix(".stderr")
+    with log.open("w") as errors:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ironic_fsm.api", "--db", f"sqlite:///{db}",
+             "--api", "127.0.0.1:0", *extra],
+            stdout=subprocess.PIPE, stderr=errors, text=True,
+        )  # fmt: skip
     try:
         assert proc.stdout is not None
         ready, _, _ = select.select([proc.stdout], [], [], startup)
         line = proc.stdout.readline() if ready else ""
         if not line.strip().isdigit():
             proc.kill()
-            _, err = proc.communicate(timeout=10)
-            raise AssertionError(f"the API did not start: {line!r} {err}")
+            proc.wait(timeout=10)
+            raise AssertionError(f"the API did not start: {line!r} {log.read_text()}")
         yield f"http://127.0.0.1:{int(line)}"
     finally:
         if proc.poll() is None:
