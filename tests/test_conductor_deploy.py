@@ -23,7 +23,6 @@ from ironic_fsm import Conductor, Config, Node, states
 from ironic_fsm.exceptions import (
     InvalidParameterValue,
     InvalidState,
-    InvalidStateRequested,
     NodeProtected,
     StepNotAllowed,
 )
@@ -277,16 +276,6 @@ def test_protected_only_in_active() -> None:
     with pytest.raises(InvalidState):
         conductor.update_node(node.uuid, protected=True)
     assert conductor.get_node(node.uuid).protected is False
-
-
-@pytest.mark.parametrize(
-    "state", [states.MANAGEABLE, states.ACTIVE, states.ENROLL, states.CLEANFAIL]
-)
-def test_deploy_refused_outside_available_and_deploy_failed(state: str) -> None:
-    conductor = make_conductor()
-    node = new_node(conductor, state)
-    with unchanged(conductor, node.uuid), pytest.raises(InvalidStateRequested):
-        conductor.do_provisioning_action(node.uuid, "deploy")
 
 
 def test_deploy_steps_only_with_deploy_verbs() -> None:

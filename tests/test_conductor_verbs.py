@@ -64,6 +64,8 @@ def test_matrix_agrees_with_the_lifecycle() -> None:
                 assert LIFECYCLE.next_state(state, event) == target, (state, verb)
 
 
+# Every verb in every state: refusals too (abort outside wait and hold, deploy outside
+# available and deploy failed, ...), each leaving the node exactly as it was.
 @pytest.mark.parametrize(("state", "verb"), CASES, ids=[f"{s}-{v}" for s, v in CASES])
 def test_verb_in_state(state: str, verb: str) -> None:
     recorder = Recorder()
