@@ -8,16 +8,20 @@ conductor offers ``validate``, ``get_boot_device`` and ``set_boot_device``.
 
 from __future__ import annotations
 
+from importlib.metadata import entry_points
 from typing import Any, Final
 
 from ironic_fsm.conductor import Conductor
 from ironic_fsm.conductor.common import describe_exc, scrub_node
 from ironic_fsm.conductor.runtime import driver_call
+from ironic_fsm.exceptions import IronicFSMError
+from ironic_fsm.hardware import interface_namespace
 from ironic_fsm.task import Task
 
 __all__ = [
     "VALIDATED_INTERFACES",
     "deploy_templates",
+    "interface_names",
     "management_call",
     "served_drivers",
     "validate_node",
@@ -45,6 +49,41 @@ def served_drivers(conductor: Conductor) -> tuple[str, ...]:
 def deploy_templates(conductor: Conductor) -> dict[str, list[dict[str, Any]]]:
     """The conductor's deploy templates by name (from its settings file), as copies."""
     return {name: [dict(step) for step in steps] for name, steps in conductor._templates.items()}
+
+
+_NAMES: dict[tuple[int, str], dict[str, str | None]] = {}
+
+
+def interface_names(conductor: Conductor, driver: str) -> dict[str, str | None]:
+    """The name of each interface ``driver`` uses by default (Ironic shows them, never null).
+
+    Found from the entry point that provides each interface's class, or
+    ``no-<kind>`` for the no-op ones; ``None`` where no name is known.
+    Cached per conductor and driver: the registry does not change names.
+    """
+    key = (id(conductor), driver)
+    names = _NAMES.get(key)
+    if names is None:
+        try:
+            hardware_type = conductor._registry.get(driver)
+        except IronicFSMError:
+            return {}
+        names = {kind: _name_of(kind, iface) for kind, iface in hardware_type.interfaces()}
+        _NAMES[key] = names
+    return names
+
+
+def _name_of(kind: str, iface: object) -> str | None:
+    cls = type(iface)
+    if cls.__name__.startswith("Noop"):
+        return f"no-{kind}"
+    for ep in entry_points(group=interface_namespace(kind)):
+        try:
+            if ep.load() is cls:  # the entry may name a re-export of the class
+                return str(ep.name)
+        except Exception:  # a broken plugin just has no name to offer
+            continue
+    return None
 
 
 def validate_node(conductor: Conductor, ident: str) -> dict[str, dict[str, Any]]:

@@ -16,6 +16,7 @@ import jsonpatch
 import jsonpointer
 
 from ironic_fsm import states as s
+from ironic_fsm.api import _glue
 from ironic_fsm.api.common import (
     compile_schema,
     node_lock,
@@ -180,6 +181,15 @@ def _requested_fields(req: falcon.Request) -> list[str] | None:
     return names
 
 
+def _view(
+    conductor: Conductor, node: Node, req: falcon.Request, fields: list[str] | None = None
+) -> dict[str, Any]:
+    return node_view(
+        node, version_of(req), req.prefix, fields=fields, conductor=conductor.config.host,
+        defaults=_glue.interface_names(conductor, node.driver),
+    )  # fmt: skip
+
+
 class NodeCollection:
     """``/v1/nodes`` and ``/v1/nodes/detail``."""
 
@@ -211,7 +221,17 @@ class NodeCollection:
         chosen = None if detail else (fields or SUMMARY_FIELDS)
         host = self._conductor.config.host
         body: dict[str, Any] = {
-            "nodes": [node_view(n, version, base, fields=chosen, conductor=host) for n in nodes]
+            "nodes": [
+                node_view(
+                    n,
+                    version,
+                    base,
+                    fields=chosen,
+                    conductor=host,
+                    defaults=_glue.interface_names(self._conductor, n.driver),
+                )
+                for n in nodes
+            ]
         }
         if nodes and len(nodes) == limit:
             params = dict(req.params)
@@ -284,7 +304,7 @@ class NodeCollection:
         node = self._conductor.create_node(**fields)
         send(
             resp,
-            node_view(node, version_of(req), req.prefix, conductor=self._conductor.config.host),
+            _view(self._conductor, node, req),
             201,
         )
         resp.location = f"{req.prefix}/v1/nodes/{node.uuid}"
@@ -363,16 +383,14 @@ class NodeItem:
     def on_get(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         fields = _requested_fields(req)
         node = self._conductor.get_node(ident)
-        host = self._conductor.config.host
-        send(resp, node_view(node, version_of(req), req.prefix, fields=fields, conductor=host))
+        send(resp, _view(self._conductor, node, req, fields))
 
     def on_patch(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         operations = _check_patch(read_json(req))
         uuid = self._conductor.get_node(ident).uuid
         with node_lock(uuid):
             node = self._patch(req, uuid, operations)
-        host = self._conductor.config.host
-        send(resp, node_view(node, version_of(req), req.prefix, conductor=host))
+        send(resp, _view(self._conductor, node, req))
 
     def _patch(self, req: falcon.Request, uuid: str, operations: list[dict[str, Any]]) -> Node:
         node = self._conductor.get_node(uuid)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Final
 
@@ -163,10 +163,19 @@ def node_view(
     fields: Iterable[str] | None = None,
     conductor: str | None = None,
     links: bool = True,
+    defaults: Mapping[str, str | None] | None = None,
 ) -> dict[str, Any]:
-    """The node at ``version``; ``fields`` restricts it (already checked against the version)."""
+    """The node at ``version``; ``fields`` restricts it (already checked against the version).
+
+    ``defaults`` names the interfaces of the node's driver, shown where the
+    node has not chosen one.
+    """
     chosen = None if fields is None else tuple(fields)
     out: dict[str, Any] = {name: getter(node) for name, getter in _getters(version, chosen)}
+    for kind, name in (defaults or {}).items():
+        field = f"{kind}_interface"
+        if field in out and out[field] is None:
+            out[field] = name
     if (chosen is None or "conductor" in chosen) and version >= (1, 49):
         out["conductor"] = conductor
     if version < (1, 2) and out.get("provision_state") == "available":
