@@ -136,6 +136,13 @@ def python_c(code: str, *argv: str, **options: Any) -> subprocess.CompletedProce
     return subprocess.run([sys.executable, "-c", code, *argv], check=False, **run_options)
 
 
+def python_ok(code: str, *argv: str, **options: Any) -> str:
+    """What ``code`` prints in a fresh interpreter, which must exit 0 (else its stderr shows)."""
+    done = python_c(code, *argv, **options)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def step(interface: str, name: str, **args: Any) -> dict[str, Any]:
     """A requested clean/service step."""
     return {"interface": interface, "step": name, "args": args}

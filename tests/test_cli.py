@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from cli_harness import Result, Run, ok
-from helpers import python_c
+from helpers import python_ok
 
 from ironic_fsm import cli
 from ironic_fsm.conductor import Conductor
@@ -872,9 +872,7 @@ def test_module_entry_point_and_light_imports() -> None:
         "drivers = {'sqlite3', 'psycopg', 'ironic_fsm.stores.sql'} & set(sys.modules); "
         "print(drivers or 'LIGHT'); sys.exit(rc)"
     )
-    light = python_c(code)
-    assert light.returncode == 0, light.stderr
-    assert light.stdout.strip().endswith("LIGHT")
+    assert python_ok(code).strip().endswith("LIGHT")
     module = subprocess.run(
         [sys.executable, "-m", "ironic_fsm.cli", "diagram", "--format", "dot"],
         capture_output=True,

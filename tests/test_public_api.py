@@ -7,7 +7,7 @@ import json
 import types
 
 import pytest
-from helpers import python_c
+from helpers import python_ok
 
 import ironic_fsm
 
@@ -82,9 +82,7 @@ def test_lifecycle_is_built_once() -> None:
 
 def _modules_after_import(statement: str) -> set[str]:
     code = f"import json, sys\n{statement}\nprint(json.dumps(sorted(sys.modules)))\n"
-    out = python_c(code)
-    assert out.returncode == 0, out.stderr
-    return set(json.loads(out.stdout))
+    return set(json.loads(python_ok(code)))
 
 
 HEAVY = ["sqlalchemy", "pyghmi", "sushy", "stevedore"]
