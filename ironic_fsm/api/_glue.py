@@ -8,6 +8,7 @@ conductor offers ``validate``, ``get_boot_device`` and ``set_boot_device``.
 
 from __future__ import annotations
 
+import weakref
 from importlib.metadata import entry_points
 from typing import Any, Final
 
@@ -51,7 +52,9 @@ def deploy_templates(conductor: Conductor) -> dict[str, list[dict[str, Any]]]:
     return {name: [dict(step) for step in steps] for name, steps in conductor._templates.items()}
 
 
-_NAMES: dict[tuple[int, str], dict[str, str | None]] = {}
+_NAMES: weakref.WeakKeyDictionary[Conductor, dict[str, dict[str, str | None]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def interface_names(conductor: Conductor, driver: str) -> dict[str, str | None]:
@@ -61,15 +64,15 @@ def interface_names(conductor: Conductor, driver: str) -> dict[str, str | None]:
     ``no-<kind>`` for the no-op ones; ``None`` where no name is known.
     Cached per conductor and driver: the registry does not change names.
     """
-    key = (id(conductor), driver)
-    names = _NAMES.get(key)
+    known = _NAMES.setdefault(conductor, {})
+    names = known.get(driver)
     if names is None:
         try:
             hardware_type = conductor._registry.get(driver)
         except IronicFSMError:
             return {}
         names = {kind: _name_of(kind, iface) for kind, iface in hardware_type.interfaces()}
-        _NAMES[key] = names
+        known[driver] = names
     return names
 
 
