@@ -137,15 +137,6 @@ def test_undeploy_runs_automated_cleaning_on_fake_hardware() -> None:
     assert node.instance_info == {}
 
 
-def test_deleted_verb_is_undeploy() -> None:
-    conductor = make_conductor()
-    node = new_node(conductor, states.ACTIVE, driver=FAKE_HW)
-    conductor.do_provisioning_action(node.uuid, "deleted")
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.AVAILABLE
-    assert node.driver_internal_info["fake_log_passthrough"] == 1
-
-
 @pytest.mark.parametrize("verb", ["provide", "undeploy"])
 def test_config_automated_clean_false_skips_steps(verb: str) -> None:
     conductor = make_conductor(config=Config(automated_clean=False))

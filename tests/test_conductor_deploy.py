@@ -44,15 +44,6 @@ def test_deploy_runs_the_core_step() -> None:
     assert not node.driver_internal_info.get("deploy_steps")
 
 
-def test_active_verb_deploys_fake_hardware() -> None:
-    conductor = make_conductor()
-    node = new_node(conductor, states.AVAILABLE, driver=FAKE_HW)
-    conductor.do_provisioning_action(node.uuid, "active")
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.ACTIVE
-    assert node.driver_internal_info["fake_deployed"] is True
-
-
 def test_driver_steps_run_by_priority() -> None:
     conductor = make_conductor()
     node = new_node(conductor, states.AVAILABLE, driver=TEMPLATES_HW)

@@ -106,6 +106,25 @@ def test_verb_in_state(state: str, verb: str) -> None:
     assert settled, after.provision_state
 
 
+#: Ironic's alias verbs: (state, where the verb leads, the fake driver's mark of the work).
+ALIAS_VERBS = {
+    "deleted": (states.ACTIVE, states.AVAILABLE, ("fake_log_passthrough", 1)),  # is undeploy
+    "active": (states.AVAILABLE, states.ACTIVE, ("fake_deployed", True)),  # is deploy
+}
+
+
+@pytest.mark.parametrize("verb", sorted(ALIAS_VERBS))
+def test_alias_verb_does_the_work_of_its_event(verb: str) -> None:
+    state, landing, (key, value) = ALIAS_VERBS[verb]
+    conductor = make_conductor()
+    node = new_node(conductor, state, driver=FAKE_HW)
+    conductor.do_provisioning_action(node.uuid, verb)
+    node = conductor.get_node(node.uuid)
+    assert node.provision_state == landing
+    mark = node.driver_internal_info[key]
+    assert (type(mark), mark) == (type(value), value)
+
+
 def test_unknown_verb_is_refused_and_changes_nothing() -> None:
     conductor = make_conductor()
     node = new_node(conductor, states.MANAGEABLE, driver=FAKE_HW)
