@@ -8,7 +8,8 @@ under the reservation, where the change is made.
 from __future__ import annotations
 
 import math
-from typing import Any, Final
+from collections.abc import Iterable
+from typing import Any, Final, overload
 
 import attrs
 
@@ -25,7 +26,7 @@ from ironic_fsm.exceptions import (
 from ironic_fsm.hardware import HardwareType
 from ironic_fsm.interfaces import INTERFACE_KINDS
 from ironic_fsm.node import NODE_FIELDS, Node, check_field
-from ironic_fsm.stores.base import RESERVED, list_page
+from ironic_fsm.stores.base import RESERVED, NodeFields, check_fields, list_fields, list_page
 
 __all__ = ["Nodes"]
 
@@ -124,6 +125,12 @@ class Nodes(Runtime):
         """The node with this UUID or name."""
         return self.store.get(check_ident(ident))
 
+    # The paging keywords and filters pass through **query; the return type follows fields.
+    @overload
+    def list_nodes(self, *, fields: None = None, **query: Any) -> list[Node]: ...
+    @overload
+    def list_nodes(self, *, fields: Iterable[str], **query: Any) -> list[NodeFields]: ...
+
     def list_nodes(
         self,
         *,
@@ -131,8 +138,9 @@ class Nodes(Runtime):
         marker: str | None = None,
         sort_key: str = "created_at",
         sort_dir: str = "asc",
+        fields: Iterable[str] | None = None,
         **filters: Any,
-    ) -> list[Node]:
+    ) -> list[Node] | list[NodeFields]:
         """One page of the nodes whose fields equal the filters, in ``sort_key`` order.
 
         ``marker`` is the UUID of the last node of the previous page;
@@ -140,11 +148,20 @@ class Nodes(Runtime):
         are the store's (see :func:`~ironic_fsm.stores.base.list_page`), so
         a page costs what its rows cost, not what the fleet does.
 
+        ``fields`` (Ironic's ``fields``): for callers that need only some
+        fields, one ``dict`` per node holding those fields by name, plus
+        ``uuid`` always, each value as the :class:`Node` attribute has it.
+        The built-in stores then read no record when every field is one
+        they keep apart (:data:`~ironic_fsm.stores.base.COLUMN_FIELDS`: the
+        filterable fields and the timestamps), and decode the page otherwise.
+
         A filter no node could ever match (an unknown field, a value of the
         wrong type, a state this lifecycle does not have) is an error, not
-        an empty list; so are a marker that is no node's UUID and a bad
-        ``limit``, ``sort_key`` or ``sort_dir``.
+        an empty list; so are a marker that is no node's UUID, a bad
+        ``limit``, ``sort_key`` or ``sort_dir``, and an unknown field in
+        ``fields``.
         """
+        wanted = None if fields is None else check_fields(fields)
         checked: dict[str, Any] = {}
         for key, value in filters.items():
             if key == RESERVED:  # Ironic's "someone holds it" filter: not a field
@@ -167,9 +184,13 @@ class Nodes(Runtime):
                     f"Cannot filter nodes on {key} {value!r}: not a state of this lifecycle",
                     fields=[key],
                 )
-        return list_page(
-            self.store, limit=limit, marker=marker, sort_key=sort_key, sort_dir=sort_dir, **checked
-        )
+        query: dict[str, Any] = {
+            "limit": limit, "marker": marker, "sort_key": sort_key, "sort_dir": sort_dir,
+            **checked,
+        }  # fmt: skip
+        if wanted is not None:
+            return list_fields(self.store, wanted, **query)
+        return list_page(self.store, **query)
 
     def update_node(self, ident: str, **fields: Any) -> Node:
         """Change user-settable fields, with Ironic's rules for retirement and protection.

@@ -1,16 +1,39 @@
-"""Keyset pages in SQL: which index ranges one page of ``SQLStore.list`` reads.
+"""Keyset pages in SQL: ``SQLStore.list``, and which index ranges one page reads.
 
 A page after a marker is a range of ``(key, seq, uuid)``, never an offset,
 so it reads ``limit`` rows wherever it starts. A nullable key is read in
 two ranges, its unset rows (first ascending, last descending) and the
 others, each on the index.
+
+With ``fields``, a page whose fields are all columns
+(:data:`~ironic_fsm.stores.base.COLUMN_FIELDS`) selects just those columns
+and decodes no record; any other field reads ``data`` and decodes the page.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import builtins
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Final, overload
 
-from ironic_fsm.stores._query import NULLABLE_SORT_KEYS
+from ironic_fsm.node import Node
+from ironic_fsm.stores._query import (
+    BOOL_FILTERS,
+    COLUMN_FIELDS,
+    NULLABLE_SORT_KEYS,
+    NodeFields,
+    bad_marker,
+    check_fields,
+    check_page,
+    normalize_filters,
+    project,
+)
+from ironic_fsm.stores._statements import _SQLStatements, _to_node
+
+#: The columns that hold timestamps (read back through the dialect).
+_TIMES: Final = frozenset({"created_at", "updated_at", "provision_updated_at"})
+#: The columns a page of whole nodes reads.
+_RECORD: Final = "data, reservation, version"
 
 #: One range: its conditions, their parameters, its ``ORDER BY``.
 Range = tuple[list[str], list[Any], str]
@@ -56,3 +79,88 @@ def _keyed_ranges(
         order,
     )
     return valued, (([f"{sort_key} IS NULL"], [], nulls_order) if nullable and desc else None)
+
+
+class _SQLPaging(_SQLStatements):
+    """``SQLStore.list``: one page, in SQL, on the sort key's index."""
+
+    if TYPE_CHECKING:
+
+        def _where(self, filters: dict[str, Any]) -> tuple[list[str], list[Any]]: ...
+
+    # The paging keywords and filters pass through **query; the return type follows fields.
+    @overload
+    def list(self, *, fields: None = None, **query: Any) -> builtins.list[Node]: ...
+    @overload
+    def list(self, *, fields: Iterable[str], **query: Any) -> builtins.list[NodeFields]: ...
+
+    def list(
+        self,
+        *,
+        limit: int | None = None,
+        marker: str | None = None,
+        sort_key: str = "created_at",
+        sort_dir: str = "asc",
+        fields: Iterable[str] | None = None,
+        **filters: Any,
+    ) -> builtins.list[Node] | builtins.list[NodeFields]:
+        """One page of copies of the matching nodes, in ``sort_key`` order, then creation order.
+
+        Filters and order run in SQL on indexes; a page after ``marker`` is
+        a keyset range (``(key, seq, uuid) > marker's``), so it reads
+        ``limit`` rows wherever it starts. A nullable key is read in two
+        ranges, its unset rows (first ascending, last descending) and the
+        others, each on the index. See
+        :meth:`~ironic_fsm.stores.base.ScanningStore.list`.
+
+        With ``fields``, one dict per node with only those fields (``uuid``
+        always), read from their columns alone when every one is a column.
+        """
+        check_page(limit, marker, sort_key, sort_dir)
+        wanted = normalize_filters(filters)
+        names = None if fields is None else check_fields(fields)
+        columns = names if names is not None and COLUMN_FIELDS.issuperset(names) else None
+        with self._db.connection() as conn:
+            after = None if marker is None else self._marker_row(conn, marker, sort_key)
+            if wanted is None or limit == 0:
+                return []
+            where, params = self._where(wanted)
+            ranges = page_ranges(sort_key, sort_dir == "desc", after, marker, self._q)
+            found: builtins.list[Any] = []
+            selected = _RECORD if columns is None else ", ".join(columns)
+            for cond, extra, order in ranges:
+                left = None if limit is None else limit - len(found)
+                if left == 0:
+                    break
+                tail = f" ORDER BY {order}" + ("" if left is None else f" LIMIT {int(left)}")
+                sql = f"SELECT {selected} FROM nodes"
+                if where or cond:
+                    sql += " WHERE " + " AND ".join([*where, *cond])
+                if self._echo:
+                    self._log(sql + tail)
+                found.extend(conn.execute(sql + tail, [*params, *extra]).fetchall())
+        if columns is not None:
+            return [self._fields_of(row, columns) for row in found]
+        nodes = [_to_node(r[0], r[1], r[2]) for r in found]
+        return nodes if names is None else [project(node, names) for node in nodes]
+
+    def _fields_of(self, row: Sequence[Any], columns: Sequence[str]) -> NodeFields:
+        """A row of columns as the node's fields: timestamps and flags as the node has them."""
+        out = NodeFields(zip(columns, row, strict=True))
+        for name in columns:
+            value = out[name]
+            if name in _TIMES:
+                out[name] = None if value is None else self._db.read_time(value)
+            elif name in BOOL_FILTERS:
+                out[name] = bool(value)
+        return out
+
+    def _marker_row(self, conn: Any, marker: str, sort_key: str) -> Any:
+        """The marker's ``(key, seq)`` (``(uuid,)`` sorted on uuid); a bad marker is refused."""
+        column = "uuid" if sort_key == "uuid" else f"{sort_key}, seq"
+        rows = conn.execute(
+            f"SELECT {column} FROM nodes WHERE uuid = {self._q}", (marker,)
+        ).fetchall()
+        if not rows:
+            raise bad_marker(marker)
+        return rows[0]

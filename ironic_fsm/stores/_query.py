@@ -10,11 +10,13 @@ The filters themselves are described in :mod:`ironic_fsm.stores.base`.
 from __future__ import annotations
 
 import heapq
+import reprlib
 from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime, timezone
 from typing import Any, Final
 
 from ironic_fsm.exceptions import InvalidParameterValue
+from ironic_fsm.masking import mask_secrets
 from ironic_fsm.node import NODE_FIELDS, Node
 
 #: Keys ``list`` sorts on (Ironic's sortable node fields that we have).
@@ -56,6 +58,55 @@ FILTER_FIELDS: Final = (
     *sorted(STRING_FILTERS | BOOL_FILTERS | {"version"}, key=NODE_FIELDS.index),
     RESERVED,
 )
+
+
+#: Node fields every built-in store keeps beside the record (the SQL store: as columns), so
+#: that a listing asking only for these (``list(fields=...)``) builds no node.
+COLUMN_FIELDS: Final = frozenset(
+    {*STRING_FILTERS, *BOOL_FILTERS, "version", "created_at", "updated_at", "provision_updated_at"}
+)
+
+
+class NodeFields(dict[str, Any]):
+    """What a listing with ``fields`` returns per node: those fields by name, ``uuid`` first.
+
+    A plain ``dict`` of the node's values, each of the type its
+    :class:`~ironic_fsm.node.Node` attribute has (datetimes aware, in UTC
+    where a store read them from its own columns), secrets included as in
+    :meth:`Node.to_dict() <ironic_fsm.node.Node.to_dict>`; only its
+    ``repr`` masks them, as the node's does, so that logging a page leaks none.
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"NodeFields({mask_secrets(dict(self))!r})"
+
+
+def check_fields(fields: object) -> tuple[str, ...]:
+    """The fields a listing returns: ``uuid`` first, then each asked-for field once.
+
+    Checked before anything is read: a field that is not a node field is
+    refused, by name, as Ironic's API refuses it.
+    """
+    if isinstance(fields, (str, bytes)) or not isinstance(fields, Iterable):
+        raise InvalidParameterValue(
+            f"fields must be a list of node field names, not {reprlib.repr(fields)}",
+            field="fields",
+        )
+    names = list(fields)
+    unknown = [name for name in names if not isinstance(name, str) or name not in NODE_FIELDS]
+    if unknown:
+        shown = ", ".join(reprlib.repr(name) for name in unknown)
+        raise InvalidParameterValue(
+            f"Cannot list unknown node field(s): {shown}", field="fields", fields=unknown
+        )
+    return tuple(dict.fromkeys(("uuid", *names)))
+
+
+def project(node: Node, fields: Iterable[str]) -> NodeFields:
+    """The ``fields`` of ``node`` (checked by :func:`check_fields`), as a listing returns them."""
+    return NodeFields((name, getattr(node, name)) for name in fields)
 
 
 class _Set:

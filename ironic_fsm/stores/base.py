@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
@@ -53,6 +53,7 @@ from ironic_fsm.stores._power import PowerSyncRow, PowerSyncStore, mark_power_sy
 from ironic_fsm.stores._query import (
     _UTC,
     BOOL_FILTERS,
+    COLUMN_FIELDS,
     FILTER_FIELDS,
     NULLABLE_SORT_KEYS,
     RESERVED,
@@ -61,67 +62,34 @@ from ironic_fsm.stores._query import (
     SORT_KEYS,
     STRING_FILTERS,
     WAIT_UNTIL_SUFFIX,
+    NodeFields,
     _oldest_first,
     _scan_filters,
     _valid_text,
     bad_marker,
+    check_fields,
     check_filters,
     check_page,
     matches,
     normalize_filters,
     order_key,
+    project,
     sort_records,
     wake_time,
 )
 
 __all__ = [
-    "BOOL_FILTERS",
-    "FILTER_FIELDS",
-    "NULLABLE_SORT_KEYS",
-    "RESERVED",
-    "SET",
-    "SORT_DIRS",
-    "SORT_KEYS",
-    "STRING_FILTERS",
-    "WAIT_UNTIL_SUFFIX",
-    "ConductorRecord",
-    "ConductorRegistry",
-    "HistoryStore",
-    "ListScans",
-    "PowerSyncRow",
-    "PowerSyncStore",
-    "Reserved",
-    "ScanningStore",
-    "Store",
-    "WORK_CHANNEL",
-    "WorkAnnouncer",
-    "announce_work",
-    "bad_marker",
-    "check_conductor",
-    "check_filters",
-    "check_history",
-    "check_page",
-    "check_time",
-    "conductor_order",
-    "duplicate_name",
-    "duplicate_uuid",
-    "encode",
-    "in_states",
-    "list_page",
-    "locked_error",
-    "mark_power_synced",
-    "matches",
-    "normalize_filters",
-    "not_found",
-    "order_key",
-    "power_sync_due",
-    "reserved",
-    "save_with_history",
-    "snapshot",
-    "sort_records",
-    "wake_time",
-    "waking",
-]
+    "BOOL_FILTERS", "COLUMN_FIELDS", "FILTER_FIELDS", "NULLABLE_SORT_KEYS", "RESERVED", "SET",
+    "SORT_DIRS", "SORT_KEYS", "STRING_FILTERS", "WAIT_UNTIL_SUFFIX", "WORK_CHANNEL",
+    "ConductorRecord", "ConductorRegistry", "HistoryStore", "ListScans", "NodeFields",
+    "PowerSyncRow", "PowerSyncStore", "Reserved", "ScanningStore", "Store", "WorkAnnouncer",
+    "announce_work", "bad_marker", "check_conductor", "check_fields", "check_filters",
+    "check_history", "check_page", "check_time", "conductor_order", "duplicate_name",
+    "duplicate_uuid", "encode", "in_states", "list_fields", "list_page", "locked_error",
+    "mark_power_synced", "matches", "normalize_filters", "not_found", "order_key",
+    "power_sync_due", "project", "reserved", "save_with_history", "snapshot", "sort_records",
+    "wake_time", "waking",
+]  # fmt: skip
 
 
 class Reserved(NamedTuple):
@@ -386,24 +354,24 @@ class ScanningStore(Store, Protocol):
 # -- for callers: the store's own scans, or a fallback on list() ------------------------------
 
 
-def _pages(store: Store) -> bool:
-    """Whether ``store.list`` takes the paging keywords (its signature names ``marker``).
+def _takes(store: Store, keyword: str) -> bool:
+    """Whether ``store.list`` takes ``keyword`` (``marker``: it pages; ``fields``: it projects).
 
     Asked of the signature, not of :class:`ScanningStore`: a store may
     inherit :class:`ListScans` and keep the first release's ``list``.
     """
-    kind = type(store)
-    known = _PAGING.get(kind)
+    key = (type(store), keyword)
+    known = _TAKES.get(key)
     if known is None:
         try:
-            known = "marker" in inspect.signature(store.list).parameters
+            known = keyword in inspect.signature(store.list).parameters
         except (TypeError, ValueError):
             known = False
-        _PAGING[kind] = known
+        _TAKES[key] = known
     return known
 
 
-_PAGING: dict[type, bool] = {}
+_TAKES: dict[tuple[type, str], bool] = {}
 
 
 def list_page(
@@ -420,7 +388,7 @@ def list_page(
     The fallback reads every matching node, so it costs what the store's
     ``list`` costs; its order is the store's ``list`` order among ties.
     """
-    if _pages(store):
+    if _takes(store, "marker"):
         paged: list[Node] = store.list(
             limit=limit, marker=marker, sort_key=sort_key, sort_dir=sort_dir, **filters
         )
@@ -445,6 +413,21 @@ def list_page(
         marker_key=marker_key,
         descending=sort_dir == "desc",
     )
+
+
+def list_fields(store: Store, fields: Iterable[str], **query: Any) -> list[NodeFields]:
+    """:func:`list_page` (same ``query``) with only ``fields`` of each node, ``uuid`` first.
+
+    A store whose ``list`` takes ``fields`` (both built-in ones) answers
+    itself, reading no record when every field is in :data:`COLUMN_FIELDS`;
+    any other store's nodes are read whole and cut down here.
+    """
+    wanted = check_fields(fields)
+    if _takes(store, "fields"):
+        lister: Any = store.list  # the Store protocol's list has no fields
+        found: list[NodeFields] = lister(fields=wanted, **query)
+        return found
+    return [project(node, wanted) for node in list_page(store, **query)]
 
 
 def _node_key(node: Node, sort_key: str, positions: dict[str, int]) -> tuple[Any, ...]:

@@ -6,21 +6,25 @@ import builtins
 import heapq
 import itertools
 import threading
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime, timezone
-from typing import Any, Final
+from typing import Any, Final, overload
 
 from ironic_fsm.exceptions import ConcurrentUpdate
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.node import Node, Snapshot, thaw
 from ironic_fsm.stores._power import PowerSyncRow, check_sync_args
 from ironic_fsm.stores._query import (
+    COLUMN_FIELDS,
     SET,
+    NodeFields,
     _scan_filters,
     bad_marker,
+    check_fields,
     check_page,
     normalize_filters,
     order_key,
+    project,
     sort_records,
     wake_time,
 )
@@ -195,6 +199,12 @@ class MemoryStore:
         with self._lock:
             return self._nodes[self._uuid(ident)].node()
 
+    # The paging keywords and filters pass through **query; the return type follows fields.
+    @overload
+    def list(self, *, fields: None = None, **query: Any) -> builtins.list[Node]: ...
+    @overload
+    def list(self, *, fields: Iterable[str], **query: Any) -> builtins.list[NodeFields]: ...
+
     def list(
         self,
         *,
@@ -202,11 +212,18 @@ class MemoryStore:
         marker: str | None = None,
         sort_key: str = "created_at",
         sort_dir: str = "asc",
+        fields: Iterable[str] | None = None,
         **filters: Any,
-    ) -> builtins.list[Node]:
-        """One page of copies of the matching nodes; see :meth:`ScanningStore.list`."""
+    ) -> builtins.list[Node] | builtins.list[NodeFields]:
+        """One page of copies of the matching nodes; see :meth:`ScanningStore.list`.
+
+        With ``fields``, one dict per node with only those fields (``uuid``
+        always): built from the record's attributes when every field is in
+        :data:`~ironic_fsm.stores.base.COLUMN_FIELDS`, without thawing it.
+        """
         check_page(limit, marker, sort_key, sort_dir)
         wanted = normalize_filters(filters)
+        names = None if fields is None else check_fields(fields)
 
         def key(record: _Record) -> tuple[Any, ...]:
             return order_key(sort_key, getattr(record, sort_key), record.seq, record.uuid)
@@ -224,7 +241,11 @@ class MemoryStore:
             page = sort_records(
                 chosen, key, limit=limit, marker_key=marker_key, descending=sort_dir == "desc"
             )
-            return [r.node() for r in page]
+            if names is None:
+                return [r.node() for r in page]
+            if COLUMN_FIELDS.issuperset(names):
+                return [NodeFields((name, getattr(r, name)) for name in names) for r in page]
+            return [project(r.node(), names) for r in page]
 
     def reserved(self) -> builtins.list[Reserved]:
         with self._lock:

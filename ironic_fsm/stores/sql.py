@@ -64,14 +64,9 @@ from ironic_fsm.stores._connect import (
     _open_sqlite,
 )
 from ironic_fsm.stores._history import _SQLHistory
-from ironic_fsm.stores._paging import page_ranges
+from ironic_fsm.stores._paging import _SQLPaging
 from ironic_fsm.stores._power import _SQLPowerSync
-from ironic_fsm.stores._query import (
-    bad_marker,
-    check_page,
-    normalize_filters,
-    wake_time,
-)
+from ironic_fsm.stores._query import wake_time
 from ironic_fsm.stores._registry import _check_holder, _SQLRegistry
 from ironic_fsm.stores._scans import _SQLScans
 from ironic_fsm.stores._schema import (
@@ -121,7 +116,7 @@ def _pick(rows: Sequence[Any], ident: str) -> Any:
     return rows[0] if rows else None
 
 
-class SQLStore(_SQLScans, _SQLHistory, _SQLRegistry, _SQLPowerSync, _SQLAnnounce):
+class SQLStore(_SQLPaging, _SQLScans, _SQLHistory, _SQLRegistry, _SQLPowerSync, _SQLAnnounce):
     """Node records in a SQL database: SQLite (embedded) or PostgreSQL (shared).
 
     Args:
@@ -362,51 +357,6 @@ class SQLStore(_SQLScans, _SQLHistory, _SQLRegistry, _SQLPowerSync, _SQLAnnounce
         if row is None:
             raise not_found(ident)
         return _to_node(row[1], row[2], row[3])
-
-    def list(
-        self,
-        *,
-        limit: int | None = None,
-        marker: str | None = None,
-        sort_key: str = "created_at",
-        sort_dir: str = "asc",
-        **filters: Any,
-    ) -> builtins.list[Node]:
-        """One page of copies of the matching nodes, in ``sort_key`` order, then creation order.
-
-        Filters and order run in SQL on indexes; a page after ``marker`` is
-        a keyset range (``(key, seq, uuid) > marker's``), so it reads
-        ``limit`` rows wherever it starts. A nullable key is read in two
-        ranges, its unset rows (first ascending, last descending) and the
-        others, each on the index. See
-        :meth:`~ironic_fsm.stores.base.ScanningStore.list`.
-        """
-        check_page(limit, marker, sort_key, sort_dir)
-        wanted = normalize_filters(filters)
-        with self._db.connection() as conn:
-            after = None if marker is None else self._marker_row(conn, marker, sort_key)
-            if wanted is None or limit == 0:
-                return []
-            where, params = self._where(wanted)
-            ranges = page_ranges(sort_key, sort_dir == "desc", after, marker, self._q)
-            found: builtins.list[Any] = []
-            for cond, extra, order in ranges:
-                left = None if limit is None else limit - len(found)
-                if left == 0:
-                    break
-                tail = f" ORDER BY {order}" + ("" if left is None else f" LIMIT {int(left)}")
-                found.extend(self._select(conn, [*where, *cond], [*params, *extra], tail))
-        return [_to_node(r[0], r[1], r[2]) for r in found]
-
-    def _marker_row(self, conn: Any, marker: str, sort_key: str) -> Any:
-        """The marker's ``(key, seq)`` (``(uuid,)`` sorted on uuid); a bad marker is refused."""
-        column = "uuid" if sort_key == "uuid" else f"{sort_key}, seq"
-        rows = conn.execute(
-            f"SELECT {column} FROM nodes WHERE uuid = {self._q}", (marker,)
-        ).fetchall()
-        if not rows:
-            raise bad_marker(marker)
-        return rows[0]
 
     def save(self, node: Node, *, history: Sequence[HistoryEntry] = ()) -> None:
         """Write ``node`` if its version is current; bump ``node.version`` in place.
