@@ -227,6 +227,40 @@ class RecordingBIOS(FakeBIOS):
         _record(task, "bios_clean")
 
 
+_WAIT_STATES = {"clean": states.CLEANWAIT, "service": states.SERVICEWAIT}
+_DECLARE = {"clean": clean_step, "service": service_step}
+
+
+def _declared(phase: str, name: str, run: Callable[..., Any], **declared: Any) -> Any:
+    """``run`` named ``name``, declared a step of ``phase`` (priority 0, no ramdisk)."""
+    run.__name__ = run.__qualname__ = name
+    return _DECLARE[phase](priority=0, requires_ramdisk=False, **declared)(run)
+
+
+def _waiting(phase: str, name: str, **declared: Any) -> Any:
+    """A step method that records its call and waits in its phase's wait state."""
+
+    def run(self: Any, task: Task) -> str:
+        _record(task, name)
+        return _WAIT_STATES[phase]
+
+    return _declared(phase, name, run, **declared)
+
+
+def _rerun(phase: str, name: str) -> Any:
+    """A step method whose first run asks to be run again on continuation and waits."""
+
+    def run(self: Any, task: Task) -> str | None:
+        if _count(task, f"{name}_runs") == 1:
+            task.node.driver_internal_info[f"skip_current_{phase}_step"] = False
+            _record(task, f"{name}#1")
+            return _WAIT_STATES[phase]
+        _record(task, f"{name}#2")
+        return None
+
+    return _declared(phase, name, run)
+
+
 class StepVendor(VendorInterface):
     """Vendor steps for every situation; all priority 0 (run only when asked or overridden)."""
 
@@ -257,45 +291,13 @@ class StepVendor(VendorInterface):
     def with_args(self, task: Task, size: int, label: str = "") -> None:
         _record(task, "with_args", size=size, label=label)
 
-    # asynchronous steps
-    @clean_step(priority=0, abortable=True, requires_ramdisk=False)
-    def async_clean(self, task: Task) -> str:
-        _record(task, "async_clean")
-        return states.CLEANWAIT
-
-    @clean_step(priority=0, abortable=False, requires_ramdisk=False)
-    def async_noabort(self, task: Task) -> str:
-        _record(task, "async_noabort")
-        return states.CLEANWAIT
-
-    @clean_step(priority=0, requires_ramdisk=False)
-    def again(self, task: Task) -> str | None:
-        """First run: asks to be re-run on continuation and waits; second run: done."""
-        if _count(task, "again_runs") == 1:
-            task.node.driver_internal_info["skip_current_clean_step"] = False
-            _record(task, "again#1")
-            return states.CLEANWAIT
-        _record(task, "again#2")
-        return None
-
-    @service_step(abortable=True, requires_ramdisk=False)
-    def async_service(self, task: Task) -> str:
-        _record(task, "async_service")
-        return states.SERVICEWAIT
-
-    @service_step(abortable=False, requires_ramdisk=False)
-    def async_service_noabort(self, task: Task) -> str:
-        _record(task, "async_service_noabort")
-        return states.SERVICEWAIT
-
-    @service_step(requires_ramdisk=False)
-    def again_service(self, task: Task) -> str | None:
-        if _count(task, "again_service_runs") == 1:
-            task.node.driver_internal_info["skip_current_service_step"] = False
-            _record(task, "again_service#1")
-            return states.SERVICEWAIT
-        _record(task, "again_service#2")
-        return None
+    # asynchronous steps: they wait, or ask to be run again on continuation
+    async_clean = _waiting("clean", "async_clean", abortable=True)
+    async_noabort = _waiting("clean", "async_noabort")
+    again = _rerun("clean", "again")
+    async_service = _waiting("service", "async_service", abortable=True)
+    async_service_noabort = _waiting("service", "async_service_noabort")
+    again_service = _rerun("service", "again_service")
 
     # failing steps
     @clean_step(priority=0, requires_ramdisk=False)
