@@ -9,12 +9,15 @@ from __future__ import annotations
 import builtins
 from collections.abc import Collection, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from ironic_fsm.node import Node
 from ironic_fsm.stores._query import SET, _scan_filters
+from ironic_fsm.stores._schema import V7_WAIT_STATES, V7_WAITING
 from ironic_fsm.stores._statements import _SQLStatements, _to_node
 from ironic_fsm.stores.base import Reserved
+
+_WAITING: Final = frozenset(V7_WAIT_STATES)
 
 
 class _SQLScans(_SQLStatements):
@@ -73,7 +76,11 @@ class _SQLScans(_SQLStatements):
         if updated_before is not None:
             where.append(f"provision_updated_at < {self._q}")
             params.append(self._db.bind_time(updated_before))
-        return self._scan(where, params, "provision_updated_at", limit, "nodes_state_age_idx")
+        asked = wanted["provision_state"]
+        if _WAITING.issuperset({asked} if isinstance(asked, str) else asked):
+            where.append(V7_WAITING)  # the partial index's condition, word for word
+            return self._scan(where, params, "provision_updated_at", limit, "nodes_state_age_idx")
+        return self._scan(where, params, "provision_updated_at", limit, "nodes_provision_state_idx")
 
     def waking(
         self, before: datetime, *, limit: int | None = None, **filters: Any

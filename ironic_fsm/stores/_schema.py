@@ -42,8 +42,10 @@ place when opened, see "Migrations" below):
 Indexes: one per sort key, on ``(key, seq, uuid)``, so that a page after a
 marker is a range scan of ``limit`` entries (keyset pagination: ``WHERE
 (key, seq, uuid) > (marker's)``), never an offset; ``(provision_state,
-provision_updated_at)`` for callback timeouts; ``reservation`` for crash
-recovery; ``wait_until`` for ``wait`` steps; ``resource_class``;
+provision_updated_at)`` of the nodes in wait states, for callback timeouts,
+and ``reservation`` of the reserved nodes, for crash recovery (both partial
+since version 7: a save leaves an index alone unless its row is one the
+scan looks for); ``wait_until`` for ``wait`` steps; ``resource_class``;
 ``conductor_group`` (version 6).
 
 Migrations: :data:`MIGRATIONS` maps each version N to the step that makes
@@ -306,6 +308,37 @@ def _v6_ddl(timestamp: str) -> list[str]:
     ]
 
 
+#: The wait states as schema 7 froze them in its partial state-age index (``in_states``
+#: repeats this text: SQLite uses a partial index only for a query that carries its
+#: condition word for word). A wait state added later is scanned on the state index.
+V7_WAIT_STATES: Final = (
+    "clean wait",
+    "inspect wait",
+    "rescue wait",
+    "service wait",
+    "wait call-back",
+)
+V7_WAITING: Final = f"provision_state IN ({', '.join(repr(w) for w in V7_WAIT_STATES)})"
+
+
+def _v7_ddl(timestamp: str) -> list[str]:
+    """Schema 7: two indexes hold only the rows their scans look for.
+
+    Every entry a save moves costs its commit a page or two (the rest of a
+    lifecycle's commits is one page each): the state-age index now holds
+    the nodes in wait states only, the reservation index the reserved nodes
+    only, so that most saves and every reservation of a free node leave
+    them alone.
+    """
+    return [
+        "DROP INDEX nodes_state_age_idx",
+        "CREATE INDEX nodes_state_age_idx ON nodes (provision_state, provision_updated_at) "
+        f"WHERE {V7_WAITING}",
+        "DROP INDEX nodes_reservation_idx",
+        "CREATE INDEX nodes_reservation_idx ON nodes (reservation) WHERE reservation IS NOT NULL",
+    ]
+
+
 #: One schema step: DDL (given the dialect's timestamp type) or a function of the store
 #: and the connection, run in order.
 _Step = str | Callable[["SQLStore", Any], None]
@@ -317,6 +350,7 @@ MIGRATIONS: Final[dict[int, Callable[[str], builtins.list[_Step]]]] = {
     3: lambda timestamp: [*_v4_ddl(timestamp)],
     4: lambda timestamp: [*_v5_ddl(timestamp), _v5_triggers],
     5: lambda timestamp: [*_v6_ddl(timestamp)],
+    6: lambda timestamp: [*_v7_ddl(timestamp)],
 }
 
 #: The schema version this code writes and understands.

@@ -1,0 +1,166 @@
+"""Schema 7 (partial state-age and reservation indexes): a v6 database is upgraded in place.
+
+The v6 database is made as the release before this one made it (the
+migrations up to 6 only) and holds something in every table: a free node,
+a reserved node in a wait state, an active node, a heartbeat,
+a registered conductor, history entries and their counts, a power-sync
+time. It lives in a real SQLite file or in a private schema of the real
+PostgreSQL server. Version 7 changes two indexes and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from old_schema import fail_at_the_end_of
+from test_store_migration_v6 import (
+    CONDUCTOR,
+    FREE,
+    HELD,
+    HOLDER,
+    SYNCED,
+    T0,
+    entry,
+    raw_rows,
+    schema_version,
+    v5_nodes,
+)
+
+from ironic_fsm import states
+from ironic_fsm.stores import SQLStore, sql
+from ironic_fsm.stores.sql import MIGRATIONS
+
+TABLES = (
+    "nodes", "holders", "conductors", "node_history", "node_history_counts", "node_power_sync",
+)  # fmt: skip
+PARTIAL = {"nodes_state_age_idx", "nodes_reservation_idx"}
+
+
+def as_v6(url: str) -> str:
+    """Make the database at ``url`` as the v6 release did, with something in every table."""
+    with pytest.MonkeyPatch.context() as patch:
+        for version in [v for v in MIGRATIONS if v >= 6]:
+            patch.delitem(MIGRATIONS, version)
+        patch.setattr(sql, "SCHEMA_VERSION", 6)
+        with SQLStore(url) as store:
+            for node in v5_nodes():
+                store.create(node)
+            store.reserve(HELD, HOLDER)
+            store.heartbeat(HOLDER, T0 + timedelta(seconds=5))
+            store.register_conductor(CONDUCTOR)
+            store.add_history([entry(1), entry(2)])
+            store.mark_power_synced([FREE], T0 + timedelta(minutes=1))
+    assert schema_version(url) == 6
+    return url
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def v6_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A v6 database in a SQLite file, or in a private schema of the PostgreSQL server."""
+    if request.param == "sqlite":
+        yield as_v6(f"sqlite:///{tmp_path / 'v6.sqlite'}")
+        return
+    from conftest import fresh_postgres_url
+
+    yield from map(as_v6, fresh_postgres_url(request.getfixturevalue("postgres_server")))
+
+
+def everything(url: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table, every column."""
+    return {table: sorted(raw_rows(url, f"SELECT * FROM {table}")) for table in TABLES}
+
+
+def indexes(url: str) -> dict[str, str]:
+    """Each index's definition, as the database gives it."""
+    if url.startswith("sqlite"):
+        rows = raw_rows(url, "SELECT name, sql FROM sqlite_master WHERE type = 'index'")
+    else:
+        rows = raw_rows(
+            url,
+            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema()",
+        )
+    return {name: definition or "" for name, definition in rows}
+
+
+def test_v6_database_is_upgraded_to_v7_losing_nothing(v6_url: str) -> None:
+    before, defined = everything(v6_url), indexes(v6_url)
+    assert not any("WHERE" in defined[name] for name in PARTIAL)
+    SQLStore(v6_url).close()
+    assert schema_version(v6_url) == sql.SCHEMA_VERSION >= 7
+    assert everything(v6_url) == before  # not a row or column changed
+    after = indexes(v6_url)
+    assert set(after) == set(defined)  # the same indexes by name: two of them now partial
+    assert {name for name, text in after.items() if "WHERE" in text} == PARTIAL
+    assert {name: text for name, text in after.items() if name not in PARTIAL} == {
+        name: text for name, text in defined.items() if name not in PARTIAL
+    }
+    with SQLStore(v6_url) as store:
+        expected = {n.uuid: n for n in v5_nodes()}
+        expected[HELD].reservation = HOLDER
+        for uuid, node in expected.items():
+            node.version = 1
+            assert store.get(uuid) == node
+        assert store.list_conductors() == [CONDUCTOR]
+        assert store.node_history(HELD) == [entry(1), entry(2)]
+        assert store.holders() == {HOLDER: T0 + timedelta(seconds=5)}
+        # The scans find what they found before, through the new indexes.
+        assert [(r.uuid, r.holder) for r in store.reserved()] == [(HELD, HOLDER)]
+        later = T0 + timedelta(hours=1)
+        waits = sorted(states.WAIT_STATES)
+        assert [n.uuid for n in store.in_states(waits, updated_before=later)] == [HELD]
+        assert [n.uuid for n in store.in_states([states.CLEANWAIT])] == [HELD]
+        assert [n.uuid for n in store.in_states(waits, reservation=None)] == []
+        working = [states.ACTIVE, states.AVAILABLE]
+        assert [n.uuid for n in store.in_states(working, updated_before=later)] == [FREE, SYNCED]
+        assert [n.uuid for n in store.list(reservation=HOLDER)] == [HELD]
+        assert [n.uuid for n in store.list(reservation=None)] == [FREE, SYNCED]
+        # What changes afterwards is found too: a reservation, a node entering a wait state.
+        store.reserve(FREE, "new-host:1:1-ef01")
+        busy = store.get(SYNCED)
+        busy.provision_state, busy.provision_updated_at = states.DEPLOYWAIT, T0
+        store.save(busy)
+        assert {r.uuid for r in store.reserved()} == {FREE, HELD}
+        assert [n.uuid for n in store.in_states(waits, updated_before=later)] == [HELD, SYNCED]
+        store.release(HELD, HOLDER)
+        assert [r.uuid for r in store.reserved()] == [FREE]
+    with SQLStore(v6_url):  # reopening changes nothing
+        assert schema_version(v6_url) == sql.SCHEMA_VERSION
+        assert indexes(v6_url) == after
+
+
+def test_scans_of_a_v7_database_search_the_indexes_they_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite: a wait-state scan searches the partial index, any other the state index."""
+    url = f"sqlite:///{tmp_path / 'plans.sqlite'}"
+    with SQLStore(url, echo=True) as store:
+        sql_texts: list[str] = []
+        monkeypatch.setattr(store, "_log", sql_texts.append)
+        store.in_states(sorted(states.WAIT_STATES), updated_before=T0, reservation=None)
+        store.in_states([states.DEPLOYING, states.CLEANWAIT], updated_before=T0)
+        store.reserved()
+        with store.connection() as conn:
+            plans = [
+                [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + t, [None] * t.count("?"))]
+                for t in sql_texts
+            ]
+    assert [len(p) for p in plans] == [1, 1, 1], plans
+    assert plans[0][0].startswith("SEARCH nodes USING INDEX nodes_state_age_idx ("), plans
+    assert plans[1][0].startswith("SEARCH nodes USING INDEX nodes_provision_state_idx ("), plans
+    assert plans[2][0].startswith("SEARCH nodes USING INDEX nodes_reservation_idx ("), plans
+
+
+def test_a_failed_v7_step_leaves_the_v6_database_as_it_was(
+    v6_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before, defined = everything(v6_url), indexes(v6_url)
+    fail_at_the_end_of(monkeypatch, 6)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        SQLStore(v6_url)
+    assert indexes(v6_url) == defined  # both indexes as they were, none dropped
+    assert everything(v6_url) == before
+    assert schema_version(v6_url) == 6
