@@ -491,11 +491,17 @@ def test_reset_bmc_step(emu: Emulator) -> None:
 # -- the whole lifecycle ---------------------------------------------------------------------------
 
 
-def test_full_lifecycle_with_virtual_media(emu: Emulator, tmp_path: Path) -> None:
+@pytest.fixture
+def files(tmp_path: Path) -> Iterator[FileServer]:
+    """An HTTP server for the images a BMC fetches: deploy.iso and rescue.iso."""
     images = tmp_path / "images"
     images.mkdir()
-    (images / "deploy.iso").write_bytes(b"\0" * 4096)
-    files = FileServer(images)
+    for name in ("deploy.iso", "rescue.iso"):
+        (images / name).write_bytes(b"\0" * 4096)
+    yield from stopped_after(FileServer(images))
+
+
+def test_full_lifecycle_with_virtual_media(emu: Emulator, files: FileServer) -> None:
     try:
         conductor = new_conductor(
             automated_cleaning_step_source="runbook",
@@ -557,7 +563,6 @@ def test_full_lifecycle_with_virtual_media(emu: Emulator, tmp_path: Path) -> Non
         assert node.power_state == states.POWER_OFF
         assert [v["RAIDType"] for v in emu.volumes()] == ["RAID1"]  # re-made by cleaning
     finally:
-        files.stop()
         # Leave the shared emulator as other tests expect it: no volumes, BIOS defaults.
         hardware = redfish.redfish_hardware()
         tidy = make_task(hardware, emu.driver_info())
@@ -565,11 +570,9 @@ def test_full_lifecycle_with_virtual_media(emu: Emulator, tmp_path: Path) -> Non
         hardware.bios.factory_reset(tidy)
 
 
-def test_rescue_boots_the_rescue_iso_and_unrescue_the_disk(emu: Emulator, tmp_path: Path) -> None:
-    images = tmp_path / "rescue-images"
-    images.mkdir()
-    (images / "rescue.iso").write_bytes(b"\0" * 4096)
-    files = FileServer(images)
+def test_rescue_boots_the_rescue_iso_and_unrescue_the_disk(
+    emu: Emulator, files: FileServer
+) -> None:
     try:
         conductor = new_conductor()
         node = conductor.create_node(
@@ -595,7 +598,6 @@ def test_rescue_boots_the_rescue_iso_and_unrescue_the_disk(emu: Emulator, tmp_pa
         assert (state["boot_device"], state["boot_enabled"]) == ("Hdd", "Continuous")
         assert "rescue_password" not in node.instance_info
     finally:
-        files.stop()
         hardware = redfish.redfish_hardware()
         hardware.power.set_power_state(make_task(hardware, emu.driver_info()), states.POWER_OFF)
 
