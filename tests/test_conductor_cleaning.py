@@ -750,24 +750,15 @@ def test_disable_ramdisk_refuses_steps_that_need_it() -> None:
     assert hooks(node) == {}
 
 
-def test_step_failure_tears_the_ramdisk_down() -> None:
+@pytest.mark.parametrize(("second", "abort"), [("boom", False), ("async_clean", True)])
+def test_a_failed_or_aborted_cleaning_tears_the_ramdisk_down(second: str, abort: bool) -> None:
     conductor = make_conductor()
     node = new_node(conductor, states.MANAGEABLE)
     conductor.do_provisioning_action(
-        node.uuid, "clean", clean_steps=[FIRMWARE, step("vendor", "boom")]
+        node.uuid, "clean", clean_steps=[FIRMWARE, step("vendor", second)]
     )
-    node = conductor.get_node(node.uuid)
-    assert node.provision_state == states.CLEANFAIL
-    assert hooks(node) == {"prepare_cleaning": 1, "tear_down_cleaning": 1}
-
-
-def test_abort_tears_the_ramdisk_down() -> None:
-    conductor = make_conductor()
-    node = new_node(conductor, states.MANAGEABLE)
-    conductor.do_provisioning_action(
-        node.uuid, "clean", clean_steps=[FIRMWARE, step("vendor", "async_clean")]
-    )
-    conductor.do_provisioning_action(node.uuid, "abort")
+    if abort:
+        conductor.do_provisioning_action(node.uuid, "abort")
     node = conductor.get_node(node.uuid)
     assert node.provision_state == states.CLEANFAIL
     assert hooks(node) == {"prepare_cleaning": 1, "tear_down_cleaning": 1}

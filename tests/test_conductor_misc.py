@@ -401,31 +401,30 @@ def test_async_step_events_on_continuation() -> None:
     assert view[-1] == (PROVISION_END, states.MANAGEABLE)
 
 
-def test_failed_verification_is_an_error_event() -> None:
+#: Flows that fail: (state, driver, verb, the failing transition, how the error opens).
+FAILING_FLOWS = {
+    "verification": (states.ENROLL, "test-bad-power", "manage",
+                     (states.VERIFYING, "fail", states.ENROLL),
+                     "Failed to validate power driver interface"),
+    "tear-down": (states.ACTIVE, "test-bad-teardown", "undeploy",
+                  (states.DELETING, "fail", states.ERROR), "Failed to tear down"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("flow", sorted(FAILING_FLOWS))
+def test_a_failed_flow_is_an_error_event(flow: str) -> None:
     # Ironic emits provision_set.error for every 'fail' event; the node's
     # last_error travels with it so a listener knows why.
+    state, driver, verb, transition, opening = FAILING_FLOWS[flow]
     recorder = Recorder()
     conductor = make_conductor(listeners=[recorder])
-    node = new_node(conductor, states.ENROLL, driver="test-bad-power")
-    conductor.do_provisioning_action(node.uuid, "manage")
+    node = new_node(conductor, state, driver=driver)
+    conductor.do_provisioning_action(node.uuid, verb)
     last = recorder.provision()[-1]
-    assert (last.previous_state, last.event, last.state) == (
-        states.VERIFYING,
-        "fail",
-        states.ENROLL,
-    )
+    assert (last.previous_state, last.event, last.state) == transition
     assert last.name == PROVISION_ERROR
     assert last.error == conductor.get_node(node.uuid).last_error
-
-
-def test_failed_tear_down_is_an_error_event() -> None:
-    recorder = Recorder()
-    conductor = make_conductor(listeners=[recorder])
-    node = new_node(conductor, states.ACTIVE, driver="test-bad-teardown")
-    conductor.do_provisioning_action(node.uuid, "undeploy")
-    last = recorder.provision()[-1]
-    assert (last.event, last.state, last.name) == ("fail", states.ERROR, PROVISION_ERROR)
-    assert last.error.startswith("Failed to tear down")
+    assert last.error.startswith(opening)
 
 
 def test_events_are_immutable() -> None:
