@@ -32,6 +32,7 @@ from ironic_fsm.interfaces import VendorInterface
 from ironic_fsm.node import Node
 from ironic_fsm.steps import clean_step, deploy_step, service_step
 from ironic_fsm.stores import SQLStore, Store
+from ironic_fsm.stores._claim import QueuedNode
 from ironic_fsm.task import Task
 
 HW = "counting-hardware"
@@ -265,7 +266,8 @@ def test_a_node_that_left_the_queue_since_the_scan_is_released_unchanged(
     settled = store.get(uuid)
     # Another conductor's scan read the node while it was queued: it finds it settled.
     other = make(store, "other", hand_off=False)
-    monkeypatch.setattr("ironic_fsm.conductor.work.in_states", lambda *a, **k: [stale])
+    queued = [QueuedNode(stale.uuid, stale.driver, stale.conductor_group)]
+    monkeypatch.setattr("ironic_fsm.conductor.work.queued_work", lambda *a, **k: queued)
     assert other.claim_work() == []
     assert store.get(uuid) == settled  # same version, unreserved
 

@@ -7,9 +7,17 @@ there after a verb or callback; a draining conductor puts back the flows it
 stops at a step boundary. Each such node carries the flow it owes
 (:data:`~ironic_fsm.conductor.runtime.QUEUED_KEY`), and the store announces
 it (``NOTIFY ironic_fsm_work`` on PostgreSQL). :meth:`Work.claim_work`
-finds the queue through the store's state index, reserves the nodes this
-conductor owns and runs their flows. The reservation stays the lock: of two
-conductors claiming one node, one gets it and the other skips it.
+reads the queue from the store's indexed columns, picks the nodes this
+conductor owns, reserves them in one statement
+(:func:`~ironic_fsm.stores._claim.reserve_queued`) and runs their flows.
+The reservation stays the lock: of two conductors claiming one node, one
+gets it and the other skips it.
+
+A claim costs two statements whatever it takes, and no save: the claiming
+thread wakes on every notification and every finished flow, so anything it
+does per node (a round trip, a decode) is paid serially while the flow
+threads wait for it. Each flow saves its node before it touches hardware
+anyway, in its own thread.
 """
 
 from __future__ import annotations
@@ -17,16 +25,16 @@ from __future__ import annotations
 from typing import Any
 
 from ironic_fsm.conductor.recovery import Recovery
-from ironic_fsm.conductor.ring import node_group
-from ironic_fsm.conductor.runtime import LOG, QUEUED_KEY, WORKING_STATES
-from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError, NodeLocked
-from ironic_fsm.stores.base import in_states
+from ironic_fsm.conductor.runtime import LOG, QUEUED_KEY, WORKING_STATES, Job
+from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError
+from ironic_fsm.node import Node
+from ironic_fsm.stores._claim import queued_work, reserve_queued
+from ironic_fsm.task import Task
 
 __all__ = ["Work"]
 
-
-class _NotQueued(Exception):
-    """The node left the queue between the scan and the reservation: release it unchanged."""
+#: What a claimed node without a queued flow does: what ``recover`` does.
+_RESUME = {"flow": "resume"}
 
 
 class Work(Recovery):
@@ -42,8 +50,8 @@ class Work(Recovery):
         resumes as :meth:`recover` resumes one. With an executor the flows
         run there. ``limit`` caps how many nodes one call claims.
 
-        Reads the queue through the store's state index: with nothing queued
-        it decodes no node, whatever the size of the fleet. A node another
+        Reads the queue from indexed columns: it decodes only the nodes it
+        reserves, whatever the size of the queue or the fleet. A node another
         conductor reserved first is skipped. A draining conductor, or one
         that hands work off itself, claims nothing.
 
@@ -56,37 +64,78 @@ class Work(Recovery):
             )
         if self.draining or self._hand_off:
             return []
-        queued = in_states(self.store, WORKING_STATES, reservation=None)
-        if not queued:
+        queue = queued_work(self.store, WORKING_STATES)
+        if not queue:
             return []
-        self.refresh_ring()
+        mine = [q.uuid for q in queue if self.owns(q.uuid, q.driver, q.conductor_group)]
+        if not mine:
+            # Rings younger than heartbeat_interval are trusted as they are: reading the
+            # registry on every wake was a round trip per claim. Only when all the queue
+            # looks like others' is a rebalance worth looking for now.
+            self.refresh_ring()
+            mine = [q.uuid for q in queue if self.owns(q.uuid, q.driver, q.conductor_group)]
+        if limit is not None:
+            del mine[limit:]
+        if not mine:
+            return []
+        rank = {uuid: i for i, uuid in enumerate(mine)}
+        reserved = reserve_queued(self.store, mine, self.holder, WORKING_STATES)
+        reserved.sort(key=lambda node: rank[node.uuid])
         claimed: list[str] = []
-        for node in queued:
-            if limit is not None and len(claimed) >= limit:
-                break
-            if self.owns(node.uuid, node.driver, node_group(node)) and self._claim(node.uuid):
-                claimed.append(node.uuid)
+        for index, node in enumerate(reserved):
+            try:
+                if self._start_claimed(node):
+                    claimed.append(node.uuid)
+            except BaseException:
+                for left in reserved[index + 1 :]:  # never started: not ours to keep
+                    self._drop_reservation(left.uuid)
+                raise
         return claimed
 
-    def _claim(self, uuid: str) -> bool:
+    def _start_claimed(self, node: Node) -> bool:
+        """Hand a node just reserved to a flow thread (or run it here, without an executor)."""
+        found = node.driver_internal_info.pop(QUEUED_KEY, None)
+        flow: dict[str, Any] | None = found if isinstance(found, dict) else None
         try:
-            with self._reserved(uuid) as job:
-                node = job.node
-                if node.provision_state not in WORKING_STATES:
-                    raise _NotQueued
-                found = node.driver_internal_info.pop(QUEUED_KEY, None)
-                flow: dict[str, Any] | None = found if isinstance(found, dict) else None
-                LOG.info(
-                    "Node %s: claimed by %s in %s (%s)",
-                    uuid, self.holder, node.provision_state,
-                    "queued " + str(flow.get("flow")) if flow else "no queued flow: resumed",
-                )  # fmt: skip
-                self._spawn(
-                    job, lambda j: self._run_flow(j, flow), queued=flow or {"flow": "resume"}
-                )
-        except (_NotQueued, NodeLocked):
-            return False
+            job = Job(Task(node=node, driver=self._registry.driver_for(node), config=self.config))
         except IronicFSMError as exc:
-            LOG.info("Node %s: not claimed: %s", uuid, exc)
+            LOG.info("Node %s: not claimed: %s", node.uuid, exc)
+            self._drop_reservation(node.uuid)
             return False
+        LOG.info(
+            "Node %s: claimed by %s in %s (%s)",
+            node.uuid, self.holder, node.provision_state,
+            "queued " + str(flow.get("flow")) if flow else "no queued flow: resumed",
+        )  # fmt: skip
+        self._flow_count(1)
+        if self._executor is None:
+            self._run_claimed(job, flow)
+            return True
+        try:
+            self._executor.submit(self._run_claimed, job, flow)
+        except BaseException:
+            self._flow_count(-1)
+            self._drop_reservation(node.uuid)
+            raise
         return True
+
+    def _run_claimed(self, job: Job, flow: dict[str, Any] | None) -> None:
+        """The claimed node's flow, then the release that saves it and frees it.
+
+        A drain that came since the claim hands the flow back untouched.
+        """
+        node = job.node
+        try:
+            if self.draining:
+                self._queue(job, flow or _RESUME)
+            else:
+                self._guarded(job, lambda j: self._run_flow(j, flow))
+                if job.node is not node:  # failed and re-read: the stored entry is stale
+                    job.node.driver_internal_info.pop(QUEUED_KEY, None)
+        finally:
+            try:
+                self._release(job)
+            except Exception:
+                LOG.exception("Node %s: claimed work ended unsaved", node.uuid)
+            finally:
+                self._flow_count(-1)

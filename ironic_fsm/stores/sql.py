@@ -56,6 +56,7 @@ from ironic_fsm.exceptions import ConcurrentUpdate, InvalidParameterValue
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.node import Node
 from ironic_fsm.stores._announce import _SQLAnnounce
+from ironic_fsm.stores._claim import _SQLClaims
 from ironic_fsm.stores._connect import (
     _Connection,
     _Database,
@@ -116,7 +117,9 @@ def _pick(rows: Sequence[Any], ident: str) -> Any:
     return rows[0] if rows else None
 
 
-class SQLStore(_SQLPaging, _SQLScans, _SQLHistory, _SQLRegistry, _SQLPowerSync, _SQLAnnounce):
+class SQLStore(
+    _SQLPaging, _SQLScans, _SQLHistory, _SQLRegistry, _SQLPowerSync, _SQLAnnounce, _SQLClaims
+):
     """Node records in a SQL database: SQLite (embedded) or PostgreSQL (shared).
 
     Args:
