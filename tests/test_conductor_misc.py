@@ -99,12 +99,10 @@ def test_retired_node_cannot_provide() -> None:
     conductor = make_conductor()
     node = new_node(conductor, states.MANAGEABLE, driver=FAKE_HW)
     conductor.update_node(node.uuid, retired=True)
-    before = snapshot(conductor.get_node(node.uuid))
-    with pytest.raises(NodeIsRetired) as info:
+    with unchanged(conductor, node.uuid), pytest.raises(NodeIsRetired) as info:
         conductor.do_provisioning_action(node.uuid, "provide")
     assert node.uuid in str(info.value)
     after = conductor.get_node(node.uuid)
-    assert snapshot(after) == before
     assert "fake_log_passthrough" not in after.driver_internal_info
 
 
@@ -213,12 +211,10 @@ def test_unknown_power_state_is_rejected(bad: str) -> None:
 def test_maintenance_refuses_provisioning(state: str, verb: str, kwargs: dict[str, Any]) -> None:
     conductor = make_conductor()
     node = new_node(conductor, state, maintenance=True, maintenance_reason="broken fan")
-    before = snapshot(conductor.get_node(node.uuid))
-    with pytest.raises(NodeInMaintenance) as info:
+    with unchanged(conductor, node.uuid), pytest.raises(NodeInMaintenance) as info:
         conductor.do_provisioning_action(node.uuid, verb, **kwargs)
     assert node.uuid in str(info.value)
     after = conductor.get_node(node.uuid)
-    assert snapshot(after) == before
     assert calls(after) == []
 
 
@@ -522,14 +518,12 @@ def test_guard_veto_leaves_node_unchanged() -> None:
     recorder = Recorder()
     conductor = make_conductor(listeners=[recorder], guards=[freeze])
     node = new_node(conductor, states.MANAGEABLE, driver=FAKE_HW)
-    before = snapshot(conductor.get_node(node.uuid))
-    with pytest.raises(TransitionRejected) as info:
+    with unchanged(conductor, node.uuid), pytest.raises(TransitionRejected) as info:
         conductor.do_provisioning_action(node.uuid, "provide")
     assert "change freeze until Monday" in str(info.value)
     assert info.value.reason == "change freeze until Monday"
     assert node.uuid in str(info.value)
     after = conductor.get_node(node.uuid)
-    assert snapshot(after) == before
     assert after.reservation is None
     assert recorder.events == []
     assert asked == [(node.uuid, "provide", "provide", states.CLEANING)]
@@ -633,13 +627,11 @@ def test_delete_node_allowed(state: str) -> None:
 def test_delete_node_refused(state: str) -> None:
     conductor = make_conductor()
     node = new_node(conductor, state)
-    before = snapshot(conductor.get_node(node.uuid))
-    with pytest.raises(InvalidStateRequested) as info:
+    with unchanged(conductor, node.uuid), pytest.raises(InvalidStateRequested) as info:
         conductor.delete_node(node.uuid)
     assert node.uuid in str(info.value)
     assert state in str(info.value)
     after = conductor.get_node(node.uuid)
-    assert snapshot(after) == before
     assert after.reservation is None
 
 
