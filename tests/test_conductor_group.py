@@ -8,13 +8,20 @@ one clock moves both.
 
 from __future__ import annotations
 
+import argparse
+import json
 import logging
 from datetime import timedelta
+from pathlib import Path
+from typing import Any
 
 import pytest
+from cli_harness import Run, isolate_cli_env, ok, runner
 from helpers import Clock
 
 from ironic_fsm import Conductor, Config, states
+from ironic_fsm.cli import parser
+from ironic_fsm.cli.nodes import add_node_options
 from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.node import Node
 from ironic_fsm.stores import Store
@@ -205,3 +212,46 @@ def test_a_node_moved_to_another_group_changes_hands(
     assert moved.conductor_group == "b"
     assert set(b.sync_power_states().checked) == {node.uuid}
     assert a.sync_power_states().checked == ()
+
+
+# -- the CLI ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Run:
+    """``ironic-fsm`` on a SQLite file, with the node options of ``cli.nodes`` in its parser."""
+    isolate_cli_env(tmp_path, monkeypatch)
+    finish = parser._finish
+
+    def finish_with_node_options(p: argparse.ArgumentParser, func: Any, **kwargs: Any) -> None:
+        finish(p, func, **kwargs)
+        if "--conductor-group" not in p._option_string_actions:  # until the parser asks itself
+            add_node_options(p, func)
+
+    monkeypatch.setattr(parser, "_finish", finish_with_node_options)
+    return runner(f"sqlite:///{tmp_path / 'cli.sqlite'}", capsys)
+
+
+def listed(run: Run, *options: str) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = json.loads(ok(run("node", "list", "-f", "json", *options)).out)
+    return rows
+
+
+def test_the_cli_creates_lists_sets_and_unsets_the_group(run: Run) -> None:
+    made = json.loads(ok(run("node", "create", "--name", "n1", "--conductor-group", "Rack-1",
+                             "-f", "json")).out)  # fmt: skip
+    assert made["conductor_group"] == "rack-1"
+    ok(run("node", "create", "--name", "n2"))
+    assert [r["Name"] for r in listed(run, "--conductor-group", "RACK-1")] == ["n1"]
+    assert [r["Name"] for r in listed(run, "--conductor-group", "")] == ["n2"]
+    ok(run("node", "set", "n2", "--conductor-group", "rack-1"))
+    ok(run("node", "unset", "n1", "--conductor-group"))
+    shown = listed(run, "--fields", "name", "conductor_group")
+    assert [(r["Name"], r["Conductor Group"]) for r in shown] == [("n1", ""), ("n2", "rack-1")]
+
+
+def test_the_cli_refuses_a_bad_group_before_touching_the_database(run: Run) -> None:
+    bad = run("node", "create", "--name", "n1", "--conductor-group", "rack 1")
+    assert bad.code == 2
+    assert "conductor group" in bad.err
+    assert listed(run) == []

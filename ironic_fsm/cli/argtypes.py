@@ -9,8 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ironic_fsm._node_fields import conductor_group as _check_group
 from ironic_fsm._node_fields import json_kind as _kind
 from ironic_fsm.cli.errors import CLIError
+from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.machine import LIFECYCLE
 
 # -- argument helpers -------------------------------------------------------------------
@@ -42,6 +44,14 @@ def _provision_state(text: str) -> str:
         f"{text!r} is not a provision state; the states are: "
         + ", ".join(repr(state) for state in LIFECYCLE.states)
     )
+
+
+def _conductor_group(text: str) -> str:
+    """argparse type for ``--conductor-group``: the node field's rule, so a typo fails at once."""
+    try:
+        return _check_group(text, "a conductor group")
+    except InvalidParameterValue as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _limit(text: str) -> int:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any, Final
 
 from ironic_fsm import states as s
 from ironic_fsm._node_fields import json_kind as _kind
-from ironic_fsm.cli.argtypes import _load_json_arg
+from ironic_fsm.cli.argtypes import _conductor_group, _load_json_arg
 from ironic_fsm.cli.database import _open_conductor
 from ironic_fsm.cli.errors import CLIError, _report_error, _usage_error
 from ironic_fsm.cli.output import (
@@ -23,6 +24,7 @@ from ironic_fsm.cli.output import (
 from ironic_fsm.exceptions import (
     IronicFSMError,
 )
+from ironic_fsm.masking import mask_secrets
 
 _POWER: Final = {
     "on": (s.POWER_ON, s.POWER_ON),
@@ -45,6 +47,8 @@ def _cmd_create(args: argparse.Namespace) -> int:
             fields[option] = dict(pairs)
     if args.traits:
         fields["traits"] = list(dict.fromkeys(args.traits))
+    if getattr(args, "conductor_group", None) is not None:
+        fields["conductor_group"] = args.conductor_group
     with _open_conductor(args) as conductor:
         node = conductor.create_node(**fields)
     emit_one(args, _node_record(node))
@@ -53,27 +57,35 @@ def _cmd_create(args: argparse.Namespace) -> int:
 
 def _cmd_list(args: argparse.Namespace) -> int:
     filters: dict[str, Any] = {}
-    for name in ("retired", "maintenance", "provision_state", "driver"):
-        value = getattr(args, name)
+    for name in ("retired", "maintenance", "provision_state", "driver", "conductor_group"):
+        value = getattr(args, name, None)
         if value is not None:
             filters[name] = value
     sort_key, sort_dir = args.sort
     fields = _list_fields(args)
     with _open_conductor(args) as conductor:
-        nodes = conductor.list_nodes(
+        # Only the fields shown: the default few are columns, read without decoding a node.
+        rows = conductor.list_nodes(
             limit=args.limit or None,
             marker=args.marker,
             sort_key=sort_key,
             sort_dir=sort_dir,
+            fields=fields,
             **filters,
         )
-    records = [_node_record(node) for node in nodes]
+    records = [_fields_record(row) for row in rows]
     emit_list(
         args,
         [_field_label(field) for field in fields],
         [[record[field] for field in fields] for record in records],
     )
     return 0
+
+
+def _fields_record(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A listed node's fields as :func:`_node_record` shows them: secrets masked, ISO times."""
+    shown = {k: v.isoformat() if isinstance(v, datetime) else v for k, v in row.items()}
+    return mask_secrets(shown)  # type: ignore[no-any-return]
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
@@ -133,6 +145,8 @@ def _update_node(
 
 def _cmd_set(args: argparse.Namespace) -> int:
     fields: dict[str, Any] = {flag: True for flag in _FLAGS if getattr(args, flag)}
+    if getattr(args, "conductor_group", None) is not None:
+        fields["conductor_group"] = args.conductor_group
     fields.update(
         (name, getattr(args, name)) for name in _SETTABLE if getattr(args, name) is not None
     )
@@ -148,6 +162,8 @@ def _cmd_set(args: argparse.Namespace) -> int:
 def _cmd_unset(args: argparse.Namespace) -> int:
     fields: dict[str, Any] = {flag: False for flag in _FLAGS if getattr(args, flag)}
     fields.update((name, None) for name in _UNSETTABLE if getattr(args, f"unset_{name}"))
+    if getattr(args, "unset_conductor_group", False):
+        fields["conductor_group"] = ""  # the default group, as Ironic's client unsets it
     if args.target_raid_config:
         fields["target_raid_config"] = {}
     return _update_node(args, "unset", fields, _without)
@@ -175,3 +191,29 @@ def _cmd_power(args: argparse.Namespace) -> int:
         node = conductor.set_power_state(args.node, soft if args.soft else hard)
     print(f"Node {_label(node)}: power state is {node.power_state}")
     return 0
+
+
+#: ``--conductor-group`` per command: its help (``node unset`` takes it as a switch).
+_GROUP_OPTION: Final[dict[Callable[[argparse.Namespace], int], str]] = {
+    _cmd_create: "the conductor group whose conductors manage the node (default: '')",
+    _cmd_list: "only nodes of this conductor group (any case)",
+    _cmd_set: "move the node to this conductor group",
+    _cmd_unset: "move the node back to the default conductor group ('')",
+}
+
+
+def add_node_options(parser: argparse.ArgumentParser, func: Callable[..., int]) -> None:
+    """The options of the node command handled by ``func`` that are defined beside it.
+
+    The parser calls it for every command it finishes: ``--conductor-group``
+    for ``node create|list|set|unset``, checked as the node field is.
+    """
+    text = _GROUP_OPTION.get(func)
+    if text is None:
+        return
+    if func is _cmd_unset:
+        parser.add_argument(
+            "--conductor-group", dest="unset_conductor_group", action="store_true", help=text
+        )
+    else:
+        parser.add_argument("--conductor-group", metavar="GROUP", type=_conductor_group, help=text)
