@@ -153,6 +153,15 @@ def dstep(interface: str, name: str, priority: int, **args: Any) -> dict[str, An
     return {"interface": interface, "step": name, "args": args, "priority": priority}
 
 
+def verb_arguments(verb: str, step_name: str) -> dict[str, object]:
+    """What ``verb`` needs besides the node, as a user would pass it (steps: vendor.step_name)."""
+    if verb in ("clean", "service"):
+        return {f"{verb}_steps": [step("vendor", step_name)]}
+    if verb == "rescue":
+        return {"rescue_password": "rescue-me"}
+    return {}
+
+
 def load_verb_matrix() -> tuple[list[str], dict[str, dict[str, str | None]]]:
     """``(verbs, {state: {verb: target or None}})`` from tests/data/api_verb_matrix.tsv."""
     with open(DATA / "api_verb_matrix.tsv", newline="") as fh:

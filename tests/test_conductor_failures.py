@@ -25,6 +25,7 @@ from helpers import (
     new_node,
     snapshot,
     step,
+    verb_arguments,
 )
 
 from ironic_fsm import Conductor, states
@@ -106,16 +107,6 @@ def test_flow_reaches_failure_state(state: str) -> None:
     assert node.reservation is None
 
 
-def _arguments(verb: str) -> dict[str, object]:
-    if verb == "clean":
-        return {"clean_steps": [step("vendor", "step_a")]}
-    if verb == "service":
-        return {"service_steps": [step("vendor", "step_a")]}
-    if verb == "rescue":
-        return {"rescue_password": "pw"}
-    return {}
-
-
 FAILURE_CASES = [(state, verb) for state in sorted(REACH) for verb in VERBS]
 
 
@@ -134,13 +125,13 @@ def test_only_matrix_verbs_leave_a_failure_state(state: str, verb: str) -> None:
     target = MATRIX[state][verb]
     if target is None:
         with pytest.raises(InvalidStateRequested) as info:
-            conductor.do_provisioning_action(uuid, verb, **_arguments(verb))
+            conductor.do_provisioning_action(uuid, verb, **verb_arguments(verb, "step_a"))
         assert verb in str(info.value)
         assert state in str(info.value)
         assert snapshot(conductor.get_node(uuid)) == before
         assert recorder.events == []
     else:
-        conductor.do_provisioning_action(uuid, verb, **_arguments(verb))
+        conductor.do_provisioning_action(uuid, verb, **verb_arguments(verb, "step_a"))
         first = recorder.provision()[0]
         assert (first.previous_state, first.state) == (state, target)
 

@@ -19,8 +19,8 @@ from helpers import (
     matrix_events,
     new_node,
     snapshot,
-    step,
     unchanged,
+    verb_arguments,
 )
 
 from ironic_fsm import LIFECYCLE, states
@@ -29,17 +29,6 @@ from ironic_fsm.exceptions import InvalidStateRequested
 VERBS, MATRIX = load_verb_matrix()
 
 CASES = [(state, verb) for state in MATRIX for verb in VERBS]
-
-
-def _arguments(verb: str) -> dict[str, object]:
-    """What a verb needs besides the node (a user would pass the same)."""
-    if verb == "clean":
-        return {"clean_steps": [step("vendor", "log_passthrough")]}
-    if verb == "service":
-        return {"service_steps": [step("vendor", "log_passthrough")]}
-    if verb == "rescue":
-        return {"rescue_password": "rescue-me"}
-    return {}
 
 
 def test_matrix_covers_every_state_of_the_lifecycle() -> None:
@@ -76,7 +65,9 @@ def test_verb_in_state(state: str, verb: str) -> None:
 
     if target is None:
         with pytest.raises(InvalidStateRequested) as info:
-            conductor.do_provisioning_action(node.uuid, verb, **_arguments(verb))
+            conductor.do_provisioning_action(
+                node.uuid, verb, **verb_arguments(verb, "log_passthrough")
+            )
         message = str(info.value)
         assert verb in message
         assert node.uuid in message
@@ -87,7 +78,9 @@ def test_verb_in_state(state: str, verb: str) -> None:
         assert recorder.events == []
         return
 
-    result = conductor.do_provisioning_action(node.uuid, verb, **_arguments(verb))
+    result = conductor.do_provisioning_action(
+        node.uuid, verb, **verb_arguments(verb, "log_passthrough")
+    )
     after = conductor.get_node(node.uuid)
     assert result.provision_state == after.provision_state
     assert after.reservation is None
