@@ -19,7 +19,7 @@ import pytest
 from cli_harness import Run, isolate_cli_env, ok, runner
 from helpers import Clock
 
-from ironic_fsm import Conductor, Config, states
+from ironic_fsm import Conductor, Config, fleetfile, states
 from ironic_fsm.cli import parser
 from ironic_fsm.cli.nodes import add_node_options
 from ironic_fsm.exceptions import InvalidParameterValue
@@ -255,3 +255,37 @@ def test_the_cli_refuses_a_bad_group_before_touching_the_database(run: Run) -> N
     assert bad.code == 2
     assert "conductor group" in bad.err
     assert listed(run) == []
+
+
+# -- the fleet file --------------------------------------------------------------------------
+
+
+def fleet_text(group: str) -> str:
+    node = {"name": "n1", "driver": HW, "conductor_group": group, "wanted": "manageable"}
+    return json.dumps({"nodes": [node]})
+
+
+def test_a_fleet_file_sets_the_group_and_applying_it_again_changes_nothing(store: Store) -> None:
+    conductor = Conductor(store=store)
+    fleet = fleetfile.load_fleet(fleet_text("Rack-1"), conductor=conductor, env={})
+    [planned] = fleetfile.plan_fleet(conductor, fleet).nodes
+    assert planned.action == "create"
+    applier = fleetfile.FleetApply(conductor, fleet)
+    applier.enroll()
+    while not applier.settled:
+        applier.round()
+    assert conductor.get_node("n1").conductor_group == "rack-1"
+    [again] = fleetfile.plan_fleet(conductor, fleet).nodes
+    assert again.action == "unchanged"
+    moved = fleetfile.load_fleet(fleet_text("rack-2"), conductor=conductor, env={})
+    [change] = fleetfile.plan_fleet(conductor, moved).nodes
+    assert change.action == "update"
+    assert any("conductor_group" in line for line in change.fields)
+
+
+def test_a_fleet_file_with_a_bad_group_is_refused_at_its_path(store: Store) -> None:
+    conductor = Conductor(store=store)
+    with pytest.raises(fleetfile.FleetFileError) as caught:
+        fleetfile.load_fleet(fleet_text("rack 1"), conductor=conductor, env={})
+    assert [e.partition(":")[0] for e in caught.value.errors] == ["nodes[0].conductor_group"]
+    assert store.list() == []

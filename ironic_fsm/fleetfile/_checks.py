@@ -88,6 +88,8 @@ class Checker:
             fields[f"{kind}_interface"] = name
         if "traits" in fields:
             fields["traits"] = list(fields["traits"])
+        if isinstance(fields.get("conductor_group"), str):  # as stored: else never "unchanged"
+            fields["conductor_group"] = fields["conductor_group"].lower()
         for key, rule in RULES:
             message = rule(item, wanted_states)
             if message is not None:

@@ -19,6 +19,7 @@ PLAIN_FIELDS: Final = (
     "extra",
     "traits",
     "resource_class",
+    "conductor_group",
     "automated_clean",
     "maintenance",
     "maintenance_reason",
