@@ -103,11 +103,14 @@ def test_unsetting_maintenance_says_which_fault_it_cleared() -> None:
     assert "fault 'clean failure' cleared" in last.event
 
 
-def test_retirement_is_recorded() -> None:
+def test_retirement_is_recorded_and_unretiring_clears_the_reason() -> None:
     c = make_conductor()
     node = new_node(c, states.ACTIVE)
     c.update_node(node.uuid, retired=True, retired_reason="end of lease")
     c.update_node(node.uuid, retired=False)
+    node = c.get_node(node.uuid)
+    assert node.retired is False
+    assert node.retired_reason is None
     history = c.get_node_history(node.uuid)
     assert shape(history) == [("INFO", "provisioning"), ("INFO", "provisioning")]
     assert "retired: end of lease" in history[0].event

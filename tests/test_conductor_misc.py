@@ -85,16 +85,6 @@ def test_retired_reason_without_retired_is_refused() -> None:
     assert "retired" in str(info.value)
 
 
-def test_unretiring_clears_the_reason() -> None:
-    conductor = make_conductor()
-    node = new_node(conductor, states.MANAGEABLE)
-    conductor.update_node(node.uuid, retired=True, retired_reason="end of life")
-    conductor.update_node(node.uuid, retired=False)
-    node = conductor.get_node(node.uuid)
-    assert node.retired is False
-    assert node.retired_reason is None
-
-
 def test_retired_node_cannot_provide() -> None:
     conductor = make_conductor()
     node = new_node(conductor, states.MANAGEABLE, driver=FAKE_HW)
