@@ -321,6 +321,8 @@ class ScanningStore(Store, Protocol):
         ``marker`` is the UUID of the last node of the previous page (the
         page starts after it); ``limit`` caps the page (``None``: all).
         Ties of ``sort_key`` are broken by creation order, then UUID.
+        The built-in stores also take ``fields``: then they return one
+        :class:`NodeFields` per node instead (see :func:`list_fields`).
 
         Raises:
             InvalidParameterValue: a marker that is no node's UUID, a bad
