@@ -202,6 +202,20 @@ def test_each_conductor_syncs_the_power_of_its_group_only(
     assert never == nodes["c"]  # synced by nobody
 
 
+def test_each_conductor_times_out_the_waits_of_its_group_only(
+    store: Store, pair: tuple[Conductor, Conductor]
+) -> None:
+    a, b = pair
+    since = Clock().now - timedelta(hours=2)  # past the 30 minutes of clean_callback_timeout
+    nodes = fleet_nodes(
+        store, states.CLEANWAIT, provision_updated_at=since, target_provision_state="available"
+    )
+    assert set(a.check_timeouts()) == nodes["a"]
+    assert set(b.check_timeouts()) == nodes["b"]
+    for group, state in (("a", states.CLEANFAIL), ("b", states.CLEANFAIL), ("c", states.CLEANWAIT)):
+        assert {store.get(u).provision_state for u in nodes[group]} == {state}
+
+
 def test_a_node_moved_to_another_group_changes_hands(
     store: Store, pair: tuple[Conductor, Conductor]
 ) -> None:
