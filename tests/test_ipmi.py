@@ -56,17 +56,6 @@ def bmc(request: pytest.FixtureRequest, tmp_path: Path) -> BMC:
     return peer
 
 
-def driver_info(bmc: BMC, **overrides: Any) -> dict[str, Any]:
-    info: dict[str, Any] = {
-        "ipmi_address": bmc.address,
-        "ipmi_port": bmc.port,
-        "ipmi_username": bmc.user,
-        "ipmi_password": bmc.password,
-    }
-    info.update(overrides)
-    return info
-
-
 def make_task(info: dict[str, Any], **node_fields: Any) -> Task:
     node = Node(driver="ipmi", driver_info=info, **node_fields)
     return Task(node=node, driver=ipmi_hardware(), config=Config())
@@ -182,7 +171,7 @@ def test_missing_pyghmi_raises_missing_dependency(monkeypatch: pytest.MonkeyPatc
 
 
 def test_power_status_on_off_reboot(bmc: BMC) -> None:
-    task = make_task(driver_info(bmc))
+    task = make_task(bmc.driver_info())
     power = task.driver.power
     assert power.get_power_state(task) == states.POWER_OFF
     power.set_power_state(task, states.POWER_ON)
@@ -206,7 +195,7 @@ def test_power_status_on_off_reboot(bmc: BMC) -> None:
 
 
 def test_soft_power_off_and_soft_reboot(bmc: BMC) -> None:
-    task = make_task(driver_info(bmc))
+    task = make_task(bmc.driver_info())
     power = task.driver.power
     power.set_power_state(task, states.SOFT_REBOOT)  # off → just on
     assert bmc.state()["power"] == "on"
@@ -222,7 +211,7 @@ def test_soft_power_off_and_soft_reboot(bmc: BMC) -> None:
 
 def test_power_change_waits_until_the_bmc_reports_it(bmc: BMC) -> None:
     bmc.set_faults({"power_delay": 0.6})
-    task = make_task(driver_info(bmc))
+    task = make_task(bmc.driver_info())
     started = time.monotonic()
     task.driver.power.set_power_state(task, states.POWER_ON)
     elapsed = time.monotonic() - started
@@ -233,7 +222,7 @@ def test_power_change_waits_until_the_bmc_reports_it(bmc: BMC) -> None:
 
 def test_power_change_not_seen_in_time_is_a_timeout(bmc: BMC) -> None:
     bmc.set_faults({"power_delay": 30})
-    task = make_task(driver_info(bmc, ipmi_power_wait=0.5))
+    task = make_task(bmc.driver_info(ipmi_power_wait=0.5))
     started = time.monotonic()
     with pytest.raises(BMCTimeout, match="ipmi_power_wait") as caught:
         task.driver.power.set_power_state(task, states.POWER_ON)
@@ -247,7 +236,7 @@ def test_power_change_not_seen_in_time_is_a_timeout(bmc: BMC) -> None:
 
 
 def test_boot_device_persistent_and_once(bmc: BMC) -> None:
-    task = make_task(driver_info(bmc))
+    task = make_task(bmc.driver_info())
     mgmt = task.driver.management
     assert mgmt.get_supported_boot_devices(task) == ["pxe", "disk", "cdrom", "bios", "safe"]
     assert mgmt.get_boot_device(task) == {"boot_device": None, "persistent": None}
@@ -279,7 +268,7 @@ def test_boot_device_persistent_and_once(bmc: BMC) -> None:
 def test_boot_device_names_are_translated_both_ways(
     bmc: BMC, device: str, on_the_wire: str
 ) -> None:
-    task = make_task(driver_info(bmc))
+    task = make_task(bmc.driver_info())
     task.driver.management.set_boot_device(task, device, persistent=True)
     assert bmc.state()["boot_device"] == on_the_wire
     assert task.driver.management.get_boot_device(task) == {
@@ -289,11 +278,11 @@ def test_boot_device_names_are_translated_both_ways(
 
 
 def test_uefi_flag_from_capabilities_or_driver_info(bmc: BMC) -> None:
-    task = make_task(driver_info(bmc), properties={"capabilities": "cpu_vt:true,boot_mode:uefi"})
+    task = make_task(bmc.driver_info(), properties={"capabilities": "cpu_vt:true,boot_mode:uefi"})
     task.driver.management.set_boot_device(task, "pxe")
     assert bmc.state()["boot_uefi"] is True
 
-    task = make_task(driver_info(bmc, ipmi_boot_mode="uefi"))
+    task = make_task(bmc.driver_info(ipmi_boot_mode="uefi"))
     task.driver.management.set_boot_device(task, "disk", persistent=True)
     state = bmc.state()
     assert (state["boot_device"], state["boot_persistent"], state["boot_uefi"]) == (
@@ -302,14 +291,14 @@ def test_uefi_flag_from_capabilities_or_driver_info(bmc: BMC) -> None:
 
     # driver_info wins over the capability.
     task = make_task(
-        driver_info(bmc, ipmi_boot_mode="bios"), properties={"capabilities": {"boot_mode": "uefi"}}
+        bmc.driver_info(ipmi_boot_mode="bios"), properties={"capabilities": {"boot_mode": "uefi"}}
     )
     task.driver.management.set_boot_device(task, "disk")
     assert bmc.state()["boot_uefi"] is False
 
 
 def test_unsupported_boot_device_is_refused_before_any_bmc_call(bmc: BMC) -> None:
-    task = make_task(driver_info(bmc))
+    task = make_task(bmc.driver_info())
     with pytest.raises(InvalidParameterValue, match="floppy"):
         task.driver.management.set_boot_device(task, "floppy")
     assert bmc.state()["sessions_opened"] == 0
@@ -320,7 +309,7 @@ def test_unsupported_boot_device_is_refused_before_any_bmc_call(bmc: BMC) -> Non
 
 def test_full_lifecycle_against_the_bmc(bmc: BMC) -> None:
     conductor = Conductor()
-    node = conductor.create_node(driver="ipmi", driver_info=driver_info(bmc))
+    node = conductor.create_node(driver="ipmi", driver_info=bmc.driver_info())
 
     node = conductor.do_provisioning_action(node.uuid, "manage")
     assert node.provision_state == states.MANAGEABLE, node.last_error
@@ -349,7 +338,7 @@ def test_full_lifecycle_against_the_bmc(bmc: BMC) -> None:
 
 def test_wrong_password_is_an_auth_error_within_the_deadline(bmc: BMC) -> None:
     wrong = "not-" + bmc.password
-    task = make_task(driver_info(bmc, ipmi_password=wrong, ipmi_timeout=FAULT_TIMEOUT))
+    task = make_task(bmc.driver_info(ipmi_password=wrong, ipmi_timeout=FAULT_TIMEOUT))
     started = time.monotonic()
     with pytest.raises(BMCAuthError, match="wrong password") as caught:
         task.driver.power.get_power_state(task)
@@ -365,7 +354,7 @@ def test_manage_with_wrong_password_returns_to_enroll(bmc: BMC) -> None:
     wrong = "bad-" + bmc.password
     conductor = Conductor()
     node = conductor.create_node(
-        driver="ipmi", driver_info=driver_info(bmc, ipmi_password=wrong, ipmi_timeout=2)
+        driver="ipmi", driver_info=bmc.driver_info(ipmi_password=wrong, ipmi_timeout=2)
     )
     node = conductor.do_provisioning_action(node.uuid, "manage")
     assert node.provision_state == states.ENROLL
@@ -376,7 +365,7 @@ def test_manage_with_wrong_password_returns_to_enroll(bmc: BMC) -> None:
 
 
 def test_unknown_user_is_an_auth_error(bmc: BMC) -> None:
-    task = make_task(driver_info(bmc, ipmi_username="nobody", ipmi_timeout=FAULT_TIMEOUT))
+    task = make_task(bmc.driver_info(ipmi_username="nobody", ipmi_timeout=FAULT_TIMEOUT))
     started = time.monotonic()
     with pytest.raises(BMCAuthError, match="unknown user"):
         task.driver.power.get_power_state(task)
@@ -400,7 +389,7 @@ def test_nothing_listening_is_unreachable_at_the_deadline() -> None:
 
 def test_silent_bmc_at_login_is_unreachable(bmc: BMC) -> None:
     bmc.set_faults({"silent": True})
-    task = make_task(driver_info(bmc, ipmi_timeout=FAULT_TIMEOUT))
+    task = make_task(bmc.driver_info(ipmi_timeout=FAULT_TIMEOUT))
     started = time.monotonic()
     with pytest.raises(BMCUnreachable):
         task.driver.power.get_power_state(task)
@@ -412,7 +401,7 @@ def test_bmc_going_silent_mid_session_times_out_then_recovers(bmc: BMC) -> None:
     # polling on its session; once the BMC has the command, it stops
     # answering altogether.
     bmc.set_faults({"power_delay": 30})
-    task = make_task(driver_info(bmc, ipmi_timeout=FAULT_TIMEOUT))
+    task = make_task(bmc.driver_info(ipmi_timeout=FAULT_TIMEOUT))
     silenced_at: list[float] = []
 
     def silence() -> None:
@@ -444,7 +433,7 @@ def test_bmc_going_silent_mid_session_times_out_then_recovers(bmc: BMC) -> None:
 
 def test_completion_code_is_a_request_failure(bmc: BMC) -> None:
     bmc.set_faults({"completion_code": 0xC0})
-    task = make_task(driver_info(bmc, ipmi_timeout=FAULT_TIMEOUT))
+    task = make_task(bmc.driver_info(ipmi_timeout=FAULT_TIMEOUT))
     with pytest.raises(BMCRequestFailed, match="Node Busy") as caught:
         task.driver.power.set_power_state(task, states.POWER_ON)
     assert isinstance(caught.value, HardwareError)
@@ -467,7 +456,7 @@ def _manageable(conductor: Conductor, info: dict[str, Any]) -> Node:
 def test_bmc_reset_clean_step_resets_and_waits_for_the_bmc(bmc: BMC) -> None:
     bmc.set_faults({"reset_downtime": 1.0})  # deaf for 1 s after each reset
     conductor = Conductor()
-    node = _manageable(conductor, driver_info(bmc, ipmi_timeout=FAULT_TIMEOUT))
+    node = _manageable(conductor, bmc.driver_info(ipmi_timeout=FAULT_TIMEOUT))
 
     started = time.monotonic()
     node = conductor.do_provisioning_action(
@@ -488,7 +477,7 @@ def test_bmc_reset_clean_step_resets_and_waits_for_the_bmc(bmc: BMC) -> None:
 
 def test_send_raw_is_disallowed_by_default(bmc: BMC) -> None:
     conductor = Conductor()
-    node = _manageable(conductor, driver_info(bmc))
+    node = _manageable(conductor, bmc.driver_info())
     raw = [{"interface": "vendor", "step": "send_raw", "args": {"raw_bytes": "0x06 0x01"}}]
     with pytest.raises(StepNotAllowed, match=r"vendor\.send_raw"):
         conductor.do_provisioning_action(node.uuid, "clean", clean_steps=raw)
@@ -497,7 +486,7 @@ def test_send_raw_is_disallowed_by_default(bmc: BMC) -> None:
 
 def test_send_raw_runs_when_allowed(bmc: BMC) -> None:
     conductor = Conductor(config=Config(disallow_clean_steps=[]))
-    node = _manageable(conductor, driver_info(bmc))
+    node = _manageable(conductor, bmc.driver_info())
     raw = [{"interface": "vendor", "step": "send_raw", "args": {"raw_bytes": "0x06 0x01"}}]
     node = conductor.do_provisioning_action(node.uuid, "clean", clean_steps=raw)
     assert node.provision_state == states.MANAGEABLE, node.last_error
@@ -521,7 +510,7 @@ def test_two_bmcs_used_in_parallel_are_independent(
     request.addfinalizer(second.stop)
     assert first.port != second.port
     assert first.process is not second.process  # one process per BMC, like real hardware
-    one, two = make_task(driver_info(first)), make_task(driver_info(second))
+    one, two = make_task(first.driver_info()), make_task(second.driver_info())
     errors: list[BaseException] = []
 
     def run(action: Any) -> None:

@@ -62,15 +62,7 @@ class Peer:
     handle: Any = None  # the BMC or SimBMC object
 
     def driver_info(self, **overrides: Any) -> dict[str, Any]:
-        info: dict[str, Any] = {
-            "ipmi_address": self.address,
-            "ipmi_port": self.port,
-            "ipmi_username": self.user,
-            "ipmi_password": self.password,
-            "ipmi_timeout": 5,
-        }
-        info.update(overrides)
-        return info
+        return dict(self.handle.driver_info(**{"ipmi_timeout": 5, **overrides}))
 
     def power(self) -> str:
         return str(self.state()["power"])

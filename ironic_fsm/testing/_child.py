@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import attrs
 
@@ -26,6 +26,17 @@ class LocalPeer:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.address}:{self.port} pid={self.pid}>"
+
+    def driver_info(self, **overrides: Any) -> dict[str, Any]:
+        """``driver_info`` for an ``ipmi`` node on this peer; ``overrides`` added or replaced."""
+        info: dict[str, Any] = {
+            "ipmi_address": self.address,
+            "ipmi_port": self.port,
+            "ipmi_username": self.user,
+            "ipmi_password": self.password,
+        }
+        info.update(overrides)
+        return info
 
 
 def stop_child(proc: subprocess.Popen[bytes], timeout: float = 5.0) -> None:
