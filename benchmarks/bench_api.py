@@ -11,7 +11,7 @@ Cases:
 
 * ``GET /v1/nodes/{uuid}`` (about 2 KB of JSON) at 1, 8 and 32 connections;
 * ``GET /v1/nodes/detail?limit=1000`` (a full page) at 1, 8 and 32 connections;
-* with ``--ironic-python``, the same GET cases against Ironic 39's own API
+* with ``IRONIC_PYTHON`` set to a venv's Python, the same GET cases against Ironic 39's own API
   (its WSGI app, noauth, SQLite) served by the same cheroot server;
 * a lifecycle (manage, provide, deploy, undeploy) of ``--lifecycle`` nodes
   through openstacksdk (all nodes moved together, then waited for, so the
@@ -25,7 +25,6 @@ Run alone: ``python benchmarks/bench_api.py [--quick]``.
 
 from __future__ import annotations
 
-import argparse
 import http.client
 import multiprocessing
 import os
@@ -38,6 +37,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from _harness import Section, SummaryRow, Table, fmt_ratio, run_alone
 
 from ironic_fsm import Conductor
 from ironic_fsm.stores import SQLStore
@@ -204,13 +205,14 @@ def _start_ironic(python: str, work: Path, count: int) -> tuple[subprocess.Popen
     return proc, int(port), uuid
 
 
-def _get_cases(server: str, port: int, uuid: str, seconds: float) -> None:
+def _get_cases(server: str, port: int, uuid: str, seconds: float) -> dict[str, dict[str, float]]:
+    """Every GET case against one server: ``{"GET node @8": figures}``."""
+    results: dict[str, dict[str, float]] = {}
     for name, path in (("GET node", f"/v1/nodes/{uuid}"),
                        ("GET detail page", "/v1/nodes/detail?limit=1000")):  # fmt: skip
         for connections in (1, 8, 32):
-            r = _case(port, path, connections, seconds)
-            print(f"| {server} | {name} | {connections} | {r['rps']:.0f} | {r['p50_ms']:.2f} | "
-                  f"{r['p99_ms']:.2f} | {r['bytes']:.0f} |", flush=True)  # fmt: skip
+            results[f"{name} @{connections}"] = _case(port, path, connections, seconds)
+    return results
 
 
 def _sdk_lifecycle(port: int, count: int) -> float:
@@ -243,46 +245,86 @@ def _library_lifecycle(db: Path, count: int) -> float:
     return count / elapsed
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="short cases, fewer nodes")
-    parser.add_argument("--nodes", type=int, default=1000)
-    parser.add_argument("--lifecycle", type=int, default=50)
-    parser.add_argument(
-        "--ironic-python",
-        help="python of a venv with ironic==39.0.0 and cheroot: also measure Ironic's own API",
-    )
-    args = parser.parse_args(argv)
-    seconds = 1.5 if args.quick else 5.0
-    lifecycle = 10 if args.quick else args.lifecycle
+def _measure(quick: bool, nodes: int, lifecycle: int, ironic_python: str | None) -> dict[str, Any]:
+    seconds = 1.5 if quick else 5.0
+    lifecycle = 10 if quick else lifecycle
+    ours: dict[str, Any] = {"lifecycle": lifecycle, "nodes": nodes}
     with tempfile.TemporaryDirectory() as work:
         db = Path(work) / "api.sqlite"
-        uuid = _seed(db, args.nodes)
+        uuid = _seed(db, nodes)
         proc, port = _start(db)
         try:
-            print(f"## API: {args.nodes} nodes on SQLite, {os.cpu_count()} CPUs\n")
-            print("| server | case | connections | requests/s | p50 ms | p99 ms | body bytes |")
-            print("|---|---|---|---|---|---|---|")
-            _get_cases("ironic_fsm", port, uuid, seconds)
-            sdk = _sdk_lifecycle(port, lifecycle)
+            ours["ironic_fsm"] = _get_cases("ironic_fsm", port, uuid, seconds)
+            ours["sdk"] = _sdk_lifecycle(port, lifecycle)
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(30)
-        if args.ironic_python:
-            ironic, ironic_port, ironic_uuid = _start_ironic(
-                args.ironic_python, Path(work), args.nodes
-            )
+        if ironic_python:
+            ironic, ironic_port, ironic_uuid = _start_ironic(ironic_python, Path(work), nodes)
             try:
-                _get_cases("Ironic 39", ironic_port, ironic_uuid, seconds)
+                ours["Ironic 39"] = _get_cases("Ironic 39", ironic_port, ironic_uuid, seconds)
             finally:
                 ironic.kill()
                 ironic.wait(30)
-        library = _library_lifecycle(Path(work) / "library.sqlite", lifecycle)
-    print(f"\nLifecycle of {lifecycle} nodes (manage, provide, deploy, undeploy):")
-    print(f"- through openstacksdk: {sdk:.2f} nodes/s")
-    print(f"- through the library:  {library:.2f} nodes/s (ratio {sdk / library:.3f})")
-    return 0
+        ours["library"] = _library_lifecycle(Path(work) / "library.sqlite", lifecycle)
+    return ours
+
+
+def run(quick: bool = False, *, nodes: int = 1000, lifecycle: int = 50) -> Section:
+    """The section for ``benchmarks/run.py``: GET cases, the SDK lifecycle, the goals.
+
+    Ironic 39's own API is measured beside ours when ``IRONIC_PYTHON`` names
+    the Python of a venv made from ``shared/bench/ironic_baseline``'s
+    lockfile plus cheroot (installing it takes minutes, so CI leaves it out).
+    """
+    started = time.perf_counter()
+    ironic_python = os.environ.get("IRONIC_PYTHON") or None
+    got = _measure(quick, nodes, lifecycle, ironic_python)
+    servers = [name for name in ("ironic_fsm", "Ironic 39") if name in got]
+    table = Table(
+        f"REST API: {nodes:,} nodes on SQLite, {os.cpu_count()} CPUs, client on the same box",
+        ["server", "case", "requests/s", "p50 ms", "p99 ms", "body bytes"],
+    )
+    for server in servers:
+        for case, r in got[server].items():
+            table.add(server, case, f"{r['rps']:.0f}", f"{r['p50_ms']:.2f}", f"{r['p99_ms']:.2f}",
+                      f"{r['bytes']:.0f}")  # fmt: skip
+    if "Ironic 39" in got:
+        for case, r in got["ironic_fsm"].items():
+            theirs = got["Ironic 39"][case]
+            table.notes.append(f"{case}: {fmt_ratio(r['rps'] / theirs['rps'])} Ironic 39's rate")
+    else:
+        table.notes.append(
+            "Ironic 39 not measured: set IRONIC_PYTHON to a venv with ironic==39.0.0 and cheroot"
+        )
+    life = Table(
+        f"Lifecycle of {got['lifecycle']} nodes (manage, provide, deploy, undeploy)",
+        ["driven through", "nodes/s", "ratio to the library"],
+    )
+    life.add("openstacksdk over HTTP", f"{got['sdk']:.2f}", fmt_ratio(got["sdk"] / got["library"]))
+    life.add("the library (synchronous Conductor, SQLite)", f"{got['library']:.2f}", "1.00x")
+    life.notes.append("the SDK polls every 2 s: its rate is bound by that, not by the server")
+    section = Section("REST API", [table, life])
+    one = got["ironic_fsm"]["GET node @1"]
+    best = max(got["ironic_fsm"][f"GET node @{c}"]["rps"] for c in (1, 8, 32))
+    section.summary += [
+        SummaryRow(
+            "API GET node p50, 1 connection",
+            f"{one['p50_ms']:.2f} ms",
+            "< 2 ms",
+            one["p50_ms"] < 2.0,
+        ),
+        SummaryRow("API GET node, best requests/s", f"{best:.0f}/s", ">= 1,000/s", best >= 1000),
+        SummaryRow(
+            "API lifecycle via openstacksdk / library",
+            fmt_ratio(got["sdk"] / got["library"]),
+            "-",
+            None,
+        ),
+    ]
+    section.seconds = time.perf_counter() - started
+    return section
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_alone(run, __doc__)

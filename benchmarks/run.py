@@ -26,6 +26,7 @@ from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import bench_api
 import bench_apply
 import bench_bmc
 import bench_fleet
@@ -50,6 +51,7 @@ BENCHMARKS: dict[str, ModuleType] = {
     "reconcile": bench_reconcile,
     "apply": bench_apply,
     "power_sync": bench_power_sync,
+    "api": bench_api,
     "scaleout": bench_scaleout,
 }
 
