@@ -23,7 +23,7 @@ from ironic_fsm.history import HistoryEntry
 from ironic_fsm.node import Node
 from ironic_fsm.stores import SQLStore, sql
 from ironic_fsm.stores.base import ConductorRecord, PowerSyncRow
-from ironic_fsm.stores.sql import MIGRATIONS
+from ironic_fsm.stores.sql import MIGRATIONS, SCHEMA_VERSION
 
 UTC = timezone.utc
 T0 = datetime(2026, 3, 1, 8, 0, 0, 125000, tzinfo=UTC)
@@ -126,10 +126,10 @@ def index_names(url: str) -> set[str]:
     return {r[0] for r in rows}
 
 
-def test_v5_database_is_upgraded_to_v6_losing_nothing(v5_url: str) -> None:
+def test_v5_database_is_upgraded_losing_nothing(v5_url: str) -> None:
     before = everything_of_v5(v5_url)
     SQLStore(v5_url).close()
-    assert schema_version(v5_url) == 6
+    assert schema_version(v5_url) == SCHEMA_VERSION
     assert everything_of_v5(v5_url) == before  # not a row or column of v5 changed
     assert raw_rows(v5_url, "SELECT DISTINCT conductor_group FROM nodes") == [("",)]
     assert "nodes_conductor_group_idx" in index_names(v5_url)
@@ -153,7 +153,7 @@ def test_v5_database_is_upgraded_to_v6_losing_nothing(v5_url: str) -> None:
         assert [n.uuid for n in store.list(conductor_group="rack-2")] == [FREE]
         assert [n.uuid for n in store.list(conductor_group="")] == [HELD, SYNCED]
     with SQLStore(v5_url) as again:  # reopening changes nothing
-        assert schema_version(v5_url) == 6
+        assert schema_version(v5_url) == SCHEMA_VERSION
         assert again.get(FREE).conductor_group == "rack-2"
         assert again.power_sync_due(T0)[0] == PowerSyncRow(
             FREE, "ipmi", "available", False, None, None, None, "rack-2"
