@@ -201,6 +201,13 @@ def _fails(task: Task, what: str) -> bool:
     return what in (task.node.driver_info.get("fail_on") or ())
 
 
+def _misbehave(task: Task, what: str, error: str, wait: str) -> str | None:
+    """Fail with ``error`` or wait in ``wait`` when the node asks (``what``, ``what_async``)."""
+    if _fails(task, what):
+        raise RuntimeError(error)
+    return wait if _fails(task, f"{what}_async") else None
+
+
 # -- test interfaces ------------------------------------------------------------------------
 
 
@@ -414,11 +421,8 @@ class FailingTearDownDeploy(StepDeploy):
 
 class FlakyInspect(FakeInspect):
     def inspect_hardware(self, task: Task) -> str:
-        if _fails(task, "inspect"):
-            raise RuntimeError("no inventory")
-        if _fails(task, "inspect_async"):
-            return states.INSPECTWAIT
-        return super().inspect_hardware(task)
+        wait = _misbehave(task, "inspect", "no inventory", states.INSPECTWAIT)
+        return wait or super().inspect_hardware(task)
 
     def continue_inspection(self, task: Task, inventory: Any) -> str | None:
         task.node.properties.update(inventory)
@@ -427,11 +431,8 @@ class FlakyInspect(FakeInspect):
 
 class FlakyRescue(FakeRescue):
     def rescue(self, task: Task) -> str:
-        if _fails(task, "rescue"):
-            raise RuntimeError("rescue ramdisk did not boot")
-        if _fails(task, "rescue_async"):
-            return states.RESCUEWAIT
-        return super().rescue(task)
+        wait = _misbehave(task, "rescue", "rescue ramdisk did not boot", states.RESCUEWAIT)
+        return wait or super().rescue(task)
 
     def clean_up(self, task: Task) -> None:
         _count(task, "rescue_clean_ups")
