@@ -258,14 +258,26 @@ def test_manual_clean_finishes_with_manage() -> None:
     assert LIFECYCLE.advance("clean failed", "manageable", "manage") == ("manageable", None)
 
 
-def test_automated_clean_keeps_available() -> None:
-    assert _walk("manageable", None, ["provide", "wait", "hold", "unhold", "resume", "done"]) == [  # type: ignore[arg-type]
-        ("cleaning", "available"),
-        ("clean wait", "available"),
-        ("clean hold", "available"),
-        ("clean wait", "available"),
-        ("cleaning", "available"),
-        ("available", None),
+@pytest.mark.parametrize(
+    ("start", "verb", "busy", "wait", "hold", "target"),
+    [
+        ("manageable", "provide", "cleaning", "clean wait", "clean hold", "available"),
+        ("available", "deploy", "deploying", "wait call-back", "deploy hold", "active"),
+        ("active", "service", "servicing", "service wait", "service hold", "active"),
+    ],
+    ids=["automated-clean", "deploy", "service"],
+)
+def test_step_flow_keeps_its_default_target(
+    start: str, verb: str, busy: str, wait: str, hold: str, target: str
+) -> None:
+    walk = _walk(start, None, [verb, "wait", "hold", "unhold", "resume", "done"])  # type: ignore[arg-type]
+    assert walk == [
+        (busy, target),
+        (wait, target),
+        (hold, target),
+        (wait, target),
+        (busy, target),
+        (target, None),
     ]
 
 
@@ -305,15 +317,7 @@ def test_explicit_target_kept_in_service_and_deploy_flows(
     assert _walk(wait, "manageable", ["abort"]) == [(failed, "manageable")]
 
 
-def test_service_flow_with_default_target() -> None:
-    assert _walk("active", None, ["service", "wait", "hold", "unhold", "resume", "done"]) == [  # type: ignore[arg-type]
-        ("servicing", "active"),
-        ("service wait", "active"),
-        ("service hold", "active"),
-        ("service wait", "active"),
-        ("servicing", "active"),
-        ("active", None),
-    ]
+def test_service_failed_abort_returns_to_active() -> None:
     assert LIFECYCLE.advance("service failed", "active", "abort") == ("active", None)
 
 
