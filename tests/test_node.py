@@ -52,7 +52,9 @@ def test_interface_kinds_are_the_ten_kinds() -> None:
 
 def test_node_fields_constant_lists_every_field() -> None:
     assert list(NODE_FIELDS) == [f.name for f in attrs.fields(Node)]
-    assert set(NODE_FIELDS) == set(CONTRACT_FIELDS) | {f"{k}_interface" for k in KINDS}
+    assert set(NODE_FIELDS) == set(CONTRACT_FIELDS) | {f"{k}_interface" for k in KINDS} | {
+        "conductor_group"
+    }
 
 
 def test_node_is_slotted_with_only_its_fields() -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from old_schema import NODES_BEFORE_V6, create_before_v6
 
 from ironic_fsm.exceptions import InvalidParameterValue, NodeLocked
 from ironic_fsm.history import HistoryEntry
@@ -351,7 +352,7 @@ def open_as_v2(url: str) -> None:
         patch.setattr(sql, "SCHEMA_VERSION", 2)
         with SQLStore(url) as store:
             # What a v2 store holds besides the v1 rows: a node created, reserved, a heartbeat.
-            store.create(Node(uuid=V2_NODE, name="made-by-v2", driver="redfish"))
+            create_before_v6(store, Node(uuid=V2_NODE, name="made-by-v2", driver="redfish"))
             store.reserve(V2_NODE, "v2-conductor:9:1-ffff")
             store.heartbeat("v2-conductor:9:1-ffff", T0 + timedelta(minutes=5))
     assert schema_version(url) == 2
@@ -369,7 +370,7 @@ def v2_url(v1_url: str) -> str:
 
 def _everything(url: str) -> dict[str, list[tuple[Any, ...]]]:
     return {
-        "nodes": sorted(raw_rows(url, "SELECT * FROM nodes")),
+        "nodes": sorted(raw_rows(url, NODES_BEFORE_V6)),  # the columns v6 kept
         "holders": sorted(raw_rows(url, "SELECT holder, heartbeat FROM holders")),
     }
 
@@ -447,7 +448,7 @@ def v3_url(v1_url: str) -> str:
         patch.delitem(MIGRATIONS, 3)
         patch.setattr(sql, "SCHEMA_VERSION", 3)
         with SQLStore(v1_url) as store:
-            store.create(Node(uuid=V3_NODE, name="made-by-v3", driver="ipmi"))
+            create_before_v6(store, Node(uuid=V3_NODE, name="made-by-v3", driver="ipmi"))
             store.register_conductor(V3_CONDUCTOR)
     assert schema_version(v1_url) == 3
     return v1_url

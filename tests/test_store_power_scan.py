@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from old_schema import NODES_BEFORE_V6, create_before_v6
 from test_store_migrations import raw_rows, schema_version
 
 from ironic_fsm import Conductor, Config, states
@@ -187,8 +188,7 @@ def v4_url(sql_url: str) -> str:
         patch.setattr(sql, "SCHEMA_VERSION", 4)
         with SQLStore(sql_url) as store:
             plain, held = Node(name="plain"), Node(name="held", provision_state=states.ACTIVE)
-            store.create(plain)
-            store.create_many([held])
+            create_before_v6(store, plain, held)
             store.reserve(held.uuid, "old:1:1-aaaa")
             store.heartbeat("old:1:1-aaaa", T0)
             entry = HistoryEntry(
@@ -207,7 +207,13 @@ _TABLES = ("nodes", "holders", "conductors", "node_history", "node_history_count
 
 
 def everything(url: str) -> dict[str, list[tuple[Any, ...]]]:
-    return {table: sorted(raw_rows(url, f"SELECT * FROM {table}"), key=repr) for table in _TABLES}
+    return {
+        table: sorted(
+            raw_rows(url, NODES_BEFORE_V6 if table == "nodes" else f"SELECT * FROM {table}"),
+            key=repr,
+        )
+        for table in _TABLES
+    }
 
 
 def test_a_v4_database_is_upgraded_in_place_losing_nothing(v4_url: str) -> None:
