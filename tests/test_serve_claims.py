@@ -9,6 +9,7 @@ The statements are counted on the store's own connections, the decodes on
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,6 +32,7 @@ from ironic_fsm.conductor.runtime import WORKING_STATES
 from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.node import Node
 from ironic_fsm.stores import MemoryStore, SQLStore, Store
+from ironic_fsm.stores._announce import Coalescing
 from ironic_fsm.stores._claim import QueuedNode, queued_work, reserve_queued
 
 
@@ -278,3 +280,53 @@ def test_reserve_queued_refuses_a_bad_holder_and_reserves_nothing(tmp_path: Path
             with pytest.raises(InvalidParameterValue, match="Not a reservation holder"):
                 reserve_queued(store, [node.uuid], bad, WORKING_STATES)  # type: ignore[arg-type]
         assert store.get(node.uuid).reservation is None
+
+
+# -- announcements ----------------------------------------------------------------------------
+
+
+def test_announcements_pending_while_one_is_sent_go_out_together_and_close_flushes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    sent: list[list[str]] = []
+    sending = threading.Event()
+    go_on = threading.Event()
+
+    def send(batch: list[str]) -> None:
+        sent.append(batch)
+        if len(sent) == 1:
+            sending.set()
+            go_on.wait(5)
+        if "bad" in batch:
+            raise RuntimeError("server went away")
+
+    announcer = Coalescing(send)
+    announcer.add("a")
+    assert sending.wait(5)
+    for uuid in ("b", "c", "d"):  # while "a" is on the wire: the caller never waits
+        announcer.add(uuid)
+    go_on.set()
+    announcer.add("bad")
+    with caplog.at_level(logging.WARNING, logger="ironic_fsm.stores.sql"):
+        announcer.close()
+    announcer.add("late")  # after close: dropped, not sent by a thread left behind
+    assert sent[0] == ["a"]
+    assert [u for batch in sent[1:] for u in batch] == ["b", "c", "d", "bad"]
+    assert len(sent) <= 3  # b, c and d in one batch at least
+    assert "not announced (server went away)" in caplog.text
+
+
+def test_announcements_still_pending_go_out_before_the_store_closes(
+    postgres_server: Any,
+) -> None:
+    import psycopg
+
+    for url in fresh_postgres_url(postgres_server):
+        with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
+            conn.execute("LISTEN ironic_fsm_work")
+            with SQLStore(url) as store:
+                api = make(store, "api", hand_off=True)
+                uuids = queue_manages(api, 40)
+            # The store is closed: every announcement went out before close returned.
+            heard = [n.payload for n in conn.notifies(timeout=2, stop_after=len(uuids))]
+    assert sorted(heard) == sorted(uuids)

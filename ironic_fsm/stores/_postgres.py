@@ -20,6 +20,7 @@ from psycopg import errors as pg_errors
 
 from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError, StoreBusy, StoreError
 from ironic_fsm.node import Node
+from ironic_fsm.stores._announce import Coalescing
 from ironic_fsm.stores.base import WORK_CHANNEL, duplicate_name, duplicate_uuid
 
 __all__ = ["PostgresDB"]
@@ -58,6 +59,7 @@ class PostgresDB:
         self._conninfo = conninfo
         self._kwargs: dict[str, Any] = {**connect_args, "autocommit": True}
         self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] | None = None
+        self._announcer = Coalescing(self._notify)
 
     def open(self) -> None:
         """Open the pool (after the schema was prepared on a direct connection)."""
@@ -140,13 +142,19 @@ class PostgresDB:
         )
 
     def announce_work(self, uuid: str) -> None:
-        """``NOTIFY ironic_fsm_work, '<uuid>'``: services that ``LISTEN`` wake at once.
+        """``NOTIFY ironic_fsm_work, '<uuid>'`` soon, from its own thread (:class:`Coalescing`).
 
-        Sent after the release that queued the node has committed (pooled
+        Called after the release that queued the node has committed (pooled
         connections are in autocommit), so a woken listener finds it free.
         """
+        self._announcer.add(uuid)
+
+    def _notify(self, uuids: list[str]) -> None:
+        """Every pending announcement in one statement: one commit, one wake-up per listener."""
         with self.connection() as conn:
-            conn.execute("SELECT pg_notify(%s, %s)", (WORK_CHANNEL, uuid))
+            conn.execute(
+                "SELECT pg_notify(%s, u) FROM unnest(%s::text[]) AS u", (WORK_CHANNEL, uuids)
+            )
 
     @staticmethod
     def bind_time(value: datetime) -> datetime:
@@ -179,6 +187,7 @@ class PostgresDB:
             yield
 
     def close(self) -> None:
+        self._announcer.close()  # what is pending goes out on the pool, before it closes
         if self._pool is not None:
             self._pool.close()
             self._pool = None
