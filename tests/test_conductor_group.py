@@ -8,7 +8,6 @@ one clock moves both.
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 from datetime import timedelta
@@ -20,8 +19,6 @@ from cli_harness import Run, isolate_cli_env, ok, runner
 from helpers import Clock
 
 from ironic_fsm import Conductor, Config, fleetfile, states
-from ironic_fsm.cli import parser
-from ironic_fsm.cli.nodes import add_node_options
 from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.node import Node
 from ironic_fsm.stores import Store
@@ -233,16 +230,8 @@ def test_a_node_moved_to_another_group_changes_hands(
 
 @pytest.fixture
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Run:
-    """``ironic-fsm`` on a SQLite file, with the node options of ``cli.nodes`` in its parser."""
+    """``ironic-fsm`` on a SQLite file."""
     isolate_cli_env(tmp_path, monkeypatch)
-    finish = parser._finish
-
-    def finish_with_node_options(p: argparse.ArgumentParser, func: Any, **kwargs: Any) -> None:
-        finish(p, func, **kwargs)
-        if "--conductor-group" not in p._option_string_actions:  # until the parser asks itself
-            add_node_options(p, func)
-
-    monkeypatch.setattr(parser, "_finish", finish_with_node_options)
     return runner(f"sqlite:///{tmp_path / 'cli.sqlite'}", capsys)
 
 

@@ -20,6 +20,7 @@ from ironic_fsm.cli.nodes import (
     _cmd_set,
     _cmd_show,
     _cmd_unset,
+    add_node_options,
 )
 from ironic_fsm.cli.output import _CSV_QUOTING, _LIST_FORMATS, _SHOW_FORMATS
 from ironic_fsm.cli.serve import add_serve_parser
@@ -122,6 +123,7 @@ def _finish(
     **defaults: object,
 ) -> None:
     """The output options last (``many`` as in `_add_output`; None: none), then the handler."""
+    add_node_options(p, func)  # --conductor-group for node create|list|set|unset
     if many is not None:
         _add_output(p, many=many)
     p.set_defaults(func=func, parser=p, **defaults)
