@@ -10,7 +10,7 @@ PostgreSQL server. Version 7 changes two indexes and nothing else.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,8 @@ from test_store_migration_v6 import (
 )
 
 from ironic_fsm import states
+from ironic_fsm.exceptions import ConcurrentUpdate
+from ironic_fsm.node import Node
 from ironic_fsm.stores import SQLStore, sql
 from ironic_fsm.stores.sql import MIGRATIONS
 
@@ -164,3 +166,59 @@ def test_a_failed_v7_step_leaves_the_v6_database_as_it_was(
     assert indexes(v6_url) == defined  # both indexes as they were, none dropped
     assert everything(v6_url) == before
     assert schema_version(v6_url) == 6
+
+
+# -- what a save costs: the pages of its commit ------------------------------------------------
+
+
+def wal_frames(store: SQLStore, write: Callable[[], object]) -> int:
+    """The pages SQLite appends to its write-ahead log for ``write``."""
+    with store.connection() as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    write()
+    with store.connection() as conn:
+        return int(conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()[0][1])
+
+
+def test_a_save_of_a_reserved_node_that_moves_no_indexed_value_writes_one_page(
+    tmp_path: Path,
+) -> None:
+    """The row's page alone: setting ``reservation`` to the value it has would cost its index's."""
+    with SQLStore(f"sqlite:///{tmp_path / 'pages.sqlite'}") as store:
+        for i in range(50):
+            store.create(Node(name=f"n{i}"))
+        node = store.reserve("n7", HOLDER)
+        node.extra["seen"] = 0
+        store.save(node)
+        for seen in range(1, 4):
+            node.extra["seen"] = seen
+            assert wal_frames(store, lambda: store.save(node)) == 1
+        assert store.get("n7").extra == {"seen": 3}
+        assert [r.uuid for r in store.reserved()] == [node.uuid]
+        node.reservation = None  # the release does write the reservation
+        assert wal_frames(store, lambda: store.save(node)) > 1
+        assert store.reserved() == []
+
+
+def test_a_reservation_cleared_behind_the_holders_back_is_set_again_by_its_save(
+    sql_url: str,
+) -> None:
+    """As ever: a save writes the reservation its node carries, even when the row lost it."""
+    with SQLStore(sql_url) as store:
+        store.create(Node(uuid=FREE, name="free"))
+        node = store.reserve(FREE, HOLDER)
+        node.extra["step"] = 1
+        store.save(node)
+        with store.connection() as conn:
+            conn.execute(f"UPDATE nodes SET reservation = NULL WHERE uuid = '{FREE}'")
+        node.extra["step"] = 2
+        store.save(node)
+        again = store.get(FREE)
+        assert (again.reservation, again.version, again.extra) == (HOLDER, 3, {"step": 2})
+        assert [(r.uuid, r.holder) for r in store.reserved()] == [(FREE, HOLDER)]
+        other = store.get(FREE)
+        other.extra["step"] = 3
+        store.save(other)
+        with pytest.raises(ConcurrentUpdate):  # a stale copy is still refused, held or not
+            store.save(node)
+        assert store.get(FREE).extra == {"step": 3}

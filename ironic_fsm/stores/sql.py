@@ -186,7 +186,7 @@ class SQLStore(
         self.dialect: str = db.name
         self._written: dict[str, tuple[int, tuple[Any, ...]]] = {}
         self._bound: dict[datetime, Any] = {}
-        self._save_sql: dict[tuple[int, ...], str] = {}
+        self._save_sql: dict[tuple[Any, ...], str] = {}
         self._build_statements(db.placeholder)
         try:
             self._prepare_schema()
@@ -377,15 +377,14 @@ class SQLStore(
         if history:
             check_history(history, node)
         new_version = node.version + 1
-        sql, params = self._save_statement(node, values)
-        params.extend((new_version, data, node.uuid, node.version))
-        if self._echo:
-            self._log(sql)
         rows: list[Any] = []
         # One autocommit statement on the hot path; a transaction only with history.
         opened = self._db.transaction(node) if history else self._db.connection(node)
         with opened as conn:
-            written = conn.execute(sql, params).rowcount
+            written = self._update(conn, node, values, data, held=node.reservation is not None)
+            if written == 0 and node.reservation is not None:
+                # The row is not held as the node says: set the reservation too, as ever.
+                written = self._update(conn, node, values, data, held=False)
             if written == 0:
                 rows = conn.execute(self._q_version, (node.uuid,)).fetchall()
             elif history:
@@ -406,29 +405,49 @@ class SQLStore(
             self._written.clear()  # only a cost: the next saves set every column
         self._written[uuid] = (version, values)
 
+    def _update(
+        self, conn: _Connection, node: Node, values: tuple[Any, ...], data: str, *, held: bool
+    ) -> int:
+        """Run the save's ``UPDATE``; how many rows it wrote (0: refused, nothing written)."""
+        sql, params = self._save_statement(node, values, held)
+        params.extend((node.version + 1, data, node.uuid, node.version))
+        if held:
+            params.append(node.reservation)
+        if self._echo:
+            self._log(sql)
+        return int(conn.execute(sql, params).rowcount)
+
     def _save_statement(
-        self, node: Node, values: tuple[Any, ...]
+        self, node: Node, values: tuple[Any, ...], held: bool
     ) -> tuple[str, builtins.list[Any]]:
         """The ``UPDATE`` for this save: only the columns that differ from what we last wrote.
 
         Every column set costs its indexes an update, even to the same
-        value, and most saves change two or three of fourteen. What this
-        store last wrote at ``node.version`` is what the row holds, since
-        any other change of these columns bumps the version (and then the
-        ``WHERE version`` refuses the save). ``reservation`` is always set:
-        reserving changes it without a new version.
+        value (on SQLite a page more in the commit), and most saves change
+        two or three of fifteen. What this store last wrote at
+        ``node.version`` is what the row holds, since any other change of
+        these columns bumps the version (and then the ``WHERE version``
+        refuses the save). Reserving changes ``reservation`` without a new
+        version, so it is set unless ``held``: then the statement requires
+        the row to hold the node's reservation already (the usual save of a
+        reserved node), and the caller sets it when that finds no row.
         """
         known = self._written.get(node.uuid)
+        skip = _RESERVATION if held else -1
         if known is None or known[0] != node.version:
-            changed = tuple(range(len(values)))
+            changed = tuple(i for i in range(len(values)) if i != skip)
         else:
             old = known[1]
             changed = tuple(
                 i
                 for i, value in enumerate(values)
-                if i == _RESERVATION or (value != old[i] and (i != _CREATED or value is not None))
+                if i != skip
+                and (
+                    i == _RESERVATION or (value != old[i] and (i != _CREATED or value is not None))
+                )
             )
-        sql = self._save_sql.get(changed)
+        key = (held, *changed)
+        sql = self._save_sql.get(key)
         if sql is None:
             q = self._q
             sets = [
@@ -438,10 +457,10 @@ class SQLStore(
                 for i in changed
             ]
             sql = (
-                f"UPDATE nodes SET {', '.join(sets)}, version = {q}, data = {q} "
-                f"WHERE uuid = {q} AND version = {q}"
+                f"UPDATE nodes SET {', '.join([*sets, f'version = {q}', f'data = {q}'])} "
+                f"WHERE uuid = {q} AND version = {q}" + (f" AND reservation = {q}" if held else "")
             )
-            self._save_sql[changed] = sql
+            self._save_sql[key] = sql
         return sql, [values[i] for i in changed]
 
     def delete(self, ident: str) -> None:
