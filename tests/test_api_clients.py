@@ -123,3 +123,15 @@ def test_sdk_sees_validation_and_paging(conn: Any) -> None:
 def test_sdk_error_reaches_the_caller(conn: Any, tmp_path: Path) -> None:
     with pytest.raises(openstack.exceptions.NotFoundException, match="could not be found"):
         conn.baremetal.get_node("missing-node")
+
+
+def test_conductor_group_through_the_clients(url: str, conn: Any) -> None:
+    osc(url, "node", "create", "--driver", "fake-hardware", "--name", "grp1",
+        "--conductor-group", "Edge-1")  # fmt: skip
+    assert osc(url, "node", "show", "grp1", "-f", "json")["conductor_group"] == "edge-1"
+    conn.baremetal.create_node(driver="fake-hardware", name="grp2", conductor_group="edge-2")
+    found = [n.name for n in conn.baremetal.nodes(conductor_group="edge-1")]
+    assert found == ["grp1"]
+    osc(url, "node", "set", "grp2", "--conductor-group", "edge-1")
+    listed = osc(url, "node", "list", "--conductor-group", "edge-1", "-f", "json")
+    assert sorted(n["name"] for n in listed) == ["grp1", "grp2"]

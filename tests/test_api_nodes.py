@@ -9,6 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 from api_helpers import api_client, error_text
+from helpers import DecodeCounter
 
 from ironic_fsm import Conductor
 from ironic_fsm import states as s
@@ -372,3 +373,50 @@ def test_interfaces_show_the_drivers_defaults(api: tuple[Conductor, httpx.Client
     listed = client.get("/v1/nodes/detail").json()["nodes"]
     assert {n["name"]: n["power_interface"] for n in listed} == {"f1": "fake", "i1": "ipmi"}
     assert conductor.get_node("i1").power_interface is None  # shown, not stored
+
+
+def test_conductor_group_is_stored_shown_set_and_filtered(
+    api: tuple[Conductor, httpx.Client],
+) -> None:
+    conductor, client = api
+    node = _create(client, name="g1", conductor_group="Rack-1")
+    _create(client, name="g2")
+    assert node["conductor_group"] == "rack-1"  # Ironic lowers groups
+    assert conductor.get_node("g1").conductor_group == "rack-1"
+    listed = client.get("/v1/nodes", params={"conductor_group": "RACK-1"}).json()["nodes"]
+    assert [n["name"] for n in listed] == ["g1"]
+    changed = client.patch(
+        "/v1/nodes/g2", json=[{"op": "add", "path": "/conductor_group", "value": "rack-2"}]
+    )
+    assert changed.status_code == 200, changed.text
+    assert conductor.get_node("g2").conductor_group == "rack-2"
+    before = conductor.get_node("g2")
+    bad = client.patch(
+        "/v1/nodes/g2", json=[{"op": "replace", "path": "/conductor_group", "value": "a b"}]
+    )
+    assert bad.status_code == 400
+    assert conductor.get_node("g2") == before
+    old = {"X-OpenStack-Ironic-API-Version": "1.45"}
+    refused = client.post(
+        "/v1/nodes", json={"driver": "fake-hardware", "conductor_group": "x"}, headers=old
+    )
+    assert refused.status_code == 406
+    assert "conductor_group" not in client.get("/v1/nodes/g1", headers=old).json()
+    assert len(conductor.list_nodes()) == 2
+
+
+def test_column_listings_decode_no_record(
+    api: tuple[Conductor, httpx.Client], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, client = api
+    for name in ("c1", "c2"):
+        _create(client, name=name, conductor_group="rack")
+    counter = DecodeCounter(monkeypatch)
+    summary = client.get("/v1/nodes").json()["nodes"]
+    assert [n["name"] for n in summary] == ["c1", "c2"]
+    assert summary[0]["provision_state"] == s.ENROLL
+    shown = client.get("/v1/nodes", params={"fields": "name,conductor_group,created_at"})
+    assert [n["conductor_group"] for n in shown.json()["nodes"]] == ["rack", "rack"]
+    assert counter.count == 0
+    client.get("/v1/nodes", params={"fields": "name,extra"})  # the record is needed
+    assert counter.count == 2

@@ -8,6 +8,7 @@ in a patch) are kept here; everything else is the conductor's decision.
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 from typing import Any, Final
 from urllib.parse import urlencode
 
@@ -40,8 +41,8 @@ from ironic_fsm.conductor import Conductor
 from ironic_fsm.exceptions import InvalidStateRequested, NodeNotFound
 from ironic_fsm.interfaces import INTERFACE_KINDS
 from ironic_fsm.masking import is_secret_key
-from ironic_fsm.node import Node, is_uuid_like
-from ironic_fsm.stores.base import SORT_KEYS
+from ironic_fsm.node import NODE_FIELDS, Node, is_uuid_like
+from ironic_fsm.stores.base import COLUMN_FIELDS, SORT_KEYS
 
 __all__ = ["CREATE_SCHEMA", "PATCH_SCHEMA", "NodeCollection", "NodeItem", "patchable_fields"]
 
@@ -65,6 +66,7 @@ _SETTABLE: Final[dict[str, dict[str, Any]]] = {
     "automated_clean": {"type": ["boolean", "null"]},
     "retired": {"type": "boolean"},
     "retired_reason": _OPTIONAL_TEXT,
+    "conductor_group": {"type": "string", "maxLength": 255, "pattern": "^[A-Za-z0-9_.-]*$"},
     **{f"{kind}_interface": _OPTIONAL_TEXT for kind in INTERFACE_KINDS},
 }
 _PATCH_ONLY: Final[dict[str, dict[str, Any]]] = {
@@ -75,7 +77,7 @@ _PATCH_ONLY: Final[dict[str, dict[str, Any]]] = {
 _UNSTORED_SETTABLE: Final = frozenset(
     {
         "chassis_uuid", "instance_uuid", "network_interface", "console_interface",
-        "storage_interface", "conductor_group", "owner", "description", "lessee",
+        "storage_interface", "owner", "description", "lessee",
         "network_data", "shard", "parent_node",
     }
 )  # fmt: skip
@@ -211,14 +213,15 @@ class NodeCollection:
         limit = self._limit(req)
         sort_key, sort_dir = self._order(req)
         filters, empty = self._filters(req)
-        nodes: list[Node] = []
+        chosen = None if detail else tuple(fields or SUMMARY_FIELDS)
+        nodes: list[Any] = []
         if not empty:
-            nodes = self._conductor.list_nodes(
+            query = dict(
                 limit=limit, marker=req.get_param("marker"), sort_key=sort_key,
                 sort_dir=sort_dir, **filters,
             )  # fmt: skip
+            nodes = self._read(chosen, query)
         version, base = version_of(req), req.prefix
-        chosen = None if detail else (fields or SUMMARY_FIELDS)
         host = self._conductor.config.host
         body: dict[str, Any] = {
             "nodes": [
@@ -239,6 +242,20 @@ class NodeCollection:
             path = "/v1/nodes/detail" if self._detail else "/v1/nodes"
             body["next"] = f"{base}{path}?{urlencode(params)}"
         send(resp, body)
+
+    def _read(self, chosen: tuple[str, ...] | None, query: dict[str, Any]) -> list[Any]:
+        """The page's nodes; only their stored columns when those are all the view needs.
+
+        A summary or ``fields`` listing then decodes no record: each row
+        reads as a node does (attributes) for :func:`node_view`.
+        """
+        if chosen is None:
+            return self._conductor.list_nodes(**query)
+        stored = [name for name in chosen if name in NODE_FIELDS]
+        if not COLUMN_FIELDS.issuperset(stored):
+            return self._conductor.list_nodes(**query)
+        rows = self._conductor.list_nodes(fields=(*stored, "driver"), **query)
+        return [SimpleNamespace(**row) for row in rows]
 
     @staticmethod
     def _limit(req: falcon.Request) -> int:

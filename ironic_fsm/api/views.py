@@ -14,6 +14,7 @@ import functools
 import operator
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Any, Final
 
 from ironic_fsm.api.common import link_pair
@@ -43,7 +44,8 @@ def _holder(value: str | None) -> str | None:
     return value.split(":", 1)[0] if value else None
 
 
-Getter = Callable[[Node], Any]
+#: Reads one field of a node, or of a listing's row that carries the same attributes.
+Getter = Callable[[Any], Any]
 
 #: Ironic fields ironic_fsm does not keep: their value on every node.
 ABSENT_FIELDS: Final[dict[str, Any]] = {
@@ -55,7 +57,6 @@ ABSENT_FIELDS: Final[dict[str, Any]] = {
     "network_interface": "noop",
     "console_interface": "no-console",
     "storage_interface": "noop",
-    "conductor_group": "",
     "owner": None,
     "description": None,
     "allocation_uuid": None,
@@ -119,7 +120,7 @@ NODE_FIELD_VERSIONS: Final[dict[str, tuple[Version, Getter]]] = {
     "bios_interface": ((1, 40), _attr("bios_interface")),
     "fault": ((1, 42), _attr("fault")),
     "deploy_step": ((1, 44), lambda n: _step(n.deploy_step)),
-    "conductor_group": ((1, 46), _absent("conductor_group")),
+    "conductor_group": ((1, 46), _attr("conductor_group")),
     "automated_clean": ((1, 47), _attr("automated_clean")),
     "protected": ((1, 48), _attr("protected")),
     "protected_reason": ((1, 48), _attr("protected_reason")),
@@ -156,7 +157,7 @@ def _getters(version: Version, fields: tuple[str, ...] | None) -> tuple[tuple[st
 
 
 def node_view(
-    node: Node,
+    node: Node | SimpleNamespace,
     version: Version,
     base: str,
     *,
@@ -166,6 +167,8 @@ def node_view(
     defaults: Mapping[str, str | None] | None = None,
 ) -> dict[str, Any]:
     """The node at ``version``; ``fields`` restricts it (already checked against the version).
+
+    ``node`` may be a listing's row (the stored columns ``fields`` needs, as attributes).
 
     ``defaults`` names the interfaces of the node's driver, shown where the
     node has not chosen one.
