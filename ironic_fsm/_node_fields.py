@@ -74,7 +74,7 @@ def _bad(field: str, expected: str, value: object) -> InvalidParameterValue:
     )
 
 
-def _to_uuid(value: object) -> str:
+def _to_uuid(value: object, field: str = "uuid") -> str:
     """A UUID in its canonical form (lowercase, hyphenated)."""
     if isinstance(value, _uuid.UUID):
         return str(value)
@@ -87,9 +87,14 @@ def _to_uuid(value: object) -> str:
             except ValueError:
                 pass
         raise InvalidParameterValue(
-            f"Node field 'uuid' must be a UUID, not {reprlib.repr(value)}", field="uuid"
+            f"Node field {field!r} must be a UUID, not {reprlib.repr(value)}", field=field
         )
-    raise _bad("uuid", "a UUID string", value)
+    raise _bad(field, "a UUID string", value)
+
+
+def _to_instance_uuid(value: object) -> str | None:
+    """The instance UUID in canonical form, so that the ``instance_uuid`` filter finds it."""
+    return None if value is None else _to_uuid(value, "instance_uuid")
 
 
 def _good_name(value: str) -> bool:
@@ -175,6 +180,29 @@ def _text(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
 def _optional_text(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is not None and (type(value) is not str or "\x00" in value):
         raise _bad(attribute.name, "a string without NUL characters, or None", value)
+
+
+#: Ironic's limit for a node's description (its API's; the other free texts have 255).
+MAX_DESCRIPTION_LENGTH: Final = 4096
+
+
+def _bounded(limit: int) -> Any:
+    """An optional string of at most ``limit`` characters: Ironic's widths, so it fits."""
+
+    def check(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        _optional_text(inst, attribute, value)
+        if value is not None and len(value) > limit:  # type: ignore[arg-type]
+            raise InvalidParameterValue(
+                f"Node field {attribute.name!r} must have at most {limit} characters, "
+                f"not {len(value)}",  # type: ignore[arg-type]
+                field=attribute.name,
+            )
+
+    return check
+
+
+_short_text: Final = _bounded(MAX_NAME_LENGTH)
+_long_text: Final = _bounded(MAX_DESCRIPTION_LENGTH)
 
 
 def _flag(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:

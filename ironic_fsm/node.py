@@ -28,14 +28,17 @@ from ironic_fsm._node_fields import (
     _good_name,
     _group,
     _json_dict,
+    _long_text,
     _masked_repr,
     _name,
     _new_uuid,
     _optional_flag,
     _optional_json_dict,
     _optional_text,
+    _short_text,
     _text,
     _timestamp,
+    _to_instance_uuid,
     _to_uuid,
     _traits,
     _version,
@@ -141,6 +144,14 @@ class Node:
     rescue_interface: str | None = attrs.field(default=None, validator=_optional_text)
     vendor_interface: str | None = attrs.field(default=None, validator=_optional_text)
     firmware_interface: str | None = attrs.field(default=None, validator=_optional_text)
+    #: The project that owns the node, and the one it is lent to (Ironic's multi-tenancy).
+    owner: str | None = attrs.field(default=None, validator=_short_text)
+    lessee: str | None = attrs.field(default=None, validator=_short_text)
+    description: str | None = attrs.field(default=None, validator=_long_text)
+    #: The instance deployed on the node, set by whoever deploys (Nova in Ironic).
+    instance_uuid: str | None = attrs.field(
+        default=None, converter=_to_instance_uuid, validator=_optional_text
+    )
 
     def to_dict(self, *, mask: bool = False, copy: bool = True) -> dict[str, Any]:
         """A JSON-safe dict of every field (datetimes as ISO 8601 strings).
@@ -282,13 +293,19 @@ NODE_FIELDS: Final = tuple(f.name for f in attrs.fields(Node))
 _FIELD_SET: Final = frozenset(NODE_FIELDS)
 _FIELDS_BY_NAME: Final[dict[str, attrs.Attribute[Any]]] = attrs.fields_dict(Node)
 #: The fields with a converter (which checks as well as normalises).
-_CONVERTERS: Final[dict[str, Any]] = {"uuid": _to_uuid, "conductor_group": _group}
+_CONVERTERS: Final[dict[str, Any]] = {
+    "uuid": _to_uuid,
+    "conductor_group": _group,
+    "instance_uuid": _to_instance_uuid,
+}
 _STEP_FIELDS: Final = frozenset({"clean_step", "deploy_step", "service_step"})
 _DICT_FIELDS: Final = tuple(
     n for n, f in _FIELDS_BY_NAME.items() if f.validator in (_json_dict, _optional_json_dict)
 )
 _OPTIONAL_TEXT_FIELDS: Final = tuple(
-    n for n, f in _FIELDS_BY_NAME.items() if f.validator is _optional_text
+    n
+    for n, f in _FIELDS_BY_NAME.items()
+    if f.validator in (_optional_text, _short_text, _long_text)
 )
 _TIMESTAMP_FIELDS: Final = tuple(sorted(_DATETIME_FIELDS))
 _CONTAINER_FIELDS: Final = (*_DICT_FIELDS, "traits")

@@ -1,9 +1,9 @@
-"""Writing nodes as a release before schema 6 did, for the migration tests.
+"""Writing nodes as a release before schema 6 (or 8) did, for the migration tests.
 
 Today's store writes every column of today's layout, which an older
 database lacks; a fixture that stands for an older release writes its
 nodes with that release's columns instead (the rest of the store, which
-v6 did not change, is used as it is).
+v6 and v8 did not change, is used as it is).
 """
 
 from __future__ import annotations
@@ -25,27 +25,46 @@ COLUMNS_BEFORE_V6: Final = (
 )  # fmt: skip
 
 
+#: The node columns of schemas 6 and 7: those of 2 to 5, and the conductor group.
+COLUMNS_BEFORE_V8: Final = (*COLUMNS_BEFORE_V6, "conductor_group")
+
+
 def create_before_v6(store: SQLStore, *nodes: Node) -> None:
     """Create ``nodes`` (version 1, next ``seq``) with the columns schemas 2 to 5 had."""
+    create_with(store, COLUMNS_BEFORE_V6, *nodes)
+
+
+def create_before_v8(store: SQLStore, *nodes: Node) -> None:
+    """Create ``nodes`` with the columns schemas 6 and 7 had."""
+    create_with(store, COLUMNS_BEFORE_V8, *nodes)
+
+
+def create_with(store: SQLStore, columns: tuple[str, ...], *nodes: Node) -> None:
+    """Create ``nodes`` with the first ``columns`` of today's (an older release's layout)."""
     q = store._q
-    names = ", ".join(COLUMNS_BEFORE_V6)
-    marks = ", ".join([q] * (1 + len(COLUMNS_BEFORE_V6)))
+    names = ", ".join(columns)
+    marks = ", ".join([q] * (1 + len(columns)))
     insert = (
         f"INSERT INTO nodes (uuid, {names}, version, seq, created_at, data) VALUES "
         f"({marks}, 1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM nodes), {q}, {q})"
     )
     with store.connection() as conn:
         for node in nodes:
-            columns = store._columns(node)[: len(COLUMNS_BEFORE_V6)]
+            values = store._columns(node)[: len(columns)]
             when = node.created_at or datetime.now(timezone.utc)
             created = store._db.bind_time(when)
-            conn.execute(insert, (node.uuid, *columns, created, node.to_json()))
+            conn.execute(insert, (node.uuid, *values, created, node.to_json()))
             node.version = 1
 
 
 #: Every column of a node row before schema 6: what an upgrade to 6 or later must keep.
 NODES_BEFORE_V6: Final = (
     f"SELECT uuid, {', '.join(COLUMNS_BEFORE_V6)}, version, seq, created_at, data FROM nodes"
+)
+
+#: Every column of a node row before schema 8.
+NODES_BEFORE_V8: Final = (
+    f"SELECT uuid, {', '.join(COLUMNS_BEFORE_V8)}, version, seq, created_at, data FROM nodes"
 )
 
 

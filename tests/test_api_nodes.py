@@ -61,7 +61,8 @@ def test_create_below_1_11_is_available(api: tuple[Conductor, httpx.Client]) -> 
         ({"driver": "no-such-driver"}, 400, "no-such-driver"),
         ({"driver": "fake-hardware", "name": "detail"}, 400, "detail"),
         ({"driver": "fake-hardware", "name": "has space"}, 400, "has space"),
-        ({"driver": "fake-hardware", "owner": "someone"}, 400, "owner"),
+        ({"driver": "fake-hardware", "shard": "s1"}, 400, "shard"),
+        ({"driver": "fake-hardware", "instance_uuid": "not-a-uuid"}, 400, "instance_uuid"),
         ({"driver": "fake-hardware", "uuid": "not-a-uuid"}, 400, "not-a-uuid"),
     ],
 )
@@ -420,3 +421,61 @@ def test_column_listings_decode_no_record(
     assert counter.count == 0
     client.get("/v1/nodes", params={"fields": "name,extra"})  # the record is needed
     assert counter.count == 2
+
+
+INSTANCE = "6d9f2e3a-0c1b-4e5f-8a7b-9c0d1e2f3a4b"
+OTHER_INSTANCE = "7d9f2e3a-0c1b-4e5f-8a7b-9c0d1e2f3a4b"
+
+
+def test_tenancy_fields_and_instance_are_stored_and_filtered(
+    api: tuple[Conductor, httpx.Client],
+) -> None:
+    _, client = api
+    _create(client, name="t1", owner="p1", lessee="p2", description="by the door")
+    _create(client, name="t2", owner="p3")
+    shown = client.get("/v1/nodes/t1").json()
+    assert (shown["owner"], shown["lessee"], shown["description"]) == ("p1", "p2", "by the door")
+    patched = client.patch(
+        "/v1/nodes/t2",
+        json=[{"op": "add", "path": "/instance_uuid", "value": INSTANCE.upper()}],
+    )
+    assert patched.status_code == 200, patched.text
+    assert patched.json()["instance_uuid"] == INSTANCE
+
+    def names(**params: str) -> list[str]:
+        response = client.get("/v1/nodes", params=params)
+        assert response.status_code == 200, response.text
+        return [n["name"] for n in response.json()["nodes"]]
+
+    assert names(owner="p1") == ["t1"]
+    assert names(lessee="p2") == ["t1"]
+    assert names(associated="true") == ["t2"]
+    assert names(associated="false") == ["t1"]
+    assert names(instance_uuid=INSTANCE) == ["t2"]
+    assert client.get("/v1/nodes", params={"instance_uuid": "nope"}).status_code == 400
+    old = {"X-OpenStack-Ironic-API-Version": "1.49"}
+    assert client.get("/v1/nodes", params={"owner": "p1"}, headers=old).status_code == 406
+    assert "owner" not in client.get("/v1/nodes/t1", headers=old).json()
+
+
+@pytest.mark.parametrize(
+    ("operations", "status"),
+    [
+        ([{"op": "replace", "path": "/instance_uuid", "value": OTHER_INSTANCE}], 409),
+        ([{"op": "add", "path": "/description", "value": "d" * 4097}], 400),
+        ([{"op": "add", "path": "/owner", "value": "o" * 256}], 400),
+        ([{"op": "add", "path": "/lessee", "value": 5}], 400),
+    ],
+)  # fmt: skip
+def test_refused_tenancy_patches_change_nothing(
+    api: tuple[Conductor, httpx.Client], operations: Any, status: int
+) -> None:
+    conductor, client = api
+    node = _create(client, name="held", instance_uuid=INSTANCE, owner="p1")
+    before = conductor.get_node(node["uuid"])
+    response = client.patch("/v1/nodes/held", json=operations)
+    assert response.status_code == status, response.text
+    assert conductor.get_node(node["uuid"]) == before
+    cleared = client.patch("/v1/nodes/held", json=[{"op": "remove", "path": "/instance_uuid"}])
+    assert cleared.status_code == 200, cleared.text
+    assert conductor.get_node("held").instance_uuid is None

@@ -53,8 +53,27 @@ def test_interface_kinds_are_the_ten_kinds() -> None:
 def test_node_fields_constant_lists_every_field() -> None:
     assert list(NODE_FIELDS) == [f.name for f in attrs.fields(Node)]
     assert set(NODE_FIELDS) == set(CONTRACT_FIELDS) | {f"{k}_interface" for k in KINDS} | {
-        "conductor_group"
-    }
+        "conductor_group", "owner", "lessee", "description", "instance_uuid"
+    }  # fmt: skip
+
+
+def test_tenancy_fields_are_checked_and_kept() -> None:
+    node = Node(
+        owner="p1", lessee="p2", description="rack 4, " * 500,
+        instance_uuid="{6D9F2E3A-0C1B-4E5F-8A7B-9C0D1E2F3A4B}",
+    )  # fmt: skip
+    assert node.instance_uuid == "6d9f2e3a-0c1b-4e5f-8a7b-9c0d1e2f3a4b"  # canonical: filterable
+    assert Node.from_json(node.to_json()) == node
+    assert check_field("instance_uuid", None) is None
+    for name, value in [
+        ("owner", "x" * 256), ("lessee", 5), ("description", "d" * 4097),
+        ("instance_uuid", "not-a-uuid"), ("owner", "a\x00b"),
+    ]:  # fmt: skip
+        with pytest.raises(InvalidParameterValue) as caught:
+            check_field(name, value)
+        assert caught.value.details["field"] == name
+        with pytest.raises(InvalidParameterValue):
+            Node(**{name: value})
 
 
 def test_node_is_slotted_with_only_its_fields() -> None:

@@ -67,6 +67,10 @@ _SETTABLE: Final[dict[str, dict[str, Any]]] = {
     "retired": {"type": "boolean"},
     "retired_reason": _OPTIONAL_TEXT,
     "conductor_group": {"type": "string", "maxLength": 255, "pattern": "^[A-Za-z0-9_.-]*$"},
+    "owner": _OPTIONAL_TEXT,
+    "lessee": _OPTIONAL_TEXT,
+    "description": {"type": ["string", "null"], "maxLength": 4096},
+    "instance_uuid": {"type": ["string", "null"], "maxLength": 36},
     **{f"{kind}_interface": _OPTIONAL_TEXT for kind in INTERFACE_KINDS},
 }
 _PATCH_ONLY: Final[dict[str, dict[str, Any]]] = {
@@ -76,8 +80,7 @@ _PATCH_ONLY: Final[dict[str, dict[str, Any]]] = {
 #: Fields Ironic lets clients set that ironic_fsm does not store.
 _UNSTORED_SETTABLE: Final = frozenset(
     {
-        "chassis_uuid", "instance_uuid", "network_interface", "console_interface",
-        "storage_interface", "owner", "description", "lessee",
+        "chassis_uuid", "network_interface", "console_interface", "storage_interface",
         "network_data", "shard", "parent_node",
     }
 )  # fmt: skip
@@ -294,7 +297,10 @@ class NodeCollection:
             if flag is not None:
                 require_version(req, since, f"The {name} filter")
                 filters[name] = flag
-        empty = query_bool(req, "associated") is True
+        empty = False
+        associated = query_bool(req, "associated")
+        if associated is not None:
+            filters["associated"] = associated
         for name, since in _TEXT_FILTERS:
             value = req.get_param(name)
             if value is None:
@@ -424,6 +430,12 @@ class NodeItem:
             _refuse_duplicate(self._conductor, "name", changed["name"])
         _refuse_during_transition(node)
         _refuse_interface_change(node, changed)
+        if changed.get("instance_uuid") is not None and node.instance_uuid is not None:
+            raise ApiError(
+                409,
+                f"Node {node.uuid} is already associated with instance {node.instance_uuid}; "
+                "remove instance_uuid first",
+            )
         fields = {k: v for k, v in changed.items() if k not in _UNSTORED_SETTABLE}
         if fields:
             node = self._conductor.update_node(node.uuid, **fields)

@@ -1,8 +1,8 @@
 """A node as Ironic's API shows it at a given microversion.
 
 Fields newer than the request's version are left out, as Ironic does.
-Ironic fields that ironic_fsm does not store (chassis, instance UUID,
-owner, ...) are shown with the value Ironic gives a node that never had
+Ironic fields that ironic_fsm does not store (chassis, network data,
+shard, ...) are shown with the value Ironic gives a node that never had
 them, and cannot be set (see ``docs/api-server.rst``). Values under
 secret-looking keys are masked in every dict field, not only in
 ``driver_info`` as Ironic does.
@@ -50,17 +50,13 @@ Getter = Callable[[Any], Any]
 #: Ironic fields ironic_fsm does not keep: their value on every node.
 ABSENT_FIELDS: Final[dict[str, Any]] = {
     "chassis_uuid": None,
-    "instance_uuid": None,
     "console_enabled": False,
     "inspection_started_at": None,
     "inspection_finished_at": None,
     "network_interface": "noop",
     "console_interface": "no-console",
     "storage_interface": "noop",
-    "owner": None,
-    "description": None,
     "allocation_uuid": None,
-    "lessee": None,
     "network_data": {},
     "boot_mode": None,
     "secure_boot": None,
@@ -87,7 +83,7 @@ NODE_FIELD_VERSIONS: Final[dict[str, tuple[Version, Getter]]] = {
     "extra": ((1, 1), lambda n: mask_secrets(n.extra)),
     "instance_info": ((1, 1), lambda n: mask_secrets(n.instance_info)),
     "chassis_uuid": ((1, 1), _absent("chassis_uuid")),
-    "instance_uuid": ((1, 1), _absent("instance_uuid")),
+    "instance_uuid": ((1, 1), _attr("instance_uuid")),
     "maintenance": ((1, 1), _attr("maintenance")),
     "maintenance_reason": ((1, 1), _attr("maintenance_reason")),
     "provision_state": ((1, 1), _attr("provision_state")),
@@ -124,12 +120,12 @@ NODE_FIELD_VERSIONS: Final[dict[str, tuple[Version, Getter]]] = {
     "automated_clean": ((1, 47), _attr("automated_clean")),
     "protected": ((1, 48), _attr("protected")),
     "protected_reason": ((1, 48), _attr("protected_reason")),
-    "owner": ((1, 50), _absent("owner")),
-    "description": ((1, 51), _absent("description")),
+    "owner": ((1, 50), _attr("owner")),
+    "description": ((1, 51), _attr("description")),
     "allocation_uuid": ((1, 52), _absent("allocation_uuid")),
     "retired": ((1, 61), _attr("retired")),
     "retired_reason": ((1, 61), _attr("retired_reason")),
-    "lessee": ((1, 65), _absent("lessee")),
+    "lessee": ((1, 65), _attr("lessee")),
     "network_data": ((1, 66), _absent("network_data")),
     "boot_mode": ((1, 75), _absent("boot_mode")),
     "secure_boot": ((1, 75), _absent("secure_boot")),

@@ -26,7 +26,14 @@ from ironic_fsm.exceptions import (
 from ironic_fsm.hardware import HardwareType
 from ironic_fsm.interfaces import INTERFACE_KINDS
 from ironic_fsm.node import NODE_FIELDS, Node, check_field
-from ironic_fsm.stores.base import RESERVED, NodeFields, check_fields, list_fields, list_page
+from ironic_fsm.stores.base import (
+    ASSOCIATED,
+    RESERVED,
+    NodeFields,
+    check_fields,
+    list_fields,
+    list_page,
+)
 
 __all__ = ["Nodes"]
 
@@ -164,10 +171,10 @@ class Nodes(Runtime):
         wanted = None if fields is None else check_fields(fields)
         checked: dict[str, Any] = {}
         for key, value in filters.items():
-            if key == RESERVED:  # Ironic's "someone holds it" filter: not a field
+            if key in (RESERVED, ASSOCIATED):  # Ironic's "held", "has an instance": not fields
                 if type(value) is not bool:
                     raise InvalidParameterValue(
-                        f"The reserved filter must be True or False, not {shown(value)}",
+                        f"The {key} filter must be True or False, not {shown(value)}",
                         fields=[key],
                     )
                 checked[key] = value

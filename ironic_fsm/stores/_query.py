@@ -46,6 +46,9 @@ STRING_FILTERS: Final = frozenset(
         "resource_class",
         "fault",
         "conductor_group",
+        "owner",
+        "lessee",
+        "instance_uuid",
     }
 )
 #: Filters that take ``True`` or ``False``.
@@ -54,9 +57,15 @@ BOOL_FILTERS: Final = frozenset({"maintenance", "retired", "protected"})
 #: Ironic's ``reserved`` filter: ``True`` for nodes someone holds, ``False`` for free ones.
 #: Not a field; stores see it as ``reservation`` equal to :data:`SET` (or to ``None``).
 RESERVED: Final = "reserved"
+#: Ironic's ``associated`` filter: ``True`` for nodes with an instance, ``False`` for the others.
+#: Not a field either; stores see it as ``instance_uuid`` equal to :data:`SET` (or to ``None``).
+ASSOCIATED: Final = "associated"
+#: The filters that are not fields, and the nullable field each one tests.
+FLAG_FILTERS: Final = {RESERVED: "reservation", ASSOCIATED: "instance_uuid"}
 FILTER_FIELDS: Final = (
     *sorted(STRING_FILTERS | BOOL_FILTERS | {"version"}, key=NODE_FIELDS.index),
     RESERVED,
+    ASSOCIATED,
 )
 
 
@@ -168,7 +177,7 @@ def matches(node: Node, filters: dict[str, Any]) -> bool:
 def check_filters(filters: Iterable[str]) -> None:
     """Refuse filters that are not node fields, or that no store pushes down, naming them."""
     names = set(filters)
-    unknown = sorted(names - set(NODE_FIELDS) - {RESERVED})
+    unknown = sorted(names - set(NODE_FIELDS) - FLAG_FILTERS.keys())
     if unknown:
         raise InvalidParameterValue(
             f"Cannot filter nodes on unknown field(s): {', '.join(unknown)}", fields=unknown
@@ -196,13 +205,14 @@ def normalize_filters(filters: dict[str, Any]) -> dict[str, Any] | None:
     """Filters checked and put in one shape; ``None`` when no node can match.
 
     Collections of strings become frozensets (any of); ``reserved`` becomes
-    a ``reservation`` filter (:data:`SET` or ``None``); a value of the wrong
-    type, or containing NUL (no store keeps one), matches nothing.
+    a ``reservation`` filter (:data:`SET` or ``None``), ``associated`` an
+    ``instance_uuid`` one; a value of the wrong type, or containing NUL (no
+    store keeps one), matches nothing.
     """
     check_filters(filters)
     out: dict[str, Any] = {}
     for key, value in filters.items():
-        if key == RESERVED:
+        if key in FLAG_FILTERS:
             continue
         if key in BOOL_FILTERS:
             if type(value) is not bool:
@@ -219,14 +229,16 @@ def normalize_filters(filters: dict[str, Any]) -> dict[str, Any] | None:
         if key == "conductor_group":  # groups are case-insensitive: stored lower case
             value = _lowered(value)
         out[key] = value
-    if RESERVED in filters:
-        held = filters[RESERVED]
+    for flag, field in FLAG_FILTERS.items():
+        if flag not in filters:
+            continue
+        held = filters[flag]
         if type(held) is not bool:
             return None
-        holder = out.get("reservation", SET if held else None)
-        if (holder is None) is held:  # reserved=True with reservation=None, or the reverse
+        value = out.get(field, SET if held else None)
+        if (value is None) is held:  # reserved=True with reservation=None, or the reverse
             return None
-        out["reservation"] = holder
+        out[field] = value
     return out
 
 

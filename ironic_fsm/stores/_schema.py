@@ -1,6 +1,6 @@
 """The SQL layout of :class:`~ironic_fsm.stores.sql.SQLStore`: tables, columns, migrations.
 
-Layout (schema version 6; a database of an earlier version is upgraded in
+Layout (schema version 8; a database of an earlier version is upgraded in
 place when opened, see "Migrations" below):
 
 * ``nodes``: one row per node. ``data`` holds
@@ -18,6 +18,11 @@ place when opened, see "Migrations" below):
   tie-break of every sort (then ``uuid``, which is unique).
   ``conductor_group`` (version 6) is a column too, for the group filter and
   the power-sync scan, which hands each row's group to the hash ring.
+  ``owner``, ``lessee`` and ``instance_uuid`` (version 8) are columns for
+  their filters (``associated`` is ``instance_uuid IS [NOT] NULL``).
+* ``deploy_templates`` and ``runbooks`` (version 8): one row per template or
+  runbook, ``uuid``, unique ``name``, ``seq`` (creation order, the listing's
+  tie-break), timestamps, and ``data``: the rest (steps, extra, ...) as JSON.
 * ``holders``: the last heartbeat of each reservation holder (crash recovery).
 * ``conductors`` (version 3): the conductor registry, one row per conductor,
   keyed by its holder token: ``hostname``, ``conductor_group``,
@@ -46,7 +51,8 @@ provision_updated_at)`` of the nodes in wait states, for callback timeouts,
 and ``reservation`` of the reserved nodes, for crash recovery (both partial
 since version 7: a save leaves an index alone unless its row is one the
 scan looks for); ``wait_until`` for ``wait`` steps; ``resource_class``;
-``conductor_group`` (version 6).
+``conductor_group`` (version 6); ``owner``, ``lessee``, ``instance_uuid``
+(version 8).
 
 Migrations: :data:`MIGRATIONS` maps each version N to the step that makes
 N + 1: DDL statements, and functions for what SQL alone cannot do (filling
@@ -79,13 +85,16 @@ _LOG: Final = logging.getLogger("ironic_fsm.stores.sql")
 
 #: Column widths of the v1 layout; checked for both databases (SQLite does not).
 _WIDTHS: Final = {"uuid": 36, "name": 255, "driver": 255, "provision_state": 64, "reservation": 255}
-_NULLABLE: Final = frozenset({"name", "reservation"})
+_NULLABLE: Final = frozenset({"name", "reservation", "owner", "lessee", "instance_uuid"})
 #: Text columns of v2: any length, may be unset.
 _FREE_TEXT: Final = ("target_provision_state", "power_state", "resource_class", "fault")
 _CHECKED: Final[tuple[tuple[str, int | None], ...]] = (
     *_WIDTHS.items(),
     *((field, None) for field in _FREE_TEXT),
     ("conductor_group", 255),  # v6
+    ("owner", 255),  # v8
+    ("lessee", 255),
+    ("instance_uuid", 36),
 )
 #: The columns a write sets from the node, in statement order (``data`` and ``version`` apart).
 _COLUMNS: Final = (
@@ -104,6 +113,9 @@ _COLUMNS: Final = (
     "updated_at",
     "wait_until",
     "conductor_group",
+    "owner",
+    "lessee",
+    "instance_uuid",
 )
 #: The columns schema 2 added (filled by :func:`_v2_fill`, before any later one exists).
 _V2_COLUMNS: Final = _COLUMNS[6:14]
@@ -339,6 +351,47 @@ def _v7_ddl(timestamp: str) -> list[str]:
     ]
 
 
+#: The columns of the deploy template and runbook tables (schema 8), in statement order.
+CATALOG_COLUMNS: Final = ("uuid", "name", "seq", "created_at", "updated_at", "data")
+
+
+def _catalog_table(table: str, timestamp: str) -> list[str]:
+    return [
+        f"CREATE TABLE {table} (\n"
+        "\tuuid VARCHAR(36) NOT NULL, \n"
+        "\tname VARCHAR(255) NOT NULL, \n"
+        "\tseq BIGINT NOT NULL, \n"
+        f"\tcreated_at {timestamp} NOT NULL, \n"
+        f"\tupdated_at {timestamp}, \n"
+        "\tdata TEXT NOT NULL, \n"
+        "\tPRIMARY KEY (uuid), \n"
+        f"\tCONSTRAINT uniq_{table}0name UNIQUE (name)\n"
+        ")",
+        f"CREATE INDEX {table}_seq_idx ON {table} (seq, uuid)",
+    ]
+
+
+def _v8_ddl(timestamp: str) -> list[str]:
+    """Schema 8: the node's tenancy and instance, and the deploy template and runbook tables.
+
+    ``owner``, ``lessee`` and ``instance_uuid`` are filtered, so columns on
+    indexes; existing rows have none of them, in ``data`` as in the
+    columns (NULL), so no row is rewritten. Templates and runbooks keep
+    their steps and settings in ``data`` (JSON) beside the columns they are
+    found and ordered by.
+    """
+    return [
+        "ALTER TABLE nodes ADD COLUMN owner VARCHAR(255)",
+        "ALTER TABLE nodes ADD COLUMN lessee VARCHAR(255)",
+        "ALTER TABLE nodes ADD COLUMN instance_uuid VARCHAR(36)",
+        "CREATE INDEX nodes_owner_idx ON nodes (owner)",
+        "CREATE INDEX nodes_lessee_idx ON nodes (lessee)",
+        "CREATE INDEX nodes_instance_uuid_idx ON nodes (instance_uuid)",
+        *_catalog_table("deploy_templates", timestamp),
+        *_catalog_table("runbooks", timestamp),
+    ]
+
+
 #: One schema step: DDL (given the dialect's timestamp type) or a function of the store
 #: and the connection, run in order.
 _Step = str | Callable[["SQLStore", Any], None]
@@ -351,6 +404,7 @@ MIGRATIONS: Final[dict[int, Callable[[str], builtins.list[_Step]]]] = {
     4: lambda timestamp: [*_v5_ddl(timestamp), _v5_triggers],
     5: lambda timestamp: [*_v6_ddl(timestamp)],
     6: lambda timestamp: [*_v7_ddl(timestamp)],
+    7: lambda timestamp: [*_v8_ddl(timestamp)],
 }
 
 #: The schema version this code writes and understands.

@@ -52,6 +52,7 @@ from ironic_fsm.stores._announce import WORK_CHANNEL, WorkAnnouncer, announce_wo
 from ironic_fsm.stores._power import PowerSyncRow, PowerSyncStore, mark_power_synced, power_sync_due
 from ironic_fsm.stores._query import (
     _UTC,
+    ASSOCIATED,
     BOOL_FILTERS,
     COLUMN_FIELDS,
     FILTER_FIELDS,
@@ -79,8 +80,9 @@ from ironic_fsm.stores._query import (
 )
 
 __all__ = [
-    "BOOL_FILTERS", "COLUMN_FIELDS", "FILTER_FIELDS", "NULLABLE_SORT_KEYS", "RESERVED", "SET",
-    "SORT_DIRS", "SORT_KEYS", "STRING_FILTERS", "WAIT_UNTIL_SUFFIX", "WORK_CHANNEL",
+    "ASSOCIATED", "BOOL_FILTERS", "COLUMN_FIELDS", "FILTER_FIELDS", "NULLABLE_SORT_KEYS",
+    "RESERVED", "SET", "SORT_DIRS", "SORT_KEYS", "STRING_FILTERS", "WAIT_UNTIL_SUFFIX",
+    "WORK_CHANNEL",
     "ConductorRecord", "ConductorRegistry", "HistoryStore", "ListScans", "NodeFields",
     "PowerSyncRow", "PowerSyncStore", "Reserved", "ScanningStore", "Store", "WorkAnnouncer",
     "announce_work", "bad_marker", "check_conductor", "check_fields", "check_filters",

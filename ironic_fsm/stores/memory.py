@@ -59,6 +59,9 @@ _COPIED: Final = (
     "resource_class",
     "fault",
     "conductor_group",
+    "owner",
+    "lessee",
+    "instance_uuid",
     "updated_at",
     "provision_updated_at",
 )
@@ -97,6 +100,9 @@ class _Record:
         self.resource_class = node.resource_class
         self.fault = node.fault
         self.conductor_group = node.conductor_group
+        self.owner = node.owner
+        self.lessee = node.lessee
+        self.instance_uuid = node.instance_uuid
         self.updated_at = node.updated_at
         self.provision_updated_at = node.provision_updated_at
 

@@ -293,6 +293,9 @@ class SQLStore(
             self._time(node, "updated_at"),
             None if wake is None else self._db.bind_time(wake),
             node.conductor_group,
+            node.owner,
+            node.lessee,
+            node.instance_uuid,
         )
 
     def _row(self, node: Node) -> tuple[str, tuple[Any, ...]]:

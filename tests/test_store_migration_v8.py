@@ -1,0 +1,133 @@
+"""Schema 8 (owner, lessee, instance UUID; deploy templates, runbooks): a v7 database upgrades.
+
+The v7 database is made as the release before this one made it (the
+migrations up to 7 only, nodes written with the v7 columns) and holds
+something in every table. It lives in a real SQLite file or in a private
+schema of the real PostgreSQL server. Then the new columns at work: their
+filters, pushed down by every store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from old_schema import NODES_BEFORE_V8, fail_at_the_end_of
+from test_store_migration_v6 import (
+    CONDUCTOR,
+    FREE,
+    HELD,
+    HOLDER,
+    SYNCED,
+    entry,
+    raw_rows,
+    schema_version,
+    v5_nodes,
+)
+from test_store_migration_v7 import indexes, release_urls
+
+from ironic_fsm.node import Node
+from ironic_fsm.stores import SQLStore, Store, sql
+
+V7_TABLES = ("holders", "conductors", "node_history", "node_history_counts", "node_power_sync")
+INSTANCE = "6d9f2e3a-0c1b-4e5f-8a7b-9c0d1e2f3a4b"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def v7_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A v7 database in a SQLite file, or in a private schema of the PostgreSQL server."""
+    yield from release_urls(request, tmp_path, 7)
+
+
+def everything_of_v7(url: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every v7 table, and every v7 column of ``nodes``."""
+    out = {table: sorted(raw_rows(url, f"SELECT * FROM {table}")) for table in V7_TABLES}
+    out["nodes"] = sorted(raw_rows(url, NODES_BEFORE_V8))
+    return out
+
+
+def test_v7_database_is_upgraded_to_v8_losing_nothing(v7_url: str) -> None:
+    before, defined = everything_of_v7(v7_url), indexes(v7_url)
+    SQLStore(v7_url).close()
+    assert schema_version(v7_url) == sql.SCHEMA_VERSION >= 8
+    assert everything_of_v7(v7_url) == before  # not a row or an old column changed
+    after = indexes(v7_url)
+    assert {name: after[name] for name in defined} == defined
+    assert {"nodes_owner_idx", "nodes_lessee_idx", "nodes_instance_uuid_idx"} <= set(after)
+    assert (
+        raw_rows(v7_url, "SELECT owner, lessee, instance_uuid FROM nodes")
+        == [(None, None, None)] * 3
+    )
+    assert raw_rows(v7_url, "SELECT * FROM deploy_templates") == []
+    assert raw_rows(v7_url, "SELECT * FROM runbooks") == []
+    with SQLStore(v7_url) as store:
+        expected = {n.uuid: n for n in v5_nodes()}
+        expected[HELD].reservation = HOLDER
+        for uuid, node in expected.items():
+            node.version = 1
+            assert store.get(uuid) == node
+            assert (node.owner, node.lessee, node.instance_uuid) == (None, None, None)
+        assert store.list_conductors() == [CONDUCTOR]
+        assert store.node_history(HELD) == [entry(1), entry(2)]
+        # The new columns are written and filtered from the first save on.
+        node = store.get(SYNCED)
+        node.owner, node.instance_uuid = "project-a", INSTANCE
+        store.save(node)
+        assert [n.uuid for n in store.list(owner="project-a")] == [SYNCED]
+        assert [n.uuid for n in store.list(associated=True)] == [SYNCED]
+        assert [n.uuid for n in store.list(associated=False)] == [FREE, HELD]
+    with SQLStore(v7_url):  # reopening changes nothing
+        assert schema_version(v7_url) == sql.SCHEMA_VERSION
+        assert indexes(v7_url) == after
+
+
+def test_a_failed_v8_step_leaves_the_v7_database_as_it_was(
+    v7_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before, defined = everything_of_v7(v7_url), indexes(v7_url)
+    fail_at_the_end_of(monkeypatch, 7)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        SQLStore(v7_url)
+    assert indexes(v7_url) == defined
+    assert everything_of_v7(v7_url) == before
+    assert schema_version(v7_url) == 7
+    columns = raw_rows(v7_url, "SELECT * FROM nodes LIMIT 1")[0]
+    assert len(columns) == len(raw_rows(v7_url, NODES_BEFORE_V8)[0])  # no column added
+
+
+# -- the new columns at work -----------------------------------------------------------------
+
+
+def test_tenancy_and_instance_filters_in_every_store(store: Store) -> None:
+    nodes = [
+        Node(name="mine", owner="p1", lessee="p2", instance_uuid=INSTANCE),
+        Node(name="lent", owner="p1", lessee="p3"),
+        Node(name="bare"),
+    ]
+    for node in nodes:
+        store.create(node)
+
+    def names(**filters: Any) -> list[str | None]:
+        return [n.name for n in store.list(**filters)]
+
+    assert names(owner="p1") == ["mine", "lent"]
+    assert names(owner=None) == ["bare"]
+    assert names(lessee=["p2", "p3"]) == ["mine", "lent"]
+    assert names(instance_uuid=INSTANCE) == ["mine"]
+    assert names(associated=True) == ["mine"]
+    assert names(associated=False) == ["lent", "bare"]
+    assert names(associated=True, owner="p1") == ["mine"]
+    assert names(associated="yes") == []  # a value of the wrong type matches nothing
+    got = store.get("mine")
+    assert (got.owner, got.lessee, got.instance_uuid) == ("p1", "p2", INSTANCE)
+    got.instance_uuid = None
+    store.save(got)
+    assert names(associated=True) == []
+
+
+def test_a_description_is_kept_whole(store: Store) -> None:
+    text = "row 7, " * 585  # 4095 characters: far past the width of any column
+    store.create(Node(name="described", description=text))
+    assert store.get("described").description == text
