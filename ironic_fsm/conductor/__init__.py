@@ -52,6 +52,7 @@ from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.hardware import HardwareType
 from ironic_fsm.machine import LIFECYCLE, Lifecycle
 from ironic_fsm.stores import MemoryStore, Store
+from ironic_fsm.stores.base import CatalogStore, MemoryCatalog
 
 __all__ = ["Conductor", "Guard", "Listener"]
 
@@ -107,6 +108,7 @@ class Conductor(Fleet, History, Reconcile, Verbs, Work, PowerSync, Recovery, Nod
         self._registry = HardwareRegistry(self.config)
         self._templates = {}
         self._runbooks = {}
+        self._catalog = self.store if isinstance(self.store, CatalogStore) else MemoryCatalog()
         self._hand_off = hand_off
         self._drain = threading.Event()
         self._flows_lock = threading.Lock()

@@ -9,14 +9,18 @@ deploy templates and runbooks.
 
 from __future__ import annotations
 
+import re
+import uuid as _uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
+
+import attrs
 
 from ironic_fsm.conductor.common import check_ident, driver_error, shown
 from ironic_fsm.conductor.runtime import Job, Runtime
 from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError, StepNotAllowed
 from ironic_fsm.hardware import HardwareType
-from ironic_fsm.node import Node
+from ironic_fsm.node import Node, check_json, is_uuid_like
 from ironic_fsm.planner import (
     check_requested_steps,
     plan_automated_clean,
@@ -25,6 +29,12 @@ from ironic_fsm.planner import (
     validate_user_steps,
 )
 from ironic_fsm.steps import INTERFACE_ORDER, Phase, step_id
+from ironic_fsm.stores.base import (
+    CatalogEntry,
+    CatalogEntryNotFound,
+    CatalogKind,
+    CatalogStore,
+)
 from ironic_fsm.task import Task
 
 __all__ = ["Plans", "gather_steps", "plan_automated_clean_for", "refuse_steps"]
@@ -131,11 +141,191 @@ def refuse_steps(ident: str, phase: Phase, steps: Any) -> None:
         )
 
 
+#: Ironic's trait names (custom, or shaped like os-traits'): what a deploy template is named.
+_TRAIT: Final = re.compile(r"(CUSTOM_[A-Z0-9_]+|[A-Z][A-Z0-9_]*)")
+#: The keys of a stored deploy template's and runbook's steps (``args`` optional in a runbook).
+_STEP_KEYS: Final[dict[CatalogKind, frozenset[str]]] = {
+    "deploy_templates": frozenset({"interface", "step", "args", "priority"}),
+    "runbooks": frozenset({"interface", "step", "args", "order"}),
+}
+_WORDS: Final[dict[CatalogKind, str]] = {
+    "deploy_templates": "Deploy template",
+    "runbooks": "Runbook",
+}
+
+
+def _whole_number(value: Any) -> int | None:
+    """An integer >= 0, or a string of digits (Ironic takes both for priority and order)."""
+    if type(value) is int and value >= 0:
+        return value
+    if type(value) is str and value.isdigit() and value.isascii():
+        return int(value)
+    return None
+
+
+def _step_problems(kind: CatalogKind, number: int, step: Any) -> list[str]:
+    where = f"step {number}"
+    if not isinstance(step, Mapping):
+        return [f"{where} must be an object, not {type(step).__name__}"]
+    rank = "priority" if kind == "deploy_templates" else "order"
+    required = _STEP_KEYS[kind] - ({"args"} if kind == "runbooks" else set())
+    problems = [f"{where} lacks {key!r}" for key in sorted(required - step.keys())]
+    problems += [
+        f"{where} has an unknown key {key!r}" for key in sorted(step.keys() - _STEP_KEYS[kind])
+    ]
+    phase: Phase = "deploy" if kind == "deploy_templates" else "clean"
+    if "interface" in step and step["interface"] not in INTERFACE_ORDER[phase]:
+        problems.append(f"{where}: {shown(step['interface'])} is not a {phase} interface")
+    if rank in step and _whole_number(step[rank]) is None:
+        problems.append(f"{where}: {rank} must be an integer >= 0, not {shown(step[rank])}")
+    return problems
+
+
+def _checked_steps(kind: CatalogKind, name: str, steps: Any) -> list[dict[str, Any]]:
+    """The steps of a stored template or runbook, in Ironic's shape; numbers as integers."""
+    problems: list[str] = []
+    if not isinstance(steps, list) or not steps:
+        problems.append("steps must be a non-empty list")
+    else:
+        for number, step in enumerate(steps, 1):
+            problems += _step_problems(kind, number, step)
+    if not problems:
+        problems = check_requested_steps(
+            "deploy" if kind == "deploy_templates" else "clean", steps, source="steps"
+        )
+    seen = [(st.get("interface"), st.get("step")) for st in steps] if not problems else []
+    if len(set(seen)) != len(seen):
+        problems.append("a step (interface and step) appears twice")
+    if problems:
+        raise InvalidParameterValue(
+            f"Invalid {_WORDS[kind].lower()} {name!r}: {'; '.join(problems)}", problems=problems
+        )
+    rank = "priority" if kind == "deploy_templates" else "order"
+    return [{**step, "args": dict(step.get("args") or {}), rank: _whole_number(step[rank])}
+            for step in steps]  # fmt: skip
+
+
+def _check_entry(kind: CatalogKind, entry: CatalogEntry) -> CatalogEntry:
+    """Ironic's rules for a template's or runbook's fields, before the store sees it."""
+    name = entry.name
+    if not isinstance(name, str) or len(name) > 255 or not _TRAIT.fullmatch(name):
+        raise InvalidParameterValue(
+            f"{_WORDS[kind]} name {shown(name)} is not a trait name (CUSTOM_ and capitals, "
+            "digits, '_'; at most 255 characters)",
+            field="name",
+        )
+    check_json(entry.extra, f"{_WORDS[kind]} {name!r} extra")
+    if type(entry.extra) is not dict:
+        raise InvalidParameterValue(f"{_WORDS[kind]} {name!r}: extra must be an object")
+    for flag in ("public", "disable_ramdisk"):
+        if type(getattr(entry, flag)) is not bool:
+            raise InvalidParameterValue(f"Runbook {name!r}: {flag} must be True or False")
+    owner = entry.owner
+    if owner is not None and (type(owner) is not str or len(owner) > 255):
+        raise InvalidParameterValue(f"Runbook {name!r}: owner must be a string of <= 255")
+    if entry.public and owner is not None:
+        raise InvalidParameterValue(f"Runbook {name!r}: a public runbook cannot have an owner")
+    steps = _checked_steps(kind, name, entry.steps)
+    uuid = entry.uuid if entry.uuid is not None else str(_uuid.uuid4())
+    if not is_uuid_like(uuid):
+        raise InvalidParameterValue(f"{_WORDS[kind]} {name!r}: {shown(uuid)} is not a UUID")
+    return attrs.evolve(entry, uuid=str(_uuid.UUID(uuid)), steps=steps)
+
+
 class Plans(Runtime):
     """Step queries, pre-validation, deploy templates and runbooks."""
 
     _templates: dict[str, list[dict[str, Any]]]
     _runbooks: dict[str, tuple[list[dict[str, Any]], frozenset[str]]]
+    #: Where deploy templates and runbooks are kept: the store, if it can (both built-in
+    #: stores do), else this process.
+    _catalog: CatalogStore
+
+    # -- deploy templates and runbooks kept in the store --------------------------------
+
+    def create_deploy_template(
+        self, name: str, steps: Sequence[Mapping[str, Any]], *, uuid: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> CatalogEntry:  # fmt: skip
+        """Store a deploy template: its name is a trait, its steps Ironic's
+        ``{interface, step, args, priority}``. Raises CatalogEntryExists for a taken name."""
+        entry = CatalogEntry(uuid, name, list(steps), extra if extra is not None else {})  # type: ignore[arg-type]
+        return self._catalog.add_entry("deploy_templates", _check_entry("deploy_templates", entry))
+
+    def create_runbook(
+        self, name: str, steps: Sequence[Mapping[str, Any]], *, uuid: str | None = None,
+        extra: dict[str, Any] | None = None, public: bool = False, owner: str | None = None,
+        disable_ramdisk: bool = False,
+    ) -> CatalogEntry:  # fmt: skip
+        """Store a runbook: a trait name, steps ``{interface, step, order[, args]}``."""
+        entry = CatalogEntry(
+            uuid, name, list(steps), extra if extra is not None else {}, public, owner,  # type: ignore[arg-type]
+            disable_ramdisk,
+        )  # fmt: skip
+        return self._catalog.add_entry("runbooks", _check_entry("runbooks", entry))
+
+    def get_deploy_template(self, ident: str) -> CatalogEntry:
+        """The stored deploy template with this UUID or name (CatalogEntryNotFound if none)."""
+        return self._catalog.get_entry("deploy_templates", check_ident(ident))
+
+    def get_runbook(self, ident: str) -> CatalogEntry:
+        """The stored runbook with this UUID or name (CatalogEntryNotFound if none)."""
+        return self._catalog.get_entry("runbooks", check_ident(ident))
+
+    def list_deploy_templates(self) -> list[CatalogEntry]:
+        """Every stored deploy template, in creation order."""
+        return self._catalog.list_entries("deploy_templates")
+
+    def list_runbooks(self) -> list[CatalogEntry]:
+        """Every stored runbook, in creation order."""
+        return self._catalog.list_entries("runbooks")
+
+    def update_deploy_template(self, ident: str, **fields: Any) -> CatalogEntry:
+        """Change ``name``, ``steps`` or ``extra``; checked as on creation."""
+        return self._update_entry("deploy_templates", ident, fields, {"name", "steps", "extra"})
+
+    def update_runbook(self, ident: str, **fields: Any) -> CatalogEntry:
+        """Change ``name``, ``steps``, ``extra``, ``public``, ``owner`` or ``disable_ramdisk``."""
+        allowed = {"name", "steps", "extra", "public", "owner", "disable_ramdisk"}
+        return self._update_entry("runbooks", ident, fields, allowed)
+
+    def delete_deploy_template(self, ident: str) -> None:
+        self._catalog.delete_entry("deploy_templates", check_ident(ident))
+
+    def delete_runbook(self, ident: str) -> None:
+        self._catalog.delete_entry("runbooks", check_ident(ident))
+
+    def _update_entry(
+        self, kind: CatalogKind, ident: str, fields: dict[str, Any], allowed: set[str]
+    ) -> CatalogEntry:
+        unknown = sorted(set(fields) - allowed)
+        if unknown:
+            raise InvalidParameterValue(
+                f"{_WORDS[kind]} fields {', '.join(unknown)} cannot be changed", fields=unknown
+            )
+        current = self._catalog.get_entry(kind, check_ident(ident))
+        changed = _check_entry(kind, attrs.evolve(current, **fields))
+        return self._catalog.replace_entry(kind, changed)
+
+    def _deploy_templates(self) -> dict[str, list[dict[str, Any]]]:
+        """The templates a deploy may use: the stored ones, and this process's by name."""
+        stored = {e.name: e.steps for e in self._catalog.list_entries("deploy_templates")}
+        return {**stored, **self._templates}
+
+    def _find_runbook(self, node: Node, name: str) -> tuple[list[dict[str, Any]], frozenset[str]]:
+        """A runbook's clean steps (in ``order``) and the traits that allow it."""
+        entry = self._runbooks.get(name)
+        if entry is not None:
+            return entry
+        try:
+            stored = self._catalog.get_entry("runbooks", name)
+        except CatalogEntryNotFound:
+            raise InvalidParameterValue(
+                f"Node {node.uuid}: no runbook named {name!r}", node=node.uuid
+            ) from None
+        ordered = sorted(stored.steps, key=lambda st: st["order"])
+        steps = [{k: v for k, v in st.items() if k != "order"} for st in ordered]
+        return steps, frozenset({stored.name})  # below 1.112 the name is the trait
 
     def add_deploy_template(self, name: str, steps: Sequence[Mapping[str, Any]]) -> None:
         """A named set of deploy steps, applied to nodes whose instance traits name it.
@@ -250,7 +440,7 @@ class Plans(Runtime):
         instance_traits = node.instance_info.get("traits") or []
         return plan_deploy(
             steps,
-            templates=self._templates,
+            templates=self._deploy_templates(),
             user_steps=user_steps,
             node_traits=node.traits,
             instance_traits=instance_traits,
@@ -260,12 +450,7 @@ class Plans(Runtime):
 
     def _runbook_steps(self, node: Node, name: str) -> list[dict[str, Any]]:
         """A copy of the runbook's steps, if the node carries one of its traits."""
-        entry = self._runbooks.get(name)
-        if entry is None:
-            raise InvalidParameterValue(
-                f"Node {node.uuid}: no runbook named {name!r}", node=node.uuid
-            )
-        steps, traits = entry
+        steps, traits = self._find_runbook(node, name)
         allowed = traits or frozenset({name})
         if not allowed & set(node.traits):
             raise InvalidParameterValue(
@@ -336,9 +521,4 @@ class Plans(Runtime):
             return None
         if config.automated_cleaning_runbook_validate_traits:
             return self._runbook_steps(node, name)
-        entry = self._runbooks.get(name)
-        if entry is None:
-            raise InvalidParameterValue(
-                f"Node {node.uuid}: no runbook named {name!r}", node=node.uuid
-            )
-        return [dict(step) for step in entry[0]]
+        return [dict(step) for step in self._find_runbook(node, name)[0]]

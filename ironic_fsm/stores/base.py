@@ -49,6 +49,15 @@ from ironic_fsm.node import (
     freeze,
 )
 from ironic_fsm.stores._announce import WORK_CHANNEL, WorkAnnouncer, announce_work
+from ironic_fsm.stores._catalog import (
+    CATALOG_KINDS,
+    CatalogEntry,
+    CatalogEntryExists,
+    CatalogEntryNotFound,
+    CatalogKind,
+    CatalogStore,
+    MemoryCatalog,
+)
 from ironic_fsm.stores._power import PowerSyncRow, PowerSyncStore, mark_power_synced, power_sync_due
 from ironic_fsm.stores._query import (
     _UTC,
@@ -80,7 +89,9 @@ from ironic_fsm.stores._query import (
 )
 
 __all__ = [
-    "ASSOCIATED", "BOOL_FILTERS", "COLUMN_FIELDS", "FILTER_FIELDS", "NULLABLE_SORT_KEYS",
+    "ASSOCIATED", "BOOL_FILTERS", "CATALOG_KINDS", "CatalogEntry", "CatalogEntryExists",
+    "CatalogEntryNotFound", "CatalogKind", "CatalogStore", "MemoryCatalog", "COLUMN_FIELDS",
+    "FILTER_FIELDS", "NULLABLE_SORT_KEYS",
     "RESERVED", "SET", "SORT_DIRS", "SORT_KEYS", "STRING_FILTERS", "WAIT_UNTIL_SUFFIX",
     "WORK_CHANNEL",
     "ConductorRecord", "ConductorRegistry", "HistoryStore", "ListScans", "NodeFields",

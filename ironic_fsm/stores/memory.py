@@ -13,6 +13,7 @@ from typing import Any, Final, overload
 from ironic_fsm.exceptions import ConcurrentUpdate
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.node import Node, Snapshot, thaw
+from ironic_fsm.stores._catalog import MemoryCatalog
 from ironic_fsm.stores._power import PowerSyncRow, check_sync_args
 from ironic_fsm.stores._query import (
     COLUMN_FIELDS,
@@ -126,7 +127,7 @@ class _Record:
         return True
 
 
-class MemoryStore:
+class MemoryStore(MemoryCatalog):
     """Nodes in this process's memory; the default, for tests and short-lived use.
 
     Records are kept as immutable snapshots (the containers as JSON bytes),
@@ -138,6 +139,7 @@ class MemoryStore:
     """
 
     def __init__(self) -> None:
+        super().__init__()  # the deploy templates and runbooks
         self._nodes: dict[str, _Record] = {}
         self._names: dict[str, str] = {}
         self._holders: dict[str, datetime] = {}

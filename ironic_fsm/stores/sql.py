@@ -56,6 +56,7 @@ from ironic_fsm.exceptions import ConcurrentUpdate, InvalidParameterValue
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.node import Node
 from ironic_fsm.stores._announce import _SQLAnnounce
+from ironic_fsm.stores._catalog import SQLCatalog
 from ironic_fsm.stores._claim import _SQLClaims
 from ironic_fsm.stores._connect import (
     _Connection,
@@ -118,8 +119,9 @@ def _pick(rows: Sequence[Any], ident: str) -> Any:
 
 
 class SQLStore(
-    _SQLPaging, _SQLScans, _SQLHistory, _SQLRegistry, _SQLPowerSync, _SQLAnnounce, _SQLClaims
-):
+    _SQLPaging, _SQLScans, _SQLHistory, _SQLRegistry, _SQLPowerSync, _SQLAnnounce, _SQLClaims,
+    SQLCatalog,
+):  # fmt: skip
     """Node records in a SQL database: SQLite (embedded) or PostgreSQL (shared).
 
     Args:
