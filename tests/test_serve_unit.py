@@ -170,3 +170,22 @@ def test_serve_help_explains_the_signals(capsys: pytest.CaptureFixture[str]) -> 
     out = " ".join(capsys.readouterr().out.split())
     assert "SIGTERM or SIGINT drains" in out
     assert "a second signal, or --graceful-shutdown-timeout, stops at once (exit 3)" in out
+
+
+def test_a_burst_of_wakes_within_settle_makes_one_pass() -> None:
+    wake = threading.Event()
+    passes: list[float] = []
+    task = Periodic("claim", lambda: passes.append(time.monotonic()), 30, wake=wake, settle=0.3)
+    task.start()
+    deadline = time.monotonic() + 5
+    while not passes and time.monotonic() < deadline:  # the first pass runs at start
+        time.sleep(0.01)
+    for _ in range(5):  # notifications and finished flows of one burst
+        wake.set()
+        time.sleep(0.02)
+    while len(passes) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.4)  # a wake left over from the burst would make a third pass by now
+    task.stop()
+    assert task.join(5)
+    assert len(passes) == 2  # at start, then one for the whole burst (was one per wake)

@@ -47,6 +47,9 @@ DEFAULT_WORKERS: Final = 8
 #: Claim poll period on SQLite (no notifications there) and as PostgreSQL's safety net.
 POLL_SQLITE: Final = 1.0
 POLL_POSTGRES: Final = 10.0
+#: Seconds a woken claim waits for the rest of its burst (notifications, flows ending at
+#: once): measured on bench_scaleout, a fifth fewer claim passes for 2 ms of latency.
+CLAIM_SETTLE: Final = 0.002
 #: How often a draining service looks at what is still running.
 _DRAIN_TICK: Final = 0.05
 #: How often a running service looks for signals (its handler only notes them).
@@ -204,7 +207,9 @@ class Service:
             Periodic("heartbeat", conductor.heartbeat, beat, first_delay=beat),
             # As Ironic checks for dead conductors: once per heartbeat period.
             Periodic("takeover", conductor.recover, beat),
-            Periodic("claim", self._claim, self._poll_interval(), wake=self.wake),
+            Periodic(
+                "claim", self._claim, self._poll_interval(), wake=self.wake, settle=CLAIM_SETTLE
+            ),
         ]
         optional: list[tuple[str, Callable[[], object], float]] = [
             ("timeouts", conductor.check_timeouts, config.check_provision_state_interval),

@@ -27,7 +27,8 @@ class Periodic:
     so that a pass that takes time does not push the schedule back; a pass
     longer than the interval is followed by the next one at once. ``wake``
     (optional) cuts a wait short, for duties that new work should start at
-    once (claiming on a PostgreSQL notification).
+    once (claiming on a PostgreSQL notification); ``settle`` then lets the
+    rest of a burst of wakes arrive, so that one pass serves them all.
     """
 
     def __init__(
@@ -38,12 +39,15 @@ class Periodic:
         *,
         wake: threading.Event | None = None,
         first_delay: float = 0.0,
+        settle: float = 0.0,
     ) -> None:
         self.name = name
         self.interval = interval
         self._duty = duty
         self._wake = wake
         self._first_delay = first_delay
+        #: Seconds a wake waits for the others of its burst before the pass.
+        self.settle = settle
         self._stop = threading.Event()
         #: Completed passes and failed ones (for tests and the operator's logs).
         self.passes = 0
@@ -71,7 +75,8 @@ class Periodic:
         if self._wake is None:
             self._stop.wait(seconds)
             return
-        self._wake.wait(seconds)
+        if self._wake.wait(seconds) and self.settle > 0:
+            self._stop.wait(self.settle)  # let the wakes of a burst arrive: one pass for all
         self._wake.clear()
 
     def _loop(self) -> None:
