@@ -351,6 +351,29 @@ def test_only_the_owner_takes_over_a_dead_holders_nodes(store: Store) -> None:
     assert {store.get(u).reservation for u in uuids} == {None}
 
 
+def test_a_node_claimed_by_a_conductor_that_died_before_starting_runs_its_queued_flow(
+    store: Store,
+) -> None:
+    """Claimed (reserved, marker still stored) and then the claimer died: nothing ran yet."""
+    clock = Clock()
+    api = make(store, "api", clock, hand_off=True)
+    survivor = make(store, "survivor", clock)
+    survivor.register()
+    uuid = api.create_node(driver=HW, provision_state=states.MANAGEABLE).uuid
+    api.do_provisioning_action(uuid, "provide")
+    assert_queued(store, uuid, states.CLEANING, {"flow": "clean", "steps": None})
+    store.reserve(uuid, "gone-host:4242:0-deadbeef")  # the claim, as the dead one made it
+    clock.advance(survivor.config.heartbeat_timeout + 1)
+    survivor.heartbeat()
+    assert survivor.recover() == [uuid]
+    node = store.get(uuid)
+    assert (node.provision_state, node.reservation, node.last_error) == (
+        states.AVAILABLE, None, None,
+    )  # fmt: skip
+    assert QUEUED_KEY not in node.driver_internal_info
+    assert counts(uuid) == {"auto_first": 1, "auto_second": 1}
+
+
 def test_check_timeouts_acts_only_on_owned_nodes(store: Store) -> None:
     clock = Clock()
     members = fleet(store, 2, clock)

@@ -24,7 +24,7 @@ from ironic_fsm.conductor.common import process_alive, shown, wait_is_over
 from ironic_fsm.conductor.engine import PHASE_BY_STATE
 from ironic_fsm.conductor.flows import Flows
 from ironic_fsm.conductor.ring import Ownership, node_group
-from ironic_fsm.conductor.runtime import LOG, Job
+from ironic_fsm.conductor.runtime import LOG, QUEUED_KEY, Job
 from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError, NodeNotFound
 from ironic_fsm.node import Node
 from ironic_fsm.stores.base import in_states, reserved, waking
@@ -133,7 +133,14 @@ class Recovery(Flows, Ownership):
                         f"Conductor {self.config.host} took node {uuid} over from "
                         f"{holder}, which is gone, in {node.provision_state!r}",
                     )
-                    self._spawn(job, self._resume, queued={"flow": "resume"})
+                    # Claimed but not yet started when its holder died: the node still
+                    # owes its queued flow, which must run rather than be "resumed" (a
+                    # phase with no plan yet would fail as interrupted).
+                    flow = job.node.driver_internal_info.pop(QUEUED_KEY, None)
+                    if isinstance(flow, dict):
+                        self._spawn(job, functools.partial(self._run_flow, flow=flow), queued=flow)
+                    else:
+                        self._spawn(job, self._resume, queued={"flow": "resume"})
             except IronicFSMError as exc:
                 LOG.info("Node %s: not taken over: %s", uuid, exc)
                 continue
