@@ -307,6 +307,30 @@ def test_every_target_through_the_api(api: tuple[Conductor, httpx.Client]) -> No
 def test_runbook_needs_1_92(api: tuple[Conductor, httpx.Client]) -> None:
     conductor, client = api
     uuid = _node(client)
-    response = _provision(client, uuid, target="clean", runbook="CUSTOM_RB")
+    conductor.create_runbook("CUSTOM_RB", [{"interface": "vendor", "step": "x", "order": 1}])
+    response = client.put(
+        f"/v1/nodes/{uuid}/states/provision", json={"target": "clean", "runbook": "CUSTOM_RB"},
+        headers={"X-OpenStack-Ironic-API-Version": "1.91"},
+    )  # fmt: skip
     assert response.status_code == 406
     assert conductor.get_node(uuid).provision_state == s.ENROLL
+
+
+def test_a_stored_runbook_cleans_a_node_that_carries_its_name(
+    api: tuple[Conductor, httpx.Client],
+) -> None:
+    conductor, client = api
+    uuid = _node(client)
+    steps = [{"interface": "vendor", "step": "log_passthrough", "order": 1}]
+    made = client.post("/v1/runbooks", json={"name": "CUSTOM_RB", "steps": steps})
+    assert made.status_code == 201, made.text
+    assert _provision(client, uuid, target="manage").status_code == 202
+    assert _settle(conductor, uuid).provision_state == s.MANAGEABLE
+    refused = _provision(client, uuid, target="clean", runbook="CUSTOM_RB")
+    assert refused.status_code == 400  # the node lacks the runbook's trait
+    assert "CUSTOM_RB" in error_text(refused)
+    assert conductor.get_node(uuid).provision_state == s.MANAGEABLE
+    assert client.put(f"/v1/nodes/{uuid}/traits/CUSTOM_RB").status_code == 204
+    assert _provision(client, uuid, target="clean", runbook="CUSTOM_RB").status_code == 202
+    node = _settle(conductor, uuid)
+    assert (node.provision_state, node.last_error) == (s.MANAGEABLE, None)

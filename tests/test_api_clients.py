@@ -135,3 +135,47 @@ def test_conductor_group_through_the_clients(url: str, conn: Any) -> None:
     osc(url, "node", "set", "grp2", "--conductor-group", "edge-1")
     listed = osc(url, "node", "list", "--conductor-group", "edge-1", "-f", "json")
     assert sorted(n["name"] for n in listed) == ["grp1", "grp2"]
+
+
+TEMPLATE_STEPS = [{"interface": "deploy", "step": "deploy", "args": {}, "priority": 90}]
+RUNBOOK_STEPS = [{"interface": "vendor", "step": "log_passthrough", "args": {}, "order": 1}]
+
+
+def test_sdk_drives_deploy_templates_and_runbooks(conn: Any) -> None:
+    made = conn.baremetal.create_deploy_template(name="CUSTOM_SDK", steps=TEMPLATE_STEPS)
+    assert conn.baremetal.get_deploy_template("CUSTOM_SDK").id == made.id
+    conn.baremetal.patch_deploy_template(
+        made, [{"op": "add", "path": "/extra/team", "value": "ops"}]
+    )
+    assert conn.baremetal.get_deploy_template(made.id).extra == {"team": "ops"}
+    assert "CUSTOM_SDK" in [t.name for t in conn.baremetal.deploy_templates()]
+    conn.baremetal.delete_deploy_template(made)
+    assert "CUSTOM_SDK" not in [t.name for t in conn.baremetal.deploy_templates()]
+    book = conn.baremetal.create_runbook(name="CUSTOM_SDKRB", steps=RUNBOOK_STEPS)
+    conn.baremetal.patch_runbook(book, [{"op": "replace", "path": "/public", "value": True}])
+    assert conn.baremetal.get_runbook("CUSTOM_SDKRB").public is True
+    conn.baremetal.delete_runbook(book)
+
+
+def test_cli_drives_deploy_templates_and_runbooks(url: str) -> None:
+    steps = json.dumps(TEMPLATE_STEPS)
+    made = osc(url, "deploy", "template", "create", "CUSTOM_CLI", "--steps", steps, "-f", "json")
+    assert made["name"] == "CUSTOM_CLI"
+    listed = osc(url, "deploy", "template", "list", "-f", "json")
+    assert "CUSTOM_CLI" in [t["name"] for t in listed]
+    shown = osc(url, "deploy", "template", "show", "CUSTOM_CLI", "-f", "json")
+    assert shown["steps"] == TEMPLATE_STEPS
+    osc(url, "deploy", "template", "delete", "CUSTOM_CLI")
+    assert osc(url, "deploy", "template", "show", "CUSTOM_CLI", check=False).returncode != 0
+    book = osc(url, "runbook", "create", "--name", "CUSTOM_CLIRB", "--steps",
+               json.dumps(RUNBOOK_STEPS), "-f", "json")  # fmt: skip
+    assert book["steps"] == RUNBOOK_STEPS
+    assert osc(url, "runbook", "show", "CUSTOM_CLIRB", "-f", "json")["public"] is False
+    osc(url, "node", "create", "--driver", "fake-hardware", "--name", "rb1")
+    osc(url, "node", "manage", "rb1", "--wait", "60")
+    osc(url, "node", "add", "trait", "rb1", "CUSTOM_CLIRB")
+    osc(url, "node", "clean", "rb1", "--runbook", "CUSTOM_CLIRB", "--wait", "60")
+    shown = osc(url, "node", "show", "rb1", "-f", "json")
+    assert (shown["provision_state"], shown["last_error"]) == (s.MANAGEABLE, None)
+    osc(url, "runbook", "delete", "CUSTOM_CLIRB")
+    assert "CUSTOM_CLIRB" not in [r["name"] for r in osc(url, "runbook", "list", "-f", "json")]

@@ -14,6 +14,7 @@ import falcon
 import orjson
 
 from ironic_fsm import exceptions as exc
+from ironic_fsm.stores.base import CatalogEntryExists, CatalogEntryNotFound
 
 __all__ = ["ApiError", "AuthFailed", "error_body", "install_error_handlers", "status_of"]
 
@@ -42,6 +43,8 @@ class AuthFailed(Exception):
 #: Library exceptions by status, most specific first (the first match wins).
 _STATUS: Final[tuple[tuple[type[BaseException], int], ...]] = (
     (exc.NodeNotFound, 404),
+    (CatalogEntryNotFound, 404),
+    (CatalogEntryExists, 409),
     (exc.NodeLocked, 409),
     (exc.ConcurrentUpdate, 409),
     (exc.StoreBusy, 503),

@@ -11,7 +11,7 @@ from typing import Any, Final
 
 import falcon
 
-from ironic_fsm.api import actions, nodes, traits
+from ironic_fsm.api import actions, catalog, nodes, traits
 from ironic_fsm.api.common import send
 from ironic_fsm.api.versions import MAX_VERSION, MIN_VERSION, version_text
 from ironic_fsm.api.views import NODE_FIELD_VERSIONS
@@ -191,8 +191,17 @@ def document(base: str) -> dict[str, Any]:
             **_node_paths(),
             "/v1/drivers": {"get": _op("Drivers", _answer("200", "drivers", _OBJECT))},
             "/v1/conductors": {"get": _op("Conductors", _answer("200", "conductors", _OBJECT))},
-            "/v1/deploy_templates": {
-                "get": _op("Deploy templates (read-only)", _answer("200", "templates", _OBJECT)),
+            **{
+                f"/v1/{kind}": {
+                    "get": _op(f"List {kind}", _answer("200", kind, _OBJECT)),
+                    "post": _op(
+                        f"Create one of the {kind}", _answer("201", "created", _OBJECT), schema
+                    ),
+                }
+                for kind, schema in (
+                    ("deploy_templates", catalog.TEMPLATE_SCHEMA),
+                    ("runbooks", catalog.RUNBOOK_SCHEMA),
+                )
             },
         },
         "components": {

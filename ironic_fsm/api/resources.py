@@ -1,9 +1,8 @@
-"""``/v1/drivers``, ``/v1/conductors`` and ``/v1/deploy_templates``: what serves the nodes."""
+"""``/v1/drivers`` and ``/v1/conductors``: what serves the nodes."""
 
 from __future__ import annotations
 
-import uuid
-from typing import Any, Final
+from typing import Any
 
 import falcon
 
@@ -96,61 +95,9 @@ class Conductors:
         raise ApiError(404, f"Conductor {hostname} could not be found.")
 
 
-#: Deploy template UUIDs are derived from their names: the conductor keeps templates
-#: by name only, and a client must see the same UUID on every call.
-_TEMPLATE_NAMESPACE: Final = uuid.UUID("6c1f7f0e-0a51-4d5e-9a4a-2f7d3c1b8e10")
-_READ_ONLY: Final = (
-    "Deploy templates are read-only here: they come from the conductor's settings file"
-)
-
-
-class DeployTemplates:
-    """``GET /v1/deploy_templates[/{ident}]`` (1.55), read-only."""
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
-
-    def _all(self) -> list[dict[str, Any]]:
-        found = _glue.deploy_templates(self._conductor)
-        return [
-            {"uuid": str(uuid.uuid5(_TEMPLATE_NAMESPACE, name)), "name": name, "steps": steps,
-             "extra": {}, "created_at": None, "updated_at": None}
-            for name, steps in sorted(found.items())
-        ]  # fmt: skip
-
-    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        require_version(req, (1, 55), "deploy_templates", status=404)
-        detail = bool(query_bool(req, "detail"))
-        items = []
-        for template in self._all():
-            shown = template if detail else {"uuid": template["uuid"], "name": template["name"]}
-            items.append({**shown, "links": link_pair(req.prefix, "deploy_templates",
-                                                       template["uuid"])})  # fmt: skip
-        send(resp, {"deploy_templates": items})
-
-    def on_get_item(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
-        require_version(req, (1, 55), "deploy_templates", status=404)
-        for template in self._all():
-            if ident in (template["uuid"], template["name"]):
-                links = link_pair(req.prefix, "deploy_templates", template["uuid"])
-                send(resp, {**template, "links": links})
-                return
-        raise ApiError(404, f"Deploy template {ident} could not be found.")
-
-    def _refuse(self, req: falcon.Request, resp: falcon.Response, **_: str) -> None:
-        raise ApiError(405, _READ_ONLY, headers={"Allow": "GET, HEAD"})
-
-    on_post = _refuse
-    on_patch_item = _refuse
-    on_delete_item = _refuse
-
-
 def routes(conductor: Conductor) -> list[tuple[str, Any, dict[str, str]]]:
     drivers, conductors = Drivers(conductor), Conductors(conductor)
-    templates = DeployTemplates(conductor)
     return [
-        ("/v1/deploy_templates", templates, {}),
-        ("/v1/deploy_templates/{ident}", templates, {"suffix": "item"}),
         ("/v1/drivers", drivers, {}),
         ("/v1/drivers/{name}", drivers, {"suffix": "item"}),
         ("/v1/conductors", conductors, {}),
