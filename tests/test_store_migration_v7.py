@@ -11,7 +11,7 @@ PostgreSQL server. Version 7 changes two indexes and nothing else.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ from ironic_fsm.stores.sql import MIGRATIONS
 TABLES = (
     "nodes", "holders", "conductors", "node_history", "node_history_counts", "node_power_sync",
 )  # fmt: skip
+UTC = timezone.utc
 PARTIAL = {"nodes_state_age_idx", "nodes_reservation_idx"}
 
 
@@ -233,3 +234,20 @@ def test_a_reservation_cleared_behind_the_holders_back_is_set_again_by_its_save(
         with pytest.raises(ConcurrentUpdate):  # a stale copy is still refused, held or not
             store.save(node)
         assert store.get(FREE).extra == {"step": 3}
+
+
+def test_timestamps_keep_the_v1_text_whatever_their_zone(tmp_path: Path) -> None:
+    """Naive UTC text with microseconds, for UTC (the usual, formatted fastest) and other zones."""
+    url = f"sqlite:///{tmp_path / 'times.sqlite'}"
+    east = timezone(timedelta(hours=2))
+    with SQLStore(url) as store:
+        node = Node(
+            name="t",
+            created_at=datetime(2026, 5, 1, 8, 0, 0, tzinfo=UTC),
+            updated_at=datetime(2026, 5, 1, 10, 0, 0, 7, tzinfo=east),
+            provision_updated_at=datetime(1, 1, 1, tzinfo=UTC),
+        )
+        store.create(node)
+    assert raw_rows(url, "SELECT created_at, updated_at, provision_updated_at FROM nodes") == [
+        ("2026-05-01 08:00:00.000000", "2026-05-01 08:00:00.000007", "0001-01-01 00:00:00.000000")
+    ]

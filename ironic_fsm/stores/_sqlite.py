@@ -213,6 +213,8 @@ class SQLiteDB:
     @staticmethod
     def bind_time(value: datetime) -> str:
         """A timestamp as the v1 layout stores it: naive UTC text (naive input is UTC)."""
+        if value.tzinfo is _UTC:  # the usual: its text without the offset, no new datetime
+            return value.isoformat(" ", "microseconds")[:26]
         if value.tzinfo is not None:
             value = value.astimezone(_UTC).replace(tzinfo=None)
         # The v1 text, "%Y-%m-%d %H:%M:%S.%f", but several times faster than strftime.
