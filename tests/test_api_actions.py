@@ -12,6 +12,8 @@ from api_helpers import api_client, error_text
 
 from ironic_fsm import Conductor
 from ironic_fsm import states as s
+from ironic_fsm.exceptions import InvalidParameterValue
+from ironic_fsm.interfaces import INTERFACE_KINDS
 
 
 @pytest.fixture
@@ -334,3 +336,47 @@ def test_a_stored_runbook_cleans_a_node_that_carries_its_name(
     assert _provision(client, uuid, target="clean", runbook="CUSTOM_RB").status_code == 202
     node = _settle(conductor, uuid)
     assert (node.provision_state, node.last_error) == (s.MANAGEABLE, None)
+
+
+# -- the conductor's public methods the API is built on ----------------------------------------
+
+
+def test_boot_device_and_validate_are_conductor_methods(
+    api: tuple[Conductor, httpx.Client],
+) -> None:
+    conductor, client = api
+    uuid = _node(client)
+    assert "disk" in conductor.get_supported_boot_devices(uuid)
+    conductor.set_boot_device(uuid, "disk", persistent=True)
+    assert conductor.get_boot_device(uuid) == {"boot_device": "disk", "persistent": True}
+    before = conductor.get_node(uuid)
+    with pytest.raises(InvalidParameterValue, match="floppy"):
+        conductor.set_boot_device(uuid, "floppy")
+    with pytest.raises(InvalidParameterValue):
+        conductor.set_boot_device(uuid, "pxe", persistent="yes")  # type: ignore[arg-type]
+    assert conductor.get_boot_device(uuid)["boot_device"] == "disk"
+    assert conductor.get_node(uuid).reservation is None
+    assert conductor.get_node(uuid).driver_info == before.driver_info
+    found = conductor.validate(uuid)
+    assert found["power"] is None
+    assert set(found) == set(INTERFACE_KINDS)
+    assert "fake-hardware" in conductor.served_hardware_types()
+    conductor.add_deploy_template("CUSTOM_T", [{"interface": "deploy", "step": "deploy",
+                                                "args": {}, "priority": 1}])  # fmt: skip
+    copies = conductor.added_deploy_templates()
+    copies["CUSTOM_T"][0]["priority"] = 99
+    assert conductor.added_deploy_templates()["CUSTOM_T"][0]["priority"] == 1
+
+
+def test_a_rescued_node_may_be_protected(api: tuple[Conductor, httpx.Client]) -> None:
+    conductor, client = api
+    uuid = _node(client)
+    for body in ({"target": "manage"}, {"target": "provide"}, {"target": "active"},
+                 {"target": "rescue", "rescue_password": "pw-1"}):  # fmt: skip
+        assert _provision(client, uuid, **body).status_code == 202
+        _settle(conductor, uuid)
+    assert conductor.get_node(uuid).provision_state == s.RESCUE
+    patch = [{"op": "replace", "path": "/protected", "value": True}]
+    response = client.patch(f"/v1/nodes/{uuid}", json=patch)
+    assert response.status_code == 200, response.text
+    assert conductor.get_node(uuid).protected is True

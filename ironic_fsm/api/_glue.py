@@ -1,9 +1,9 @@
-"""What the conductor has no public method for yet: boot device, validate, served
-types, deploy templates.
+"""What the API shows that the conductor answers in its own terms: interface names, validate.
 
-They reach into the conductor's reservation and driver lookup; this module
-is the one place that does, so that it shrinks to nothing once the
-conductor offers ``validate``, ``get_boot_device`` and ``set_boot_device``.
+Ironic names each interface implementation (``ipmitool``, ``fake``) and
+reports on interfaces ironic_fsm does not have; the conductor's public
+methods (:meth:`Conductor.validate`, :meth:`Conductor.hardware_type_for`)
+give the facts, this module puts them in Ironic's words.
 """
 
 from __future__ import annotations
@@ -13,43 +13,17 @@ from importlib.metadata import entry_points
 from typing import Any, Final
 
 from ironic_fsm.conductor import Conductor
-from ironic_fsm.conductor.common import describe_exc, scrub_node
-from ironic_fsm.conductor.runtime import driver_call
 from ironic_fsm.exceptions import IronicFSMError
 from ironic_fsm.hardware import interface_namespace
-from ironic_fsm.task import Task
+from ironic_fsm.node import Node
 
-__all__ = [
-    "VALIDATED_INTERFACES",
-    "deploy_templates",
-    "interface_names",
-    "management_call",
-    "served_drivers",
-    "validate_node",
-]
+__all__ = ["VALIDATED_INTERFACES", "interface_names", "validate_node"]
 
 #: Interfaces Ironic reports on in ``validate``; those we do not have report "not supported".
 VALIDATED_INTERFACES: Final = (
     "boot", "deploy", "management", "network", "power", "bios", "console", "firmware",
     "inspect", "raid", "rescue", "storage",
 )  # fmt: skip
-_ABSENT: Final = frozenset({"network", "console", "storage"})
-
-
-def management_call(conductor: Conductor, ident: str, method: str, *args: Any) -> Any:
-    """``driver.management.<method>(task, *args)`` with the node reserved (NodeLocked if busy)."""
-    with conductor._reserved(ident) as job:
-        return driver_call(job, "management", method, *args)
-
-
-def served_drivers(conductor: Conductor) -> tuple[str, ...]:
-    """The hardware types this conductor serves (enabled or installed, and registered)."""
-    return conductor._served_types()
-
-
-def deploy_templates(conductor: Conductor) -> dict[str, list[dict[str, Any]]]:
-    """The conductor's deploy templates by name (from its settings file), as copies."""
-    return {name: [dict(step) for step in steps] for name, steps in conductor._templates.items()}
 
 
 _NAMES: weakref.WeakKeyDictionary[Conductor, dict[str, dict[str, str | None]]] = (
@@ -68,7 +42,7 @@ def interface_names(conductor: Conductor, driver: str) -> dict[str, str | None]:
     names = known.get(driver)
     if names is None:
         try:
-            hardware_type = conductor._registry.get(driver)
+            hardware_type = conductor.hardware_type_for(Node(driver=driver))
         except IronicFSMError:
             return {}
         names = {kind: _name_of(kind, iface) for kind, iface in hardware_type.interfaces()}
@@ -90,18 +64,13 @@ def _name_of(kind: str, iface: object) -> str | None:
 
 
 def validate_node(conductor: Conductor, ident: str) -> dict[str, dict[str, Any]]:
-    """Each interface's ``validate`` on a plain read: nothing is reserved or written."""
-    node = conductor.get_node(ident)
-    task = Task(node=node, driver=conductor._driver_for(node), config=conductor.config)
+    """:meth:`Conductor.validate` as Ironic reports it, for every interface Ironic has."""
+    found = conductor.validate(ident)
     result: dict[str, dict[str, Any]] = {}
     for kind in VALIDATED_INTERFACES:
-        if kind in _ABSENT:
+        if kind not in found:
             result[kind] = {"result": None, "reason": "not supported"}
-            continue
-        try:
-            getattr(task.driver, kind).validate(task)
-        except Exception as error:
-            result[kind] = {"result": False, "reason": scrub_node(node, describe_exc(error))}
         else:
-            result[kind] = {"result": True, "reason": None}
+            reason = found[kind]
+            result[kind] = {"result": reason is None, "reason": reason}
     return result

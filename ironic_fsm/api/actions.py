@@ -224,26 +224,17 @@ class BootDevice:
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         if self._supported:
-            devices = _glue.management_call(self._conductor, ident, "get_supported_boot_devices")
-            send(resp, {"supported_boot_devices": list(devices)})
+            devices = self._conductor.get_supported_boot_devices(ident)
+            send(resp, {"supported_boot_devices": devices})
             return
-        found = _glue.management_call(self._conductor, ident, "get_boot_device") or {}
+        found = self._conductor.get_boot_device(ident)
         send(resp, {"boot_device": found.get("boot_device"), "persistent": found.get("persistent")})
 
     def on_put(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         if self._supported:
             raise falcon.HTTPMethodNotAllowed(["GET"])
         body = _check_boot_device(read_json(req))
-        supported = _glue.management_call(self._conductor, ident, "get_supported_boot_devices")
-        if body["boot_device"] not in supported:
-            raise ApiError(
-                400, f"Boot device {body['boot_device']!r} is not supported; supported: "
-                f"{', '.join(supported)}"
-            )  # fmt: skip
-        _glue.management_call(
-            self._conductor, ident, "set_boot_device", body["boot_device"],
-            body.get("persistent", False),
-        )  # fmt: skip
+        self._conductor.set_boot_device(ident, body["boot_device"], body.get("persistent", False))
         resp.status = 204
 
 

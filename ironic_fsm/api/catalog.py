@@ -17,7 +17,6 @@ import falcon
 import jsonpatch
 import jsonpointer
 
-from ironic_fsm.api import _glue
 from ironic_fsm.api.common import (
     compile_schema,
     link_pair,
@@ -117,7 +116,7 @@ class CatalogResource:
         names = {entry.name for entry in stored}
         settings = [
             CatalogEntry(str(uuid.uuid5(_TEMPLATE_NAMESPACE, name)), name, steps)
-            for name, steps in sorted(_glue.deploy_templates(conductor).items())
+            for name, steps in sorted(conductor.added_deploy_templates().items())
             if name not in names
         ]
         return [*stored, *settings]

@@ -6,7 +6,6 @@ from typing import Any
 
 import falcon
 
-from ironic_fsm.api import _glue
 from ironic_fsm.api.common import link_pair, query_bool, require_version, send
 from ironic_fsm.api.errors import ApiError
 from ironic_fsm.api.views import stamp
@@ -23,7 +22,7 @@ def _hosts(conductor: Conductor, driver: str) -> list[str]:
 
 def _drivers(conductor: Conductor) -> list[str]:
     """The types this conductor serves and those alive conductors report."""
-    names = set(_glue.served_drivers(conductor))
+    names = set(conductor.served_hardware_types())
     for info in conductor.list_conductors():
         if info.alive:
             names.update(info.hardware_types)

@@ -119,6 +119,13 @@ class Conductor(Fleet, History, Reconcile, Verbs, Work, PowerSync, Recovery, Nod
         started = process_start(os.getpid()) or "0"
         self.holder = f"{self.config.host}:{os.getpid()}:{started}-{_uuid.uuid4().hex[:8]}"
 
+    def served_hardware_types(self) -> tuple[str, ...]:
+        """The hardware types this conductor serves: enabled (default: installed) and registered.
+
+        Raises DriverNotFound when ``Config.enabled_hardware_types`` names one that is neither.
+        """
+        return self._served_types()
+
     def add_listener(self, listener: Listener) -> None:
         """Start sending events to ``listener``."""
         self._listeners.append(listener)

@@ -15,8 +15,8 @@ import attrs
 
 from ironic_fsm import history as h
 from ironic_fsm import states as s
-from ironic_fsm.conductor.common import check_ident, shown
-from ironic_fsm.conductor.runtime import Job, Runtime, wrong_state
+from ironic_fsm.conductor.common import check_ident, describe_exc, scrub_node, shown
+from ironic_fsm.conductor.runtime import Job, Runtime, driver_call, wrong_state
 from ironic_fsm.exceptions import (
     InvalidParameterValue,
     InvalidState,
@@ -82,17 +82,75 @@ def _retire_refusal(node: Node) -> str | None:
     return None
 
 
+#: Where Ironic lets a node be protected: holding an instance, deployed or rescued.
+_PROTECTABLE: Final = frozenset({s.ACTIVE, s.RESCUE})
+
+
 def _protect_refusal(node: Node) -> str | None:
-    if node.provision_state != s.ACTIVE:
+    if node.provision_state not in _PROTECTABLE:
         return (
-            f"Node {node.uuid}: protected can only be set in provision state 'active', "
-            f"not {node.provision_state!r}"
+            f"Node {node.uuid}: protected can only be set in provision states 'active' or "
+            f"'rescue', not {node.provision_state!r}"
         )
     return None
 
 
 class Nodes(Runtime):
     """Node records and power: everything that is not a provisioning verb."""
+
+    # -- management and validation, as Ironic's API offers them beside the verbs -------
+
+    def get_boot_device(self, ident: str) -> dict[str, Any]:
+        """``{'boot_device', 'persistent'}`` as the node's management interface reads them.
+
+        The node is reserved for the read (NodeLocked if busy), as Ironic's
+        conductor does: a BMC is asked one thing at a time.
+        """
+        with self._reserved(ident) as job:
+            found = driver_call(job, "management", "get_boot_device")
+        return dict(found or {})
+
+    def get_supported_boot_devices(self, ident: str) -> list[str]:
+        """The boot devices the node's management interface can set."""
+        with self._reserved(ident) as job:
+            return list(driver_call(job, "management", "get_supported_boot_devices"))
+
+    def set_boot_device(self, ident: str, device: str, persistent: bool = False) -> None:
+        """Set the next (or every, ``persistent``) boot device; one the interface does not
+        support is refused (InvalidParameterValue) before the BMC is asked to set it."""
+        if type(device) is not str or type(persistent) is not bool:
+            raise InvalidParameterValue(
+                f"Node {ident}: a boot device is a name and persistent True or False, not "
+                f"{shown(device)} and {shown(persistent)}",
+                node=ident,
+            )
+        with self._reserved(ident) as job:
+            supported = list(driver_call(job, "management", "get_supported_boot_devices"))
+            if device not in supported:
+                raise InvalidParameterValue(
+                    f"Node {job.node.uuid}: boot device {device!r} is not supported; "
+                    f"supported: {', '.join(supported)}",
+                    node=job.node.uuid,
+                )
+            driver_call(job, "management", "set_boot_device", device, persistent)
+
+    def validate(self, ident: str) -> dict[str, str | None]:
+        """Each interface's ``validate`` on a plain read: ``None`` where it passes, else why.
+
+        Nothing is reserved or written, so a busy node can be checked too;
+        reasons are scrubbed of the node's secrets.
+        """
+        node = self.store.get(check_ident(ident))
+        task = self._task_for(node)
+        result: dict[str, str | None] = {}
+        for kind, iface in task.driver.interfaces():
+            try:
+                iface.validate(task)
+            except Exception as error:  # any interface's failure is its answer, not ours
+                result[kind] = scrub_node(node, describe_exc(error))
+            else:
+                result[kind] = None
+        return result
 
     def create_node(self, **fields: Any) -> Node:
         """Enroll a node; any :class:`~ironic_fsm.Node` field may be given.

@@ -243,6 +243,10 @@ class Plans(Runtime):
 
     # -- deploy templates and runbooks kept in the store --------------------------------
 
+    def added_deploy_templates(self) -> dict[str, list[dict[str, Any]]]:
+        """The templates given to :meth:`add_deploy_template` (this process's), as copies."""
+        return {name: [dict(step) for step in steps] for name, steps in self._templates.items()}
+
     def create_deploy_template(
         self, name: str, steps: Sequence[Mapping[str, Any]], *, uuid: str | None = None,
         extra: dict[str, Any] | None = None,
