@@ -164,3 +164,25 @@ def test_in_process_entries_still_count(conductor: Conductor) -> None:
     conductor.do_provisioning_action(node.uuid, "clean", runbook="rb")
     assert calls(conductor.get_node(node.uuid)) == ["step_a"]
     assert conductor.list_runbooks() == []  # in-process ones are not stored
+
+
+def test_a_name_taken_between_the_check_and_the_write_is_a_conflict(
+    sql_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two writers check at once and both find the name free: the database's unique index
+    refuses the second row, and the second writer hears what the check would have said."""
+    with SQLStore(sql_url) as store:
+        conductor = make_conductor(store=store)
+        first = conductor.create_deploy_template("CUSTOM_A", TEMPLATE)
+        looks = SQLStore._rows
+        calls_made: list[str] = []
+
+        def blind_once(self: SQLStore, conn: Any, kind: Any, ident: str) -> Any:
+            calls_made.append(ident)
+            return [] if len(calls_made) <= 2 else looks(self, conn, kind, ident)
+
+        monkeypatch.setattr(SQLStore, "_rows", blind_once)
+        with pytest.raises(CatalogEntryExists, match=first.uuid):
+            conductor.create_deploy_template("CUSTOM_A", TEMPLATE)
+        monkeypatch.undo()
+        assert conductor.list_deploy_templates() == [first]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import uuid as _uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import attrs
 
@@ -205,6 +205,16 @@ def _checked_steps(kind: CatalogKind, name: str, steps: Any) -> list[dict[str, A
             for step in steps]  # fmt: skip
 
 
+def _unchecked(steps: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The caller's steps as given: :func:`_check_entry` checks them before anything is kept."""
+    return cast(list[dict[str, Any]], list(steps))
+
+
+def _new_uuid(uuid: str | None) -> str:
+    """The UUID a new template or runbook was given, else a fresh one."""
+    return str(_uuid.uuid4()) if uuid is None else uuid
+
+
 def _check_entry(kind: CatalogKind, entry: CatalogEntry) -> CatalogEntry:
     """Ironic's rules for a template's or runbook's fields, before the store sees it."""
     name = entry.name
@@ -226,7 +236,7 @@ def _check_entry(kind: CatalogKind, entry: CatalogEntry) -> CatalogEntry:
     if entry.public and owner is not None:
         raise InvalidParameterValue(f"Runbook {name!r}: a public runbook cannot have an owner")
     steps = _checked_steps(kind, name, entry.steps)
-    uuid = entry.uuid if entry.uuid is not None else str(_uuid.uuid4())
+    uuid = entry.uuid
     if not is_uuid_like(uuid):
         raise InvalidParameterValue(f"{_WORDS[kind]} {name!r}: {shown(uuid)} is not a UUID")
     return attrs.evolve(entry, uuid=str(_uuid.UUID(uuid)), steps=steps)
@@ -253,7 +263,9 @@ class Plans(Runtime):
     ) -> CatalogEntry:  # fmt: skip
         """Store a deploy template: its name is a trait, its steps Ironic's
         ``{interface, step, args, priority}``. Raises CatalogEntryExists for a taken name."""
-        entry = CatalogEntry(uuid, name, list(steps), extra if extra is not None else {})  # type: ignore[arg-type]
+        entry = CatalogEntry(
+            _new_uuid(uuid), name, _unchecked(steps), {} if extra is None else extra
+        )
         return self._catalog.add_entry("deploy_templates", _check_entry("deploy_templates", entry))
 
     def create_runbook(
@@ -263,7 +275,7 @@ class Plans(Runtime):
     ) -> CatalogEntry:  # fmt: skip
         """Store a runbook: a trait name, steps ``{interface, step, order[, args]}``."""
         entry = CatalogEntry(
-            uuid, name, list(steps), extra if extra is not None else {}, public, owner,  # type: ignore[arg-type]
+            _new_uuid(uuid), name, _unchecked(steps), {} if extra is None else extra, public, owner,
             disable_ramdisk,
         )  # fmt: skip
         return self._catalog.add_entry("runbooks", _check_entry("runbooks", entry))

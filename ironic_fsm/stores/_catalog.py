@@ -190,16 +190,29 @@ class SQLCatalog:
         _check_text(kind, entry)
         now = _now()
         q = self._q
-        with self._db.transaction() as conn:
-            for ident in (entry.uuid, entry.name):
-                for row in self._rows(conn, kind, ident):
-                    raise exists(kind, entry, row[0])
-            conn.execute(
-                f"INSERT INTO {kind} (uuid, name, seq, created_at, updated_at, data) VALUES "
-                f"({q}, {q}, (SELECT COALESCE(MAX(seq), 0) + 1 FROM {kind}), {q}, NULL, {q})",
-                (entry.uuid, entry.name, self._db.bind_time(now), entry.settings().decode()),
-            )
+        try:
+            with self._db.transaction() as conn:
+                for ident in (entry.uuid, entry.name):
+                    for row in self._rows(conn, kind, ident):
+                        raise exists(kind, entry, row[0])
+                conn.execute(
+                    f"INSERT INTO {kind} (uuid, name, seq, created_at, updated_at, data) VALUES "
+                    f"({q}, {q}, (SELECT COALESCE(MAX(seq), 0) + 1 FROM {kind}), {q}, NULL, {q})",
+                    (entry.uuid, entry.name, self._db.bind_time(now), entry.settings().decode()),
+                )
+        except InvalidParameterValue:
+            self._lost_race(kind, entry)
+            raise
         return attrs.evolve(entry.copy(), created_at=now, updated_at=None)
+
+    def _lost_race(self, kind: CatalogKind, entry: CatalogEntry, keep: str | None = None) -> None:
+        """After a refused write: if another writer took the name or UUID since our check
+        (PostgreSQL's unique index refused the row), say so as the check would have."""
+        with self._db.connection() as conn:
+            for ident in (entry.name, entry.uuid):
+                for row in self._rows(conn, kind, ident):
+                    if row[0] != keep:
+                        raise exists(kind, entry, row[0]) from None
 
     def get_entry(self, kind: CatalogKind, ident: str) -> CatalogEntry:
         with self._db.connection() as conn:
@@ -220,16 +233,20 @@ class SQLCatalog:
         _check_text(kind, entry)
         now = _now()
         q = self._q
-        with self._db.transaction() as conn:
-            for row in self._rows(conn, kind, entry.name):
-                if row[0] != entry.uuid:
-                    raise exists(kind, entry, row[0])
-            done = conn.execute(
-                f"UPDATE {kind} SET name = {q}, data = {q}, updated_at = {q} WHERE uuid = {q}",
-                (entry.name, entry.settings().decode(), self._db.bind_time(now), entry.uuid),
-            )
-            if done.rowcount == 0:
-                raise not_found(kind, entry.uuid)
+        try:
+            with self._db.transaction() as conn:
+                for row in self._rows(conn, kind, entry.name):
+                    if row[0] != entry.uuid:
+                        raise exists(kind, entry, row[0])
+                done = conn.execute(
+                    f"UPDATE {kind} SET name = {q}, data = {q}, updated_at = {q} WHERE uuid = {q}",
+                    (entry.name, entry.settings().decode(), self._db.bind_time(now), entry.uuid),
+                )
+                if done.rowcount == 0:
+                    raise not_found(kind, entry.uuid)
+        except InvalidParameterValue:
+            self._lost_race(kind, entry, keep=entry.uuid)
+            raise
         return self.get_entry(kind, entry.uuid)
 
     def delete_entry(self, kind: CatalogKind, ident: str) -> None:
