@@ -179,3 +179,19 @@ def test_cli_drives_deploy_templates_and_runbooks(url: str) -> None:
     assert (shown["provision_state"], shown["last_error"]) == (s.MANAGEABLE, None)
     osc(url, "runbook", "delete", "CUSTOM_CLIRB")
     assert "CUSTOM_CLIRB" not in [r["name"] for r in osc(url, "runbook", "list", "-f", "json")]
+
+
+def test_tenancy_fields_through_the_clients(url: str, conn: Any) -> None:
+    osc(url, "node", "create", "--driver", "fake-hardware", "--name", "ten1", "--owner", "p1",
+        "--lessee", "p2", "--description", "second shelf")  # fmt: skip
+    shown = osc(url, "node", "show", "ten1", "-f", "json")
+    assert (shown["owner"], shown["lessee"], shown["description"]) == ("p1", "p2", "second shelf")
+    assert [n["name"] for n in osc(url, "node", "list", "--owner", "p1", "-f", "json")] == ["ten1"]
+    instance = "6d9f2e3a-0c1b-4e5f-8a7b-9c0d1e2f3a4b"
+    osc(url, "node", "set", "ten1", "--instance-uuid", instance)
+    associated = [n.name for n in conn.baremetal.nodes(associated=True)]
+    assert associated == ["ten1"]
+    assert conn.baremetal.get_node("ten1").instance_id == instance
+    osc(url, "node", "unset", "ten1", "--instance-uuid", "--owner")
+    shown = osc(url, "node", "show", "ten1", "-f", "json")
+    assert (shown["owner"], shown["instance_uuid"]) == (None, None)
