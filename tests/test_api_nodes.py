@@ -479,3 +479,16 @@ def test_refused_tenancy_patches_change_nothing(
     cleared = client.patch("/v1/nodes/held", json=[{"op": "remove", "path": "/instance_uuid"}])
     assert cleared.status_code == 200, cleared.text
     assert conductor.get_node("held").instance_uuid is None
+
+
+def test_an_associated_node_is_not_deleted(api: tuple[Conductor, httpx.Client]) -> None:
+    conductor, client = api
+    node = _create(client, name="busy", instance_uuid=INSTANCE)
+    before = conductor.get_node(node["uuid"])
+    refused = client.delete("/v1/nodes/busy")
+    assert refused.status_code == 409
+    assert INSTANCE in error_text(refused)
+    assert conductor.get_node("busy") == before
+    client.patch("/v1/nodes/busy", json=[{"op": "remove", "path": "/instance_uuid"}])
+    assert client.delete("/v1/nodes/busy").status_code == 204
+    assert conductor.list_nodes() == []

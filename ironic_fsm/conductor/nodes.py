@@ -355,6 +355,7 @@ class Nodes(Runtime):
 
         Raises:
             InvalidStateRequested: the node is in another state.
+            InvalidState: the node has an ``instance_uuid``.
             NodeProtected: the node is protected.
         """
         ident = check_ident(ident)
@@ -373,6 +374,13 @@ class Nodes(Runtime):
         if node.protected:
             raise NodeProtected(
                 f"Node {node.uuid} is protected and cannot be deleted", node=node.uuid
+            )
+        if node.instance_uuid is not None:  # Ironic's NodeAssociated: remove the instance first
+            raise InvalidState(
+                f"Node {node.uuid} is associated with instance {node.instance_uuid} and "
+                "cannot be deleted",
+                node=node.uuid,
+                state=node.provision_state,
             )
         if node.provision_state not in allowed:
             raise wrong_state(
