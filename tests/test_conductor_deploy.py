@@ -311,3 +311,18 @@ def test_deploy_prepares_and_a_failure_cleans_up() -> None:
         other.uuid, "deploy", deploy_steps=[dstep("deploy", "fail_deploy", 150)]
     )
     assert hooks(conductor.get_node(other.uuid)) == {"prepare": 1, "clean_up": 1}
+
+
+def test_undeploy_dissociates_the_instance() -> None:
+    """As Ironic: tear-down clears instance_uuid with instance_info, so the node can be deleted."""
+    conductor = make_conductor()
+    node = new_node(conductor, states.ACTIVE, driver=FAKE_HW)
+    instance = "7c0d1e2f-3a4b-4c5d-8e6f-708192a3b4c5"
+    conductor.update_node(node.uuid, instance_uuid=instance, instance_info={"image_source": "x"})
+    assert conductor.list_nodes(associated=True)[0].uuid == node.uuid
+    conductor.do_provisioning_action(node.uuid, "undeploy")
+    node = conductor.get_node(node.uuid)
+    assert (node.provision_state, node.instance_uuid, node.instance_info) == (
+        states.AVAILABLE, None, {},
+    )  # fmt: skip
+    assert conductor.list_nodes(associated=True) == []

@@ -270,6 +270,7 @@ class Flows(StepEngine):
             self._process(job, s.FAIL_EVENT, last_error=f"Failed to tear down: {describe_exc(exc)}")
             return
         node.instance_info = {}
+        node.instance_uuid = None  # as Ironic: an undeployed node is no longer associated
         node.driver_internal_info.pop(DEPLOY.steps_key, None)
         node.deploy_step = None
         self._process(job, s.CLEAN_EVENT)

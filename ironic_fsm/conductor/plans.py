@@ -454,9 +454,11 @@ class Plans(Runtime):
         self, node: Node, steps: list[dict[str, Any]], user_steps: Sequence[Any] | None
     ) -> list[dict[str, Any]]:
         instance_traits = node.instance_info.get("traits") or []
+        # A template applies through a trait only: a node with none skips the store's read.
+        templates = self._deploy_templates() if node.traits or instance_traits else {}
         return plan_deploy(
             steps,
-            templates=self._deploy_templates(),
+            templates=templates,
             user_steps=user_steps,
             node_traits=node.traits,
             instance_traits=instance_traits,
