@@ -9,7 +9,7 @@ does not hold (see ``Conductor.get_node_history``).
 
 from __future__ import annotations
 
-import uuid as _uuid
+import os
 from datetime import datetime
 from typing import Final
 
@@ -89,9 +89,14 @@ def new_entry(
     conductor: str | None = None,
     user: str | None = None,
 ) -> HistoryEntry:
-    """A new entry with a fresh UUID, checked (see :func:`check_entry`)."""
-    entry = HistoryEntry(
-        uuid=str(_uuid.uuid4()),
+    """A new entry with a fresh random UUID.
+
+    Not checked here: every store checks its entries (:func:`check_entry`)
+    before it writes anything, and checking on the way in as well cost a
+    lifecycle that records history a fifth of that history's price.
+    """
+    return HistoryEntry(
+        uuid=_random_uuid(),
         node_uuid=node_uuid,
         created_at=created_at,
         severity=severity,
@@ -100,8 +105,15 @@ def new_entry(
         conductor=conductor,
         user=user,
     )
-    check_entry(entry)
-    return entry
+
+
+def _random_uuid() -> str:
+    """``str(uuid.uuid4())`` in half its time (no UUID object is built on the way)."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = raw[6] & 0x0F | 0x40  # version 4
+    raw[8] = raw[8] & 0x3F | 0x80  # RFC 4122 variant
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def _text(value: object, width: int) -> bool:

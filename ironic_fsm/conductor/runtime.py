@@ -247,7 +247,8 @@ class Runtime(Draining):
         elif node.name is not None:  # MemoryStore checks the rest first, in the same words
             _check_name_as_before(node)
         if job.history and _keeps_history(store):
-            store.save(node, history=self._history_entries(node, job.history))
+            history = self._history_entries(node, job.history, now=node.updated_at)
+            store.save(node, history=history)
         else:
             store.save(node)  # a store without history drops entries: never written apart
         if job.history:
@@ -316,9 +317,14 @@ class Runtime(Draining):
         )
 
     def _history_entries(
-        self, node: Node, pending: list[tuple[str, str, str | None, str | None]]
+        self,
+        node: Node,
+        pending: list[tuple[str, str, str | None, str | None]],
+        *,
+        now: datetime | None = None,
     ) -> list[h.HistoryEntry]:
-        now = self._now()
+        """The entries noted for ``node``, made at ``now`` (the save's own time, when given)."""
+        now = now or self._now()
         host = self.config.host
         entries = []
         for severity, event_type, text, user in pending:
