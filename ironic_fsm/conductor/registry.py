@@ -9,6 +9,8 @@ the middle of a flow.
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from ironic_fsm.config import Config
 from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.hardware import HardwareType, load_hardware_type
@@ -17,6 +19,10 @@ from ironic_fsm.node import Node
 from ironic_fsm.planner import check_priority_conflicts
 
 __all__ = ["HardwareRegistry"]
+
+
+#: The node's interface choices, in ``INTERFACE_KINDS`` order.
+_CHOSEN = attrgetter(*(f"{kind}_interface" for kind in INTERFACE_KINDS))
 
 
 class HardwareRegistry:
@@ -56,8 +62,10 @@ class HardwareRegistry:
     def driver_for(self, node: Node) -> HardwareType:
         """The node's hardware type with the node's own interface choices applied."""
         hardware_type = self._types.get(node.driver) or self.get(node.driver)
-        choices = {kind: node.interface_name(kind) for kind in INTERFACE_KINDS}
-        return hardware_type.select(choices) if any(choices.values()) else hardware_type
+        chosen = _CHOSEN(node)  # every X_interface field at once: this runs on each reserve
+        if not any(chosen):
+            return hardware_type
+        return hardware_type.select(dict(zip(INTERFACE_KINDS, chosen, strict=True)))
 
     def _check(self, name: str, hardware_type: HardwareType) -> None:
         for kind, iface in hardware_type.interfaces():
