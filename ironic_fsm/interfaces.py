@@ -204,6 +204,29 @@ class ManagementInterface(BaseInterface):
         """``{'boot_device': name or None, 'persistent': bool or None}``."""
         return {"boot_device": None, "persistent": None}
 
+    # Boot mode and secure boot are optional: a BMC that cannot tell or set
+    # them says so (UnsupportedOperation), and the conductor caches None.
+
+    def get_supported_boot_modes(self, task: Task) -> list[str]:
+        """The boot modes (``'uefi'``, ``'bios'``) :meth:`set_boot_mode` accepts."""
+        raise _unsupported(self, "get_supported_boot_modes")
+
+    def get_boot_mode(self, task: Task) -> str | None:
+        """``'uefi'`` or ``'bios'`` as the BMC reports it, None when it does not know."""
+        raise _unsupported(self, "get_boot_mode")
+
+    def set_boot_mode(self, task: Task, mode: str) -> None:
+        """Boot in ``mode`` (``'uefi'`` or ``'bios'``) from the next boot on."""
+        raise _unsupported(self, "set_boot_mode")
+
+    def get_secure_boot_state(self, task: Task) -> bool:
+        """Whether UEFI secure boot is on."""
+        raise _unsupported(self, "get_secure_boot_state")
+
+    def set_secure_boot_state(self, task: Task, state: bool) -> None:
+        """Turn UEFI secure boot on or off (it takes effect at the next boot)."""
+        raise _unsupported(self, "set_secure_boot_state")
+
 
 class DeployInterface(BaseInterface):
     """Puts an instance on the node and takes it off again.

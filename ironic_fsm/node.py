@@ -152,6 +152,10 @@ class Node:
     instance_uuid: str | None = attrs.field(
         default=None, converter=_to_instance_uuid, validator=_optional_text
     )
+    #: The boot mode (``uefi``/``bios``) and secure boot as the BMC last reported them:
+    #: cached by the conductor (on verify, manage and when set), never set by users.
+    boot_mode: str | None = attrs.field(default=None, validator=_optional_text)
+    secure_boot: bool | None = attrs.field(default=None, validator=_optional_flag)
 
     def to_dict(self, *, mask: bool = False, copy: bool = True) -> dict[str, Any]:
         """A JSON-safe dict of every field (datetimes as ISO 8601 strings).
@@ -489,7 +493,8 @@ def _generate_shape_check() -> Any:
         check(name, f"{none_ok}type(value) is not dict")
     for name in ("maintenance", "retired", "protected"):
         check(name, "value is not True and value is not False")
-    check("automated_clean", "value is not None and value is not True and value is not False")
+    for name in ("automated_clean", "secure_boot"):
+        check(name, "value is not None and value is not True and value is not False")
     for name in _TIMESTAMP_FIELDS:
         check(name, "value is not None and (type(value) is not datetime or value.tzinfo is None)")
     check("version", "type(value) is not int or value < 0")
@@ -554,6 +559,7 @@ def _explain_scalars(node: Node) -> None:
     _text(node, _FIELDS_BY_NAME["driver"], node.driver)
     _text(node, _FIELDS_BY_NAME["provision_state"], node.provision_state)
     _optional_flag(node, _FIELDS_BY_NAME["automated_clean"], node.automated_clean)
+    _optional_flag(node, _FIELDS_BY_NAME["secure_boot"], node.secure_boot)
     _version(node, _FIELDS_BY_NAME["version"], node.version)
     _traits(node, _FIELDS_BY_NAME["traits"], node.traits)
     if type(node.uuid) is not str or not _CANONICAL_UUID.fullmatch(node.uuid):

@@ -53,7 +53,8 @@ def test_interface_kinds_are_the_ten_kinds() -> None:
 def test_node_fields_constant_lists_every_field() -> None:
     assert list(NODE_FIELDS) == [f.name for f in attrs.fields(Node)]
     assert set(NODE_FIELDS) == set(CONTRACT_FIELDS) | {f"{k}_interface" for k in KINDS} | {
-        "conductor_group", "owner", "lessee", "description", "instance_uuid"
+        "conductor_group", "owner", "lessee", "description", "instance_uuid", "boot_mode",
+        "secure_boot",
     }  # fmt: skip
 
 

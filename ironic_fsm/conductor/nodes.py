@@ -8,7 +8,8 @@ under the reservation, where the change is made.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any, Final, overload
 
 import attrs
@@ -17,11 +18,13 @@ from ironic_fsm import history as h
 from ironic_fsm import states as s
 from ironic_fsm.conductor.common import check_ident, describe_exc, scrub_node, shown
 from ironic_fsm.conductor.runtime import Job, Runtime, driver_call, wrong_state
+from ironic_fsm.events import Event
 from ironic_fsm.exceptions import (
     InvalidParameterValue,
     InvalidState,
     NodeNotFound,
     NodeProtected,
+    UnsupportedOperation,
 )
 from ironic_fsm.hardware import HardwareType
 from ironic_fsm.interfaces import INTERFACE_KINDS
@@ -35,7 +38,7 @@ from ironic_fsm.stores.base import (
     list_page,
 )
 
-__all__ = ["Nodes"]
+__all__ = ["BOOT_MODE_SET", "SECURE_BOOT_SET", "Nodes", "cache_boot_mode"]
 
 # Fields users may not set through update_node: the lifecycle owns them.
 _READ_ONLY_FIELDS: Final = frozenset(
@@ -43,6 +46,7 @@ _READ_ONLY_FIELDS: Final = frozenset(
         "uuid", "provision_state", "target_provision_state", "reservation", "version",
         "created_at", "updated_at", "provision_updated_at", "clean_step", "deploy_step",
         "service_step", "power_state", "target_power_state", "driver_internal_info", "fault",
+        "boot_mode", "secure_boot",
     }
 )  # fmt: skip
 
@@ -95,6 +99,47 @@ def _protect_refusal(node: Node) -> str | None:
     return None
 
 
+#: The events of a boot mode or secure boot change, emitted once it is saved.
+BOOT_MODE_SET: Final = "baremetal.node.boot_mode_set.end"
+SECURE_BOOT_SET: Final = "baremetal.node.secure_boot_set.end"
+_BOOT_MODES: Final = ("uefi", "bios")
+
+
+def cache_boot_mode(job: Job) -> None:
+    """Copy the boot mode and secure boot state the BMC reports onto the node.
+
+    Ironic caches them the same way: a driver that cannot tell (unsupported)
+    leaves None; a BMC error is left to the caller.
+    """
+    node = job.node
+    for field, method in (("boot_mode", "get_boot_mode"), ("secure_boot", "get_secure_boot_state")):
+        try:
+            value = driver_call(job, "management", method)
+        except UnsupportedOperation:
+            value = None
+        setattr(node, field, value)
+
+
+def _require_supported(job: Job, what: str, value: str, lister: str) -> None:
+    """Refuse a value the management interface does not list, before the BMC is asked."""
+    supported = list(driver_call(job, "management", lister))
+    if value not in supported:
+        raise InvalidParameterValue(
+            f"Node {job.node.uuid}: {what} {value!r} is not supported; "
+            f"supported: {', '.join(supported) or 'none'}",
+            node=job.node.uuid,
+        )
+
+
+def _check_boot_settings(node: Node, what: str) -> None:
+    if node.provision_state in s.UNSTABLE_STATES:
+        raise wrong_state(
+            node,
+            f"Node {node.uuid}: the {what} cannot be changed while the node is in the "
+            f"transient provision state {node.provision_state!r}",
+        )
+
+
 class Nodes(Runtime):
     """Node records and power: everything that is not a provisioning verb."""
 
@@ -125,14 +170,68 @@ class Nodes(Runtime):
                 node=ident,
             )
         with self._reserved(ident) as job:
-            supported = list(driver_call(job, "management", "get_supported_boot_devices"))
-            if device not in supported:
-                raise InvalidParameterValue(
-                    f"Node {job.node.uuid}: boot device {device!r} is not supported; "
-                    f"supported: {', '.join(supported)}",
-                    node=job.node.uuid,
-                )
+            _require_supported(job, "boot device", device, "get_supported_boot_devices")
             driver_call(job, "management", "set_boot_device", device, persistent)
+
+    def set_boot_mode(self, ident: str, mode: str) -> Node:
+        """Set the node's boot mode (``uefi``/``bios``) on its BMC and cache what it reports.
+
+        As Ironic: an unknown mode is refused before anything is reserved,
+        a node busy with a flow is refused (InvalidStateRequested), a mode
+        the interface does not list is refused before the BMC is asked, and
+        a driver without boot modes raises UnsupportedOperation.
+        """
+        ident = check_ident(ident)
+        if type(mode) is not str or mode not in _BOOT_MODES:
+            raise InvalidParameterValue(
+                f"Node {ident}: the boot mode must be 'uefi' or 'bios', not {shown(mode)}",
+                node=ident,
+            )
+        with self._boot_settings(ident, "boot mode") as job:
+            _require_supported(job, "boot mode", mode, "get_supported_boot_modes")
+            driver_call(job, "management", "set_boot_mode", mode)
+            self._boot_settings_changed(job, BOOT_MODE_SET, {"boot_mode": mode})
+            return job.node
+
+    def set_secure_boot_state(self, ident: str, state: bool) -> Node:
+        """Turn UEFI secure boot on or off on the node's BMC and cache what it reports."""
+        ident = check_ident(ident)
+        if type(state) is not bool:
+            raise InvalidParameterValue(
+                f"Node {ident}: the secure boot state must be True or False, not {shown(state)}",
+                node=ident,
+            )
+        with self._boot_settings(ident, "secure boot state") as job:
+            driver_call(job, "management", "set_secure_boot_state", state)
+            self._boot_settings_changed(job, SECURE_BOOT_SET, {"secure_boot": state})
+            return job.node
+
+    @contextmanager
+    def _boot_settings(self, ident: str, what: str) -> Iterator[Job]:
+        """Reserve a node whose boot settings may change: checked before and after reserving."""
+        current = self.store.get(ident)
+        if current.reservation is None:  # held: busy (NodeLocked), checked once free
+            _check_boot_settings(current, what)
+        with self._reserved(ident) as job:
+            _check_boot_settings(job.node, what)
+            driver_call(job, "management", "validate")
+            yield job
+
+    def _boot_settings_changed(self, job: Job, name: str, wanted: dict[str, Any]) -> None:
+        """Cache what the BMC now reports (what was asked where it cannot tell); an event."""
+        cache_boot_mode(job)
+        node = job.node
+        for field, value in wanted.items():
+            if getattr(node, field) is None:
+                setattr(node, field, value)
+        if self._listeners:
+            job.events.append(
+                Event(
+                    name=name, node=node.uuid, previous_state=node.provision_state, event=None,
+                    state=node.provision_state, target=node.target_provision_state,
+                    timestamp=self._now(),
+                )
+            )  # fmt: skip
 
     def validate(self, ident: str) -> dict[str, str | None]:
         """Each interface's ``validate`` on a plain read: ``None`` where it passes, else why.

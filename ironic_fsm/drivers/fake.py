@@ -76,7 +76,11 @@ class FakePower(PowerInterface):
 
 
 class FakeManagement(ManagementInterface):
-    """Boot device kept in ``driver_internal_info['fake_boot_device']``."""
+    """Boot device, boot mode and secure boot kept in ``driver_internal_info``.
+
+    Under ``fake_boot_device``, ``fake_boot_mode`` (``uefi`` until set) and
+    ``fake_secure_boot`` (off until set).
+    """
 
     def get_supported_boot_devices(self, task: Task) -> list[str]:
         return ["pxe", "disk", "cdrom", "bios", "safe"]
@@ -95,6 +99,27 @@ class FakeManagement(ManagementInterface):
     def get_boot_device(self, task: Task) -> dict[str, Any]:
         current = task.node.driver_internal_info.get("fake_boot_device")
         return dict(current) if current else {"boot_device": None, "persistent": None}
+
+    def get_supported_boot_modes(self, task: Task) -> list[str]:
+        return ["uefi", "bios"]
+
+    def get_boot_mode(self, task: Task) -> str | None:
+        mode = task.node.driver_internal_info.get("fake_boot_mode", "uefi")
+        return str(mode) if mode is not None else None
+
+    def set_boot_mode(self, task: Task, mode: str) -> None:
+        if mode not in self.get_supported_boot_modes(task):
+            raise InvalidParameterValue(
+                f"Node {task.node.uuid}: unsupported boot mode {mode!r}; supported: uefi, bios",
+                node=task.node.uuid,
+            )
+        task.node.driver_internal_info["fake_boot_mode"] = mode
+
+    def get_secure_boot_state(self, task: Task) -> bool:
+        return bool(task.node.driver_internal_info.get("fake_secure_boot", False))
+
+    def set_secure_boot_state(self, task: Task, state: bool) -> None:
+        task.node.driver_internal_info["fake_secure_boot"] = bool(state)
 
 
 class FakeDeploy(DeployInterface):

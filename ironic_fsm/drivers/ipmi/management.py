@@ -1,4 +1,4 @@
-"""``ipmi`` management: the boot device, through IPMI system boot options."""
+"""``ipmi`` management: the boot device (and reading its boot mode), through boot options."""
 
 from __future__ import annotations
 
@@ -42,6 +42,15 @@ _PYGHMI_TO_BOOT_DEVICE: Final[Mapping[str, str]] = {
 }
 
 
+def _boot_flags(task: Task, what: str) -> dict[str, Any]:
+    """pyghmi's reading of the boot flags (boot device override, persistence, UEFI)."""
+    node = task.node
+    info = parse_driver_info(node)
+    with _Connection(node, info) as bmc:
+        reply = bmc.call(what, lambda c: _check_reply(node, info, what, c.get_bootdev()))
+    return dict(reply)
+
+
 class IPMIManagement(_IPMIInterface, ManagementInterface):
     """Boot device over IPMI system boot options, with Ironic's device names."""
 
@@ -76,12 +85,7 @@ class IPMIManagement(_IPMIInterface, ManagementInterface):
     def get_boot_device(self, task: Task) -> dict[str, Any]:
         """``{'boot_device': Ironic name or None, 'persistent': bool or None}``."""
         node = task.node
-        info = parse_driver_info(node)
-        with _Connection(node, info) as bmc:
-            reply = bmc.call(
-                "get boot device",
-                lambda c: _check_reply(node, info, "get boot device", c.get_bootdev()),
-            )
+        reply = _boot_flags(task, "get boot device")
         raw = reply.get("bootdev")
         device = _PYGHMI_TO_BOOT_DEVICE.get(raw) if isinstance(raw, str) else None
         if device is None:
@@ -89,3 +93,16 @@ class IPMIManagement(_IPMIInterface, ManagementInterface):
                 LOG.debug("Node %s: BMC reports boot device %r, unknown to Ironic", node.uuid, raw)
             return {"boot_device": None, "persistent": None}
         return {"boot_device": device, "persistent": bool(reply.get("persistent"))}
+
+    def get_boot_mode(self, task: Task) -> str | None:
+        """The mode the boot flags request (``uefi``/``bios``); None when no override is set.
+
+        IPMI carries the boot mode only inside a boot device override, so it
+        cannot be set on its own: ``set_boot_mode`` stays unsupported and the
+        mode follows ``ipmi_boot_mode`` (or the capability) at each
+        ``set_boot_device``.
+        """
+        reply = _boot_flags(task, "get boot mode")
+        if "uefimode" not in reply:
+            return None
+        return "uefi" if reply["uefimode"] else "bios"

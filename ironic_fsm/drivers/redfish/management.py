@@ -1,4 +1,4 @@
-"""``redfish`` management: boot device and mode through ``Boot.BootSourceOverride*``; BMC reset."""
+"""``redfish`` management: boot device and mode (``BootSourceOverride*``), secure boot, reset."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from ironic_fsm.drivers.redfish.session import (
     _forget,
     _get_system,
     _refusal,
+    _sushy,
     _value,
     _wait_for,
 )
@@ -28,6 +29,7 @@ from ironic_fsm.exceptions import (
     BMCTimeout,
     BMCUnreachable,
     InvalidParameterValue,
+    UnsupportedOperation,
 )
 from ironic_fsm.interfaces import ManagementInterface
 from ironic_fsm.steps import clean_step, service_step
@@ -129,6 +131,19 @@ def _restore_boot_device(task: Task, system: Any) -> None:
     management.set_boot_device(task, str(device), persistent=True)
 
 
+def _secure_boot(task: Task, iface: ManagementInterface, system: Any) -> Any:
+    """The system's ``SecureBoot`` resource; a BMC without one does not support secure boot."""
+    sushy = _sushy()
+    try:
+        return system.secure_boot
+    except sushy.exceptions.MissingAttributeError:
+        raise UnsupportedOperation(
+            f"Node {task.node.uuid}: the BMC's system has no SecureBoot resource",
+            interface=iface.interface_type,
+            operation="secure boot",
+        ) from None
+
+
 class RedfishManagement(_RedfishValidation, ManagementInterface):
     """Boot device and mode through ``Boot.BootSourceOverride*``; BMC reset.
 
@@ -227,6 +242,52 @@ class RedfishManagement(_RedfishValidation, ManagementInterface):
         with _bmc(task, info, "get boot mode"):
             mode = _value(_get_system(info).boot.mode)
         return BOOT_MODES_REV.get(mode or "")
+
+    def get_supported_boot_modes(self, task: Task) -> list[str]:
+        """Those the BMC publishes as allowed, or both when it publishes none."""
+        info = _info(task)
+        with _bmc(task, info, "read the allowed boot modes"):
+            modes = _allowed_modes(_get_system(info))
+        return list(BOOT_MODES) if modes is None else modes
+
+    def set_boot_mode(self, task: Task, mode: str) -> None:
+        """Set ``BootSourceOverrideMode`` alone; the boot device override stays as it is."""
+        if mode not in BOOT_MODES:
+            raise InvalidParameterValue(
+                f"Node {task.node.uuid}: unknown boot mode {mode!r}; expected uefi or bios",
+                node=task.node.uuid,
+            )
+        info = _info(task)
+        with _bmc(task, info, f"set boot mode {mode!r}"):
+            system = _get_system(info)
+            modes = _allowed_modes(system)
+            if modes is not None and mode not in modes:
+                raise InvalidParameterValue(
+                    f"Node {task.node.uuid}: BMC {info.address} does not allow boot mode "
+                    f"{mode!r}; it allows: {', '.join(modes) or 'none'}",
+                    node=task.node.uuid,
+                )
+            system.set_system_boot_options(mode=_enum("BootSourceOverrideMode", BOOT_MODES[mode]))
+        LOG.info("Node %s: boot mode %s set on BMC %s", task.node.uuid, mode, info.address)
+
+    def get_secure_boot_state(self, task: Task) -> bool:
+        """``SecureBootEnable`` of the system's ``SecureBoot`` resource."""
+        info = _info(task)
+        with _bmc(task, info, "get secure boot state"):
+            return bool(_secure_boot(task, self, _get_system(info)).enabled)
+
+    def set_secure_boot_state(self, task: Task, state: bool) -> None:
+        """PATCH ``SecureBootEnable``; nothing is sent when it already has that value."""
+        info = _info(task)
+        with _bmc(task, info, f"set secure boot {'on' if state else 'off'}"):
+            secure = _secure_boot(task, self, _get_system(info))
+            if bool(secure.enabled) == bool(state):
+                return
+            secure.set_enabled(bool(state))
+        LOG.info(
+            "Node %s: secure boot turned %s on BMC %s",
+            task.node.uuid, "on" if state else "off", info.address,
+        )  # fmt: skip
 
     @clean_step(priority=0, argsinfo=_RESET_BMC_ARG, requires_ramdisk=False)
     @service_step(argsinfo=_RESET_BMC_ARG, requires_ramdisk=False)
