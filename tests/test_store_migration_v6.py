@@ -17,7 +17,13 @@ from typing import Any
 
 import psycopg
 import pytest
-from old_schema import NODES_BEFORE_V6, create_before_v6, fail_at_the_end_of
+from old_schema import (
+    NODES_BEFORE_V6,
+    add_history_before_v9,
+    create_before_v6,
+    fail_at_the_end_of,
+    history_counts_sql,
+)
 
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.node import Node
@@ -32,7 +38,7 @@ HELD = "aaaaaaaa-0000-4000-8000-000000000002"
 SYNCED = "aaaaaaaa-0000-4000-8000-000000000003"
 HOLDER = "old-host:42:1-abcd"
 #: Every table of schema 5 but ``nodes``, which v6 widens.
-V5_TABLES = ("holders", "conductors", "node_history", "node_history_counts", "node_power_sync")
+V5_TABLES = ("holders", "conductors", "node_history", "node_power_sync")
 CONDUCTOR = ConductorRecord(
     holder=HOLDER,
     hostname="old-host",
@@ -93,7 +99,7 @@ def v5_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
                 store.reserve(HELD, HOLDER)
                 store.heartbeat(HOLDER, T0 + timedelta(seconds=5))
                 store.register_conductor(CONDUCTOR)
-                store.add_history([entry(1), entry(2)])
+                add_history_before_v9(store, [entry(1), entry(2)])
                 store.mark_power_synced([SYNCED], T0 + timedelta(minutes=1))
         assert schema_version(url) == 5
         yield url
@@ -116,6 +122,7 @@ def everything_of_v5(url: str) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every v5 table, and every v5 column of ``nodes``."""
     out = {table: sorted(raw_rows(url, f"SELECT * FROM {table}")) for table in V5_TABLES}
     out["nodes"] = sorted(raw_rows(url, NODES_BEFORE_V6))
+    out["counts"] = sorted(raw_rows(url, history_counts_sql(schema_version(url))))
     return out
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from old_schema import NODES_BEFORE_V6, create_before_v6
+from old_schema import NODES_BEFORE_V6, add_history_before_v9, create_before_v6, history_counts_sql
 from test_store_migrations import raw_rows, schema_version
 
 from ironic_fsm import Conductor, Config, states
@@ -195,7 +195,7 @@ def v4_url(sql_url: str) -> str:
                 uuid="bbbbbbbb-bbbb-4bbb-8bbb-000000000001", node_uuid=plain.uuid,
                 created_at=T0, severity="INFO", event_type="power", event="before v5",
             )  # fmt: skip
-            store.add_history([entry])
+            add_history_before_v9(store, [entry])
             store.register_conductor(
                 ConductorRecord("old:1:1-aaaa", "old", "", ("ipmi",), True, T0, T0)
             )
@@ -203,17 +203,19 @@ def v4_url(sql_url: str) -> str:
     return sql_url
 
 
-_TABLES = ("nodes", "holders", "conductors", "node_history", "node_history_counts")
+_TABLES = ("nodes", "holders", "conductors", "node_history")
 
 
 def everything(url: str) -> dict[str, list[tuple[Any, ...]]]:
-    return {
+    out = {
         table: sorted(
             raw_rows(url, NODES_BEFORE_V6 if table == "nodes" else f"SELECT * FROM {table}"),
             key=repr,
         )
         for table in _TABLES
     }
+    out["counts"] = sorted(raw_rows(url, history_counts_sql(schema_version(url))), key=repr)
+    return out
 
 
 def test_a_v4_database_is_upgraded_in_place_losing_nothing(v4_url: str) -> None:

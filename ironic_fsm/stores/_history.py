@@ -1,4 +1,4 @@
-"""Node history in SQL: the ``node_history`` rows and their per-node counts.
+"""Node history in SQL: the ``node_history`` rows, counted in their node's row.
 
 Entries are written in the transaction of the save that caused them
 (:meth:`~ironic_fsm.stores.sql.SQLStore.save`) or on their own
@@ -24,50 +24,65 @@ _END: Final = datetime(9999, 12, 31, tzinfo=timezone.utc)
 class _SQLHistory(_SQLStatements):
     """:class:`~ironic_fsm.stores.base.HistoryStore` on the store's statements."""
 
+    def _history_last(self, conn: Any, node_uuid: str) -> int:
+        """The node's last history ``seq`` (SQLite before ``RETURNING``: the row is locked)."""
+        return int(conn.execute(self._q_history_last, (node_uuid,)).fetchall()[0][0])
+
+    def _count_history(self, conn: Any, node_uuid: str, n: int) -> int | None:
+        """Count ``n`` more entries in the node's row; its last ``seq`` (``None``: no such node)."""
+        params = (n, n, node_uuid)
+        if self._db.returning:
+            rows = conn.execute(self._q_history_count, params).fetchall()
+            return int(rows[0][0]) if rows else None
+        if conn.execute(self._q_history_count, params).rowcount:
+            return self._history_last(conn, node_uuid)
+        return None
+
+    def _insert_history(self, conn: Any, entries: Sequence[HistoryEntry], *, last: int) -> None:
+        """Insert one node's ``entries``, counted already: the last one gets ``seq`` ``last``."""
+        bind = self._db.bind_time
+        first = last - len(entries) + 1
+        rows = [
+            (
+                e.uuid,
+                e.node_uuid,
+                bind(e.created_at),
+                first + i,
+                e.severity,
+                e.event_type,
+                e.event,
+                e.conductor,
+                e.user,
+            )
+            for i, e in enumerate(entries)
+        ]
+        self._execute_many(conn, self._q_history_insert, rows)
+
     def _write_history(self, conn: Any, entries: Sequence[HistoryEntry]) -> None:
-        """Insert ``entries`` and count them per node, in the caller's transaction."""
+        """Count and insert ``entries`` of any nodes, in the caller's transaction.
+
+        Entries of a node that is not stored (deleted meanwhile) are dropped:
+        counting in the node's row finds none, and the row lock it takes
+        makes a concurrent delete wait for the entries, then take them along.
+        """
         by_node: dict[str, builtins.list[HistoryEntry]] = {}
         for entry in entries:
             by_node.setdefault(entry.node_uuid, []).append(entry)
-        bind = self._db.bind_time
         for node_uuid, group in by_node.items():
-            n = len(group)
-            if self._db.returning:
-                last = conn.execute(self._q_history_count, (node_uuid, n, n)).fetchall()[0][0]
-            else:  # the write lock is held: nobody moves last_seq meanwhile
-                conn.execute(self._q_history_count, (node_uuid, n, n))
-                last = conn.execute(self._q_history_last, (node_uuid,)).fetchall()[0][0]
-            first = int(last) - n + 1
-            rows = [
-                (
-                    e.uuid,
-                    e.node_uuid,
-                    bind(e.created_at),
-                    first + i,
-                    e.severity,
-                    e.event_type,
-                    e.event,
-                    e.conductor,
-                    e.user,
-                )
-                for i, e in enumerate(group)
-            ]
-            self._execute_many(conn, self._q_history_insert, rows)
+            last = self._count_history(conn, node_uuid, len(group))
+            if last is not None:
+                self._insert_history(conn, group, last=last)
 
     def add_history(self, entries: Sequence[HistoryEntry]) -> None:
-        """Write entries that go with no node change, in one transaction; unknown nodes: none."""
+        """Write entries that go with no node change, in one transaction; unknown nodes: none.
+
+        The node's version stays: its count is bookkeeping, not the node.
+        """
         check_history(entries)
         if not entries:
             return
         with self._db.transaction() as conn:
-            known = {
-                uuid
-                for uuid in {e.node_uuid for e in entries}
-                if conn.execute(self._q_node_kept, (uuid,)).fetchall()
-            }
-            kept = [e for e in entries if e.node_uuid in known]
-            if kept:
-                self._write_history(conn, kept)
+            self._write_history(conn, entries)
 
     def node_history(self, node_uuid: str) -> builtins.list[HistoryEntry]:
         """The node's entries, oldest first: one range of the ``(node_uuid, created_at)`` index."""
@@ -94,7 +109,7 @@ class _SQLHistory(_SQLStatements):
         """Delete at most ``limit`` of the oldest entries beyond ``max_entries`` per node.
 
         One transaction. Reads only the nodes over the limit (a range of the
-        count index) and, per node, the entries it deletes (a range of
+        index on the nodes' history count) and, per node, the entries it deletes (a range of
         ``(node_uuid, created_at, seq)``): the fleet's size does not count.
         """
         if before is not None:

@@ -1,6 +1,6 @@
 """The SQL layout of :class:`~ironic_fsm.stores.sql.SQLStore`: tables, columns, migrations.
 
-Layout (schema version 8; a database of an earlier version is upgraded in
+Layout (schema version 9; a database of an earlier version is upgraded in
 place when opened, see "Migrations" below):
 
 * ``nodes``: one row per node. ``data`` holds
@@ -20,6 +20,13 @@ place when opened, see "Migrations" below):
   the power-sync scan, which hands each row's group to the hash ring.
   ``owner``, ``lessee`` and ``instance_uuid`` (version 8) are columns for
   their filters (``associated`` is ``instance_uuid IS [NOT] NULL``).
+  ``history_entries`` and ``history_last_seq`` (version 9): how many history
+  entries the node has and the last ``seq`` given, kept by the transaction
+  that writes or deletes entries (a save with history sets them in its own
+  ``UPDATE``; counting alone leaves ``version`` as it is). Indexed on the
+  count (``node_history_counts_entries_idx``, the name it had on v4's counts
+  table), so that the periodic trim finds the nodes over the limit without
+  reading the others.
 * ``deploy_templates`` and ``runbooks`` (version 8): one row per template or
   runbook, ``uuid``, unique ``name``, ``seq`` (creation order, the listing's
   tie-break), timestamps, and ``data``: the rest (steps, extra, ...) as JSON.
@@ -31,11 +38,11 @@ place when opened, see "Migrations" below):
 * ``node_history`` (version 4): one row per history entry (Ironic's
   fields; ``user`` is the column ``username``, a reserved word in
   PostgreSQL), indexed on ``(node_uuid, created_at, seq)``; ``seq`` orders
-  entries of one instant as they were written.
-* ``node_history_counts`` (version 4): per node, how many entries it has
-  and the last ``seq`` given, kept in the transaction that writes or
-  deletes entries; indexed on the count, so that the periodic trim finds
-  the nodes over the limit without reading the others.
+  entries of one instant as they were written. Keyed on ``uuid`` on
+  PostgreSQL; on SQLite not since version 9 (no read needs it, and each
+  index costs an entry's commit a page).
+* ``node_history_counts`` (versions 4 to 8): the per-node count and last
+  ``seq``, moved into ``nodes`` by version 9.
 * ``node_power_sync`` (version 5): per node, when the periodic power sync
   last read its power state (``synced_at``; NULL: never), indexed on it, so
   that a pass reads only the nodes due (:mod:`._power`). A narrow table of
@@ -241,10 +248,9 @@ def _v3_ddl(timestamp: str) -> list[str]:
     ]
 
 
-def _v4_ddl(timestamp: str) -> list[str]:
-    """Schema 4: node history, and a per-node count that lets the trim skip the others."""
-    return [
-        "CREATE TABLE node_history (\n"
+def _history_table(table: str, timestamp: str, key: str = "uuid") -> str:
+    return (
+        f"CREATE TABLE {table} (\n"
         "\tuuid VARCHAR(36) NOT NULL, \n"
         "\tnode_uuid VARCHAR(36) NOT NULL, \n"
         f"\tcreated_at {timestamp} NOT NULL, \n"
@@ -253,9 +259,14 @@ def _v4_ddl(timestamp: str) -> list[str]:
         "\tevent_type VARCHAR(255) NOT NULL, \n"
         "\tevent TEXT NOT NULL, \n"
         "\tconductor VARCHAR(255), \n"
-        "\tusername VARCHAR(64), \n"
-        "\tPRIMARY KEY (uuid)\n"
-        ")",
+        "\tusername VARCHAR(64)" + (f", \n\tPRIMARY KEY ({key})\n)" if key else "\n)")
+    )
+
+
+def _v4_ddl(timestamp: str) -> list[str]:
+    """Schema 4: node history, and a per-node count that lets the trim skip the others."""
+    return [
+        _history_table("node_history", timestamp),
         "CREATE INDEX node_history_node_idx ON node_history (node_uuid, created_at, seq)",
         "CREATE TABLE node_history_counts (\n"
         "\tnode_uuid VARCHAR(36) NOT NULL, \n"
@@ -395,6 +406,49 @@ def _v8_ddl(timestamp: str) -> list[str]:
     ]
 
 
+def _v9_ddl(timestamp: str) -> list[str]:
+    """Schema 9: a node's history count and last ``seq`` live in its own row.
+
+    A save with history writes the node row anyway; counting there spares
+    the commit the counts table and its two indexes (three pages on SQLite,
+    half the cost of an entry). The index on the count keeps the name it
+    had on the counts table: it serves the trim as before.
+    """
+    return [
+        "ALTER TABLE nodes ADD COLUMN history_entries INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE nodes ADD COLUMN history_last_seq BIGINT NOT NULL DEFAULT 0",
+        "UPDATE nodes SET "
+        "history_entries = (SELECT c.entries FROM node_history_counts c "
+        "WHERE c.node_uuid = nodes.uuid), "
+        "history_last_seq = (SELECT c.last_seq FROM node_history_counts c "
+        "WHERE c.node_uuid = nodes.uuid) "
+        "WHERE uuid IN (SELECT node_uuid FROM node_history_counts)",
+        "DROP TABLE node_history_counts",
+        "CREATE INDEX node_history_counts_entries_idx ON nodes (history_entries)",
+    ]
+
+
+def _v9_sqlite_history(store: SQLStore, conn: Any) -> None:
+    """SQLite: ``node_history`` without its key on ``uuid``: an entry costs one index, not two.
+
+    Nothing reads an entry by its UUID alone (a node's entries are read
+    whole, on ``(node_uuid, created_at, seq)``), and every entry written
+    costs each index a page of the commit. Entries are copied as they are,
+    ``seq`` too, so their order is kept.
+    """
+    if store.dialect != "sqlite":
+        return  # PostgreSQL keeps its key: a B-tree page there is not a commit's page
+    for statement in (
+        _history_table("node_history_v9", store._db.timestamp_type(), key=""),
+        "INSERT INTO node_history_v9 SELECT uuid, node_uuid, created_at, seq, severity, "
+        "event_type, event, conductor, username FROM node_history",
+        "DROP TABLE node_history",
+        "ALTER TABLE node_history_v9 RENAME TO node_history",
+        "CREATE INDEX node_history_node_idx ON node_history (node_uuid, created_at, seq)",
+    ):
+        conn.execute(statement)
+
+
 #: One schema step: DDL (given the dialect's timestamp type) or a function of the store
 #: and the connection, run in order.
 _Step = str | Callable[["SQLStore", Any], None]
@@ -408,6 +462,7 @@ MIGRATIONS: Final[dict[int, Callable[[str], builtins.list[_Step]]]] = {
     5: lambda timestamp: [*_v6_ddl(timestamp)],
     6: lambda timestamp: [*_v7_ddl(timestamp)],
     7: lambda timestamp: [*_v8_ddl(timestamp)],
+    8: lambda timestamp: [*_v9_ddl(timestamp), _v9_sqlite_history],
 }
 
 #: The schema version this code writes and understands.

@@ -65,11 +65,6 @@ class _SQLStatements:
         )
         self._q_uuid_exists = f"SELECT 1 FROM nodes WHERE uuid = {q}"
         self._q_delete = f"DELETE FROM nodes WHERE uuid = {q}"
-        # PostgreSQL: the row lock makes a concurrent delete wait for our entries, then
-        # take them along; SQLite's write lock serialises the two anyway.
-        self._q_node_kept = self._q_uuid_exists + (
-            " FOR SHARE" if self._db.name == "postgresql" else ""
-        )
         self._q_select = "SELECT data, reservation, version FROM nodes"
         self._q_heartbeat = (
             f"INSERT INTO holders (holder, heartbeat) VALUES ({q}, {q}) "
@@ -101,15 +96,16 @@ class _SQLStatements:
             f"SELECT uuid, reservation, updated_at, seq FROM nodes"
             f"{self._index_hint('nodes_reservation_idx')} WHERE reservation >= ''"
         )
-        self._q_history_count = (
-            "INSERT INTO node_history_counts (node_uuid, entries, last_seq) "
-            f"VALUES ({q}, {q}, {q}) ON CONFLICT (node_uuid) DO UPDATE SET "
-            "entries = node_history_counts.entries + excluded.entries, "
-            "last_seq = node_history_counts.last_seq + excluded.last_seq"
-        )
+        # A node's history count and last seq, in its row: set by the save that writes entries,
+        # or alone (then no version bump: they are bookkeeping, not the node).
+        self._history_sets = [
+            f"history_entries = history_entries + {q}",
+            f"history_last_seq = history_last_seq + {q}",
+        ]
+        self._q_history_count = f"UPDATE nodes SET {', '.join(self._history_sets)} WHERE uuid = {q}"
         if self._db.returning:
-            self._q_history_count += " RETURNING last_seq"
-        self._q_history_last = f"SELECT last_seq FROM node_history_counts WHERE node_uuid = {q}"
+            self._q_history_count += " RETURNING history_last_seq"
+        self._q_history_last = f"SELECT history_last_seq FROM nodes WHERE uuid = {q}"
         self._q_history_insert = (
             "INSERT INTO node_history (uuid, node_uuid, created_at, seq, severity, event_type, "
             f"event, conductor, username) VALUES ({q}, {q}, {q}, {q}, {q}, {q}, {q}, {q}, {q})"
@@ -119,18 +115,19 @@ class _SQLStatements:
             "ORDER BY created_at, seq"
         )
         self._q_history_over = (
-            "SELECT node_uuid, entries FROM node_history_counts"
-            f"{self._index_hint('node_history_counts_entries_idx')} WHERE entries > {q}"
+            "SELECT uuid, history_entries FROM nodes"
+            f"{self._index_hint('node_history_counts_entries_idx')} WHERE history_entries > {q}"
         )
+        # SQLite (v9): an entry's key is its rowid, its UUID is not indexed.
+        key = "rowid" if self._db.name == "sqlite" else "uuid"
         self._q_history_trim = (
-            "DELETE FROM node_history WHERE uuid IN (SELECT uuid FROM node_history "
+            f"DELETE FROM node_history WHERE {key} IN (SELECT {key} FROM node_history "
             f"WHERE node_uuid = {q} AND created_at < {q} ORDER BY created_at, seq LIMIT {q})"
         )
         self._q_history_uncount = (
-            f"UPDATE node_history_counts SET entries = entries - {q} WHERE node_uuid = {q}"
+            f"UPDATE nodes SET history_entries = history_entries - {q} WHERE uuid = {q}"
         )
         self._q_history_drop = f"DELETE FROM node_history WHERE node_uuid = {q}"
-        self._q_history_drop_count = f"DELETE FROM node_history_counts WHERE node_uuid = {q}"
         self._q_uuid_of_name = f"SELECT uuid FROM nodes WHERE name = {q}"
         self._q = q
 

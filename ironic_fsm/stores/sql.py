@@ -385,15 +385,16 @@ class SQLStore(
         rows: list[Any] = []
         # One autocommit statement on the hot path; a transaction only with history.
         opened = self._db.transaction(node) if history else self._db.connection(node)
+        n = len(history)
         with opened as conn:
-            written = self._update(conn, node, values, data, held=node.reservation is not None)
+            written = self._update(conn, node, values, data, node.reservation is not None, n)
             if written == 0 and node.reservation is not None:
                 # The row is not held as the node says: set the reservation too, as ever.
-                written = self._update(conn, node, values, data, held=False)
+                written = self._update(conn, node, values, data, False, n)
             if written == 0:
                 rows = conn.execute(self._q_version, (node.uuid,)).fetchall()
             elif history:
-                self._write_history(conn, history)
+                self._insert_history(conn, history, last=written)
         if written == 0:
             if not rows:
                 raise not_found(node.uuid)
@@ -411,19 +412,30 @@ class SQLStore(
         self._written[uuid] = (version, values)
 
     def _update(
-        self, conn: _Connection, node: Node, values: tuple[Any, ...], data: str, *, held: bool
+        self, conn: _Connection, node: Node, values: tuple[Any, ...], data: str, held: bool, n: int
     ) -> int:
-        """Run the save's ``UPDATE``; how many rows it wrote (0: refused, nothing written)."""
-        sql, params = self._save_statement(node, values, held)
+        """Run the save's ``UPDATE``; 0 if refused (nothing written).
+
+        Else how many rows it wrote (1) or, counting ``n`` history entries
+        in the row as well, the last ``seq`` of the node's history.
+        """
+        sql, params = self._save_statement(node, values, held, n > 0)
+        if n:
+            params.extend((n, n))
         params.extend((node.version + 1, data, node.uuid, node.version))
         if held:
             params.append(node.reservation)
         if self._echo:
             self._log(sql)
-        return int(conn.execute(sql, params).rowcount)
+        cursor = conn.execute(sql, params)
+        if not n or not self._db.returning:
+            written = int(cursor.rowcount)
+            return self._history_last(conn, node.uuid) if n and written else written
+        rows = cursor.fetchall()
+        return int(rows[0][0]) if rows else 0
 
     def _save_statement(
-        self, node: Node, values: tuple[Any, ...], held: bool
+        self, node: Node, values: tuple[Any, ...], held: bool, counted: bool
     ) -> tuple[str, builtins.list[Any]]:
         """The ``UPDATE`` for this save: only the columns that differ from what we last wrote.
 
@@ -436,6 +448,7 @@ class SQLStore(
         version, so it is set unless ``held``: then the statement requires
         the row to hold the node's reservation already (the usual save of a
         reserved node), and the caller sets it when that finds no row.
+        ``counted``: the save writes history, counted in the same row.
         """
         known = self._written.get(node.uuid)
         skip = _RESERVATION if held else -1
@@ -451,7 +464,7 @@ class SQLStore(
                     i == _RESERVATION or (value != old[i] and (i != _CREATED or value is not None))
                 )
             )
-        key = (held, *changed)
+        key = (held, counted, *changed)
         sql = self._save_sql.get(key)
         if sql is None:
             q = self._q
@@ -461,10 +474,14 @@ class SQLStore(
                 else f"{_COLUMNS[i]} = {q}"
                 for i in changed
             ]
+            if counted:
+                sets += self._history_sets
             sql = (
                 f"UPDATE nodes SET {', '.join([*sets, f'version = {q}', f'data = {q}'])} "
                 f"WHERE uuid = {q} AND version = {q}" + (f" AND reservation = {q}" if held else "")
             )
+            if counted and self._db.returning:
+                sql += " RETURNING history_last_seq"
             self._save_sql[key] = sql
         return sql, [values[i] for i in changed]
 
@@ -486,7 +503,6 @@ class SQLStore(
                 conn.execute(self._q_delete, (uuid,))
                 self._written.pop(uuid, None)
             conn.execute(self._q_history_drop, (uuid,))
-            conn.execute(self._q_history_drop_count, (uuid,))
 
     # -- reservations ------------------------------------------------------------------------
 
