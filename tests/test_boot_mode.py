@@ -21,7 +21,7 @@ from ironic_fsm.drivers.ipmi import ipmi_hardware
 from ironic_fsm.events import Event
 from ironic_fsm.exceptions import (
     InvalidParameterValue,
-    InvalidStateRequested,
+    InvalidState,
     UnsupportedOperation,
 )
 from ironic_fsm.hardware import HardwareType
@@ -86,7 +86,6 @@ def test_set_boot_mode_sets_caches_saves_and_tells(
     done = conductor.set_boot_mode(node.uuid, "bios")
     stored = conductor.get_node(node.uuid)
     assert (done.boot_mode, stored.boot_mode) == ("bios", "bios")
-    assert stored.secure_boot is False  # cached along with the mode, as Ironic does
     assert stored.driver_internal_info["fake_boot_mode"] == "bios"
     assert stored.reservation is None
     assert [e.name for e in heard] == [BOOT_MODE_SET]
@@ -99,7 +98,7 @@ def test_set_secure_boot_state(conductor: Conductor, heard: list[Event]) -> None
     node = new_node(conductor, states.ACTIVE, driver=FAKE)
     conductor.set_secure_boot_state(node.uuid, True)
     stored = conductor.get_node(node.uuid)
-    assert (stored.secure_boot, stored.boot_mode) == (True, "uefi")
+    assert (stored.secure_boot, stored.boot_mode) == (True, None)
     assert stored.driver_internal_info["fake_secure_boot"] is True
     conductor.set_secure_boot_state(node.uuid, False)
     assert conductor.get_node(node.uuid).secure_boot is False
@@ -127,9 +126,9 @@ def test_invalid_secure_boot_state_is_refused(conductor: Conductor, value: Any) 
 @pytest.mark.parametrize(
     ("state", "driver", "error", "match"),
     [
-        (states.CLEANING, FAKE, InvalidStateRequested, "transient"),
-        (states.DEPLOYING, FAKE, InvalidStateRequested, "transient"),
-        (states.VERIFYING, FAKE, InvalidStateRequested, "transient"),
+        (states.CLEANING, FAKE, InvalidState, "transient"),
+        (states.DEPLOYING, FAKE, InvalidState, "transient"),
+        (states.VERIFYING, FAKE, InvalidState, "transient"),
         (states.MANAGEABLE, BARE, UnsupportedOperation, "does not support"),
     ],
 )
@@ -139,10 +138,11 @@ def test_refusals_change_nothing(
     """A transient state (a 409 over the API), or a driver without boot modes."""
     node = new_node(conductor, state, driver=driver)
     with unchanged(conductor, node.uuid):
-        with pytest.raises(error, match=match):
+        with pytest.raises(error, match=match) as mode:
             conductor.set_boot_mode(node.uuid, "bios")
-        with pytest.raises(error, match=match):
+        with pytest.raises(error, match=match) as secure:
             conductor.set_secure_boot_state(node.uuid, True)
+    assert type(mode.value) is type(secure.value) is error  # InvalidState: not a 400's subclass
     assert conductor.get_node(node.uuid).reservation is None
 
 
@@ -173,6 +173,14 @@ def test_redfish_boot_mode_and_secure_boot(emu: Emulator) -> None:
     stored = conductor.get_node(node.uuid)
     assert (stored.secure_boot, stored.reservation) == (False, None)
 
+    # As Ironic: nothing is sent when the BMC already reports the value asked for.
+    emu.clear_requests_log()
+    conductor.set_boot_mode(node.uuid, "uefi")
+    conductor.set_secure_boot_state(node.uuid, False)
+    log = emu.requests_log()
+    assert log
+    assert [r for r in log if r["method"] != "GET"] == []
+
 
 # -- against pyghmi's BMC over IPMI -----------------------------------------------------------
 
@@ -189,7 +197,7 @@ def test_ipmi_reads_the_boot_mode_of_the_override_and_cannot_set_one(tmp_path: P
         assert bmc.state()["boot_uefi"] is True
         assert task.driver.management.get_boot_mode(task) == "uefi"
         with unchanged(conductor, node.uuid):
-            with pytest.raises(UnsupportedOperation, match="get_supported_boot_modes"):
+            with pytest.raises(UnsupportedOperation, match="set_boot_mode"):
                 conductor.set_boot_mode(node.uuid, "bios")
             with pytest.raises(UnsupportedOperation, match="set_secure_boot_state"):
                 conductor.set_secure_boot_state(node.uuid, True)

@@ -21,9 +21,12 @@ from ironic_fsm.conductor import Conductor
 
 __all__ = [
     "BOOT_DEVICE_SCHEMA",
+    "BOOT_MODE_SCHEMA",
     "POWER_SCHEMA",
     "PROVISION_SCHEMA",
+    "SECURE_BOOT_SCHEMA",
     "BootDevice",
+    "BootSetting",
     "Maintenance",
     "NodeStates",
     "PowerState",
@@ -99,9 +102,25 @@ BOOT_DEVICE_SCHEMA: Final = {
     "required": ["boot_device"],
     "additionalProperties": False,
 }
+
+
+def _target_only(target: dict[str, Any]) -> dict[str, Any]:
+    """A body of one required ``target`` and nothing else, as Ironic's ``states/*`` setters."""
+    return {
+        "type": "object",
+        "properties": {"target": target},
+        "required": ["target"],
+        "additionalProperties": False,
+    }
+
+
+BOOT_MODE_SCHEMA: Final = _target_only({"enum": ["uefi", "bios"]})
+SECURE_BOOT_SCHEMA: Final = _target_only({"type": "boolean"})
 _check_provision = compile_schema(PROVISION_SCHEMA)
 _check_power = compile_schema(POWER_SCHEMA)
 _check_boot_device = compile_schema(BOOT_DEVICE_SCHEMA)
+_check_boot_mode = compile_schema(BOOT_MODE_SCHEMA)
+_check_secure_boot = compile_schema(SECURE_BOOT_SCHEMA)
 _check_maintenance = compile_schema(
     {
         "type": ["object", "null"],
@@ -211,8 +230,31 @@ class NodeStates:
         if version >= (1, 12):
             body.update(raid_config=node.raid_config, target_raid_config=node.target_raid_config)
         if version >= (1, 75):
-            body.update(boot_mode=None, secure_boot=None)
+            body.update(boot_mode=node.boot_mode, secure_boot=node.secure_boot)
         send(resp, body)
+
+
+class BootSetting:
+    """``PUT /v1/nodes/{ident}/states/boot_mode`` and ``.../states/secure_boot`` (1.76+).
+
+    202 once the BMC has taken the change (the conductor works synchronously
+    here); a node in a transient state is a 409, an invalid target a 400.
+    """
+
+    def __init__(self, conductor: Conductor, *, secure_boot: bool = False) -> None:
+        self._conductor = conductor
+        self._secure_boot = secure_boot
+
+    def on_put(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
+        what = "secure_boot" if self._secure_boot else "boot_mode"
+        require_version(req, (1, 76), f"/v1/nodes/{ident}/states/{what}", status=404)
+        if self._secure_boot:
+            target = _check_secure_boot(read_json(req))["target"]
+            node = self._conductor.set_secure_boot_state(ident, target)
+        else:
+            node = self._conductor.set_boot_mode(ident, _check_boot_mode(read_json(req))["target"])
+        resp.status = 202
+        resp.location = f"{req.prefix}/v1/nodes/{node.uuid}/states"
 
 
 class BootDevice:

@@ -92,6 +92,8 @@ def make_app(
         (f"{node}/states", actions.NodeStates(conductor), {}),
         (f"{node}/states/provision", actions.ProvisionState(conductor), {}),
         (f"{node}/states/power", actions.PowerState(conductor), {}),
+        (f"{node}/states/boot_mode", actions.BootSetting(conductor), {}),
+        (f"{node}/states/secure_boot", actions.BootSetting(conductor, secure_boot=True), {}),
         (f"{node}/management/boot_device", actions.BootDevice(conductor), {}),
         (f"{node}/management/boot_device/supported",
          actions.BootDevice(conductor, supported=True), {}),

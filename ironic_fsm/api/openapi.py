@@ -138,6 +138,15 @@ def _node_paths() -> dict[str, Any]:
             "parameters": [_IDENT],
             "put": _op("Power", _answer("202", "done"), actions.POWER_SCHEMA),
         },
+        f"{item}/states/boot_mode": {
+            "parameters": [_IDENT],
+            "put": _op("Set boot mode (1.76+)", _answer("202", "set"), actions.BOOT_MODE_SCHEMA),
+        },
+        f"{item}/states/secure_boot": {
+            "parameters": [_IDENT],
+            "put": _op("Set secure boot (1.76+)", _answer("202", "set"),
+                       actions.SECURE_BOOT_SCHEMA),
+        },
         f"{item}/management/boot_device": {
             "parameters": [_IDENT],
             "get": _op("Boot device", _answer("200", "boot device", _OBJECT)),

@@ -7,6 +7,7 @@ under the reservation, where the change is made.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -20,6 +21,7 @@ from ironic_fsm.conductor.common import check_ident, describe_exc, scrub_node, s
 from ironic_fsm.conductor.runtime import Job, Runtime, driver_call, wrong_state
 from ironic_fsm.events import Event
 from ironic_fsm.exceptions import (
+    HardwareError,
     InvalidParameterValue,
     InvalidState,
     NodeNotFound,
@@ -38,7 +40,9 @@ from ironic_fsm.stores.base import (
     list_page,
 )
 
-__all__ = ["BOOT_MODE_SET", "SECURE_BOOT_SET", "Nodes", "cache_boot_mode"]
+__all__ = ["BOOT_MODE_SET", "SECURE_BOOT_SET", "Nodes"]
+
+LOG = logging.getLogger(__name__)
 
 # Fields users may not set through update_node: the lifecycle owns them.
 _READ_ONLY_FIELDS: Final = frozenset(
@@ -105,19 +109,11 @@ SECURE_BOOT_SET: Final = "baremetal.node.secure_boot_set.end"
 _BOOT_MODES: Final = ("uefi", "bios")
 
 
-def cache_boot_mode(job: Job) -> None:
-    """Copy the boot mode and secure boot state the BMC reports onto the node.
-
-    Ironic caches them the same way: a driver that cannot tell (unsupported)
-    leaves None; a BMC error is left to the caller.
-    """
-    node = job.node
-    for field, method in (("boot_mode", "get_boot_mode"), ("secure_boot", "get_secure_boot_state")):
-        try:
-            value = driver_call(job, "management", method)
-        except UnsupportedOperation:
-            value = None
-        setattr(node, field, value)
+#: The management calls that read and set each cached boot setting.
+_BOOT_SETTING_CALLS: Final = {
+    "boot_mode": ("get_boot_mode", "set_boot_mode"),
+    "secure_boot": ("get_secure_boot_state", "set_secure_boot_state"),
+}
 
 
 def _require_supported(job: Job, what: str, value: str, lister: str) -> None:
@@ -132,11 +128,13 @@ def _require_supported(job: Job, what: str, value: str, lister: str) -> None:
 
 
 def _check_boot_settings(node: Node, what: str) -> None:
+    """InvalidState (a conflict: 409 over the API, as Ironic's), not a refused request."""
     if node.provision_state in s.UNSTABLE_STATES:
-        raise wrong_state(
-            node,
+        raise InvalidState(
             f"Node {node.uuid}: the {what} cannot be changed while the node is in the "
             f"transient provision state {node.provision_state!r}",
+            node=node.uuid,
+            state=node.provision_state,
         )
 
 
@@ -174,12 +172,13 @@ class Nodes(Runtime):
             driver_call(job, "management", "set_boot_device", device, persistent)
 
     def set_boot_mode(self, ident: str, mode: str) -> Node:
-        """Set the node's boot mode (``uefi``/``bios``) on its BMC and cache what it reports.
+        """Set the node's boot mode (``uefi``/``bios``) on its BMC and cache it on the node.
 
         As Ironic: an unknown mode is refused before anything is reserved,
-        a node busy with a flow is refused (InvalidStateRequested), a mode
-        the interface does not list is refused before the BMC is asked, and
-        a driver without boot modes raises UnsupportedOperation.
+        a node in a transient state is refused (InvalidState), and a driver
+        without boot modes raises UnsupportedOperation. The change is made
+        before this returns (Ironic's is asynchronous): a failure raises and
+        leaves the node as it was, instead of setting ``last_error``.
         """
         ident = check_ident(ident)
         if type(mode) is not str or mode not in _BOOT_MODES:
@@ -188,13 +187,11 @@ class Nodes(Runtime):
                 node=ident,
             )
         with self._boot_settings(ident, "boot mode") as job:
-            _require_supported(job, "boot mode", mode, "get_supported_boot_modes")
-            driver_call(job, "management", "set_boot_mode", mode)
-            self._boot_settings_changed(job, BOOT_MODE_SET, {"boot_mode": mode})
+            self._change_boot_setting(job, "boot_mode", mode, BOOT_MODE_SET)
             return job.node
 
     def set_secure_boot_state(self, ident: str, state: bool) -> Node:
-        """Turn UEFI secure boot on or off on the node's BMC and cache what it reports."""
+        """Turn UEFI secure boot on or off on the node's BMC and cache it on the node."""
         ident = check_ident(ident)
         if type(state) is not bool:
             raise InvalidParameterValue(
@@ -202,8 +199,7 @@ class Nodes(Runtime):
                 node=ident,
             )
         with self._boot_settings(ident, "secure boot state") as job:
-            driver_call(job, "management", "set_secure_boot_state", state)
-            self._boot_settings_changed(job, SECURE_BOOT_SET, {"secure_boot": state})
+            self._change_boot_setting(job, "secure_boot", state, SECURE_BOOT_SET)
             return job.node
 
     @contextmanager
@@ -217,13 +213,23 @@ class Nodes(Runtime):
             driver_call(job, "management", "validate")
             yield job
 
-    def _boot_settings_changed(self, job: Job, name: str, wanted: dict[str, Any]) -> None:
-        """Cache what the BMC now reports (what was asked where it cannot tell); an event."""
-        cache_boot_mode(job)
+    def _change_boot_setting(self, job: Job, field: str, value: Any, name: str) -> None:
+        """Ask the BMC for ``value`` unless it already reports it; cache it; an event.
+
+        As Ironic: a BMC that cannot tell the current value is asked anyway,
+        and the node caches the value asked for, since some BMCs apply it
+        only at the next boot.
+        """
+        getter, setter = _BOOT_SETTING_CALLS[field]
+        try:
+            current = driver_call(job, "management", getter)
+        except (UnsupportedOperation, HardwareError) as exc:
+            LOG.debug("Node %s: could not read %s: %s", job.node.uuid, field, describe_exc(exc))
+            current = None
+        if current is None or current != value:
+            driver_call(job, "management", setter, value)
         node = job.node
-        for field, value in wanted.items():
-            if getattr(node, field) is None:
-                setattr(node, field, value)
+        setattr(node, field, value)
         if self._listeners:
             job.events.append(
                 Event(
