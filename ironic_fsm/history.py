@@ -124,29 +124,33 @@ def _random_uuid() -> str:
 
 
 def _plainly_good(entry: HistoryEntry) -> bool:
-    """The usual entry, checked in one expression: stores check every entry they write, so
+    """The usual entry, checked in two expressions: stores check every entry they write, so
     the detailed walk (:func:`check_entry`) runs only to say what is wrong."""
-    uuid, node_uuid, event, event_type, conductor, user = (
-        entry.uuid, entry.node_uuid, entry.event, entry.event_type, entry.conductor, entry.user,
-    )  # fmt: skip
-    created = entry.created_at
+    return _plain_texts(entry) and entry.severity in SEVERITIES and _plain_time(entry.created_at)
+
+
+def _plain_texts(entry: HistoryEntry) -> bool:
+    uuid, node_uuid, event, event_type = entry.uuid, entry.node_uuid, entry.event, entry.event_type
+    conductor = "" if entry.conductor is None else entry.conductor
+    user = "" if entry.user is None else entry.user
     return (
         type(uuid) is str
         and type(node_uuid) is str
         and type(event) is str
         and type(event_type) is str
-        and (conductor is None or type(conductor) is str)
-        and (user is None or type(user) is str)
+        and type(conductor) is str
+        and type(user) is str
         and 0 < len(uuid) <= 36
         and 0 < len(node_uuid) <= 36
         and len(event_type) <= 255
-        and (conductor is None or len(conductor) <= 255)
-        and (user is None or len(user) <= 64)
-        and "\x00" not in f"{uuid}{node_uuid}{event}{event_type}{conductor or ''}{user or ''}"
-        and entry.severity in SEVERITIES
-        and type(created) is datetime
-        and created.utcoffset() is not None
+        and len(conductor) <= 255
+        and len(user) <= 64
+        and "\x00" not in f"{uuid}{node_uuid}{event}{event_type}{conductor}{user}"
     )
+
+
+def _plain_time(created: object) -> bool:
+    return type(created) is datetime and created.utcoffset() is not None
 
 
 def check_entry(entry: HistoryEntry) -> None:
