@@ -225,3 +225,22 @@ def test_hardware_type_for_is_the_nodes_registered_type() -> None:
     assert made.hardware_type_for(made.create_node(driver="mine")) is mine
     with pytest.raises(DriverNotFound):
         made.hardware_type_for(Node(driver="nobody-has-this"))
+
+
+def test_a_conductor_of_this_host_whose_process_is_gone_is_dead_at_once(
+    shared_store: Store,
+) -> None:
+    """Same host: the process table answers before ``heartbeat_timeout`` does, as for holders."""
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    clock = Clock()
+    living, gone = conductor(shared_store, clock, "h"), conductor(shared_store, clock, "h")
+    gone.holder = f"h:{child.pid}:1-deadbeef"  # its start time: a reused PID is not it
+    for member in (gone, living):
+        member.register()
+    assert [c.alive for c in living.list_conductors()].count(True) == 1
+    split = owned([living], UUIDS[:200])
+    assert all(hosts == ["h"] for hosts in split.values())  # no share left with the dead one

@@ -142,6 +142,20 @@ def process_alive(pid: int, started: str | None = None) -> bool:
     return started is None or len(fields) < 20 or fields[19] == started
 
 
+def local_holder_alive(holder: str, host: str) -> bool | None:
+    """Whether the holder token ``host:pid:start-id`` names a live process of this host.
+
+    ``None`` when the token is of another host (or not of that form): only
+    heartbeats can tell then. On this host the process table answers at once.
+    """
+    holder_host, _, rest = holder.partition(":")
+    pid_text, _, token = rest.partition(":")
+    if holder_host != host or not pid_text.isdigit():
+        return None
+    started = token.partition("-")[0] if "-" in token else None
+    return process_alive(int(pid_text), started if started != "0" else None)
+
+
 def driver_error(exc: Exception, node: Any, interface: str, method: str) -> DriverError:
     """``exc``, raised by a driver's own code, as a :class:`DriverError`.
 

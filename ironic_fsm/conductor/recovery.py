@@ -20,7 +20,7 @@ from typing import Any
 
 from ironic_fsm import history as h
 from ironic_fsm import states as s
-from ironic_fsm.conductor.common import process_alive, shown, wait_is_over
+from ironic_fsm.conductor.common import local_holder_alive, shown, wait_is_over
 from ironic_fsm.conductor.engine import PHASE_BY_STATE
 from ironic_fsm.conductor.flows import Flows
 from ironic_fsm.conductor.ring import Ownership, node_group
@@ -71,11 +71,9 @@ class Recovery(Flows, Ownership):
         recovery scan decides without reading any record: a holder without
         heartbeats was last seen when it last saved the node.
         """
-        host, _, rest = holder.partition(":")
-        pid_text, _, token = rest.partition(":")
-        if host == self.config.host and pid_text.isdigit():
-            started = token.partition("-")[0] if "-" in token else None
-            return process_alive(int(pid_text), started if started != "0" else None)
+        local = local_holder_alive(holder, self.config.host)
+        if local is not None:
+            return local
         last_seen = heartbeats.get(holder) or updated_at
         if last_seen is None:
             return False

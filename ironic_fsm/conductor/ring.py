@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any, Final
 
+from ironic_fsm.conductor.common import local_holder_alive
 from ironic_fsm.conductor.runtime import LOG, Runtime
 from ironic_fsm.node import Node
 from ironic_fsm.stores.base import ConductorRecord, ConductorRegistry
@@ -181,6 +182,9 @@ class Ownership(Runtime):
         return [] if record is None else [record]
 
     def _conductor_alive(self, record: ConductorRecord, now: datetime) -> bool:
-        """Online and heard from within ``heartbeat_timeout`` (recovery's rule for holders)."""
+        """Online and heard from within ``heartbeat_timeout`` (recovery's rule for holders);
+        on this host, also still running: a conductor killed here is dead at once."""
         timeout = timedelta(seconds=self.config.heartbeat_timeout)
-        return record.online and now - record.updated_at < timeout
+        if not record.online or now - record.updated_at >= timeout:
+            return False
+        return local_holder_alive(record.holder, self.config.host) is not False
