@@ -159,8 +159,11 @@ def wake_time(node: Node) -> datetime | None:
     return earliest
 
 
-def matches(node: Node, filters: dict[str, Any]) -> bool:
-    """Whether ``node`` matches every normalised filter (see :func:`normalize_filters`)."""
+def matches(node: object, filters: dict[str, Any]) -> bool:
+    """Whether ``node`` matches every normalised filter (see :func:`normalize_filters`).
+
+    Anything with the filtered fields as attributes will do (a node, a store's record).
+    """
     for key, wanted in filters.items():
         value = getattr(node, key)
         if isinstance(wanted, frozenset):

@@ -17,12 +17,12 @@ from ironic_fsm.stores._catalog import MemoryCatalog
 from ironic_fsm.stores._power import PowerSyncRow, check_sync_args
 from ironic_fsm.stores._query import (
     COLUMN_FIELDS,
-    SET,
     NodeFields,
     _scan_filters,
     bad_marker,
     check_fields,
     check_page,
+    matches,
     normalize_filters,
     order_key,
     project,
@@ -114,17 +114,8 @@ class _Record:
         return node
 
     def matches(self, filters: dict[str, Any]) -> bool:
-        for key, wanted in filters.items():
-            value = getattr(self, key)
-            if isinstance(wanted, frozenset):
-                if value not in wanted:
-                    return False
-            elif wanted is SET:
-                if value is None:
-                    return False
-            elif value != wanted:
-                return False
-        return True
+        """The filters on the record's indexed copies of the fields, without thawing it."""
+        return matches(self, filters)
 
 
 class MemoryStore(MemoryCatalog):
