@@ -27,6 +27,12 @@ def schema() -> dict[str, Any]:
     return data
 
 
+def _invalid() -> type[Exception]:
+    """fastjsonschema's "value does not fit" error, loaded with fastjsonschema itself."""
+    error: type[Exception] = importlib.import_module("fastjsonschema").JsonSchemaValueException
+    return error
+
+
 @cache
 def validator(pointer: str = "") -> Any:
     """A compiled validator for the schema, or for the sub-schema at ``pointer``.
@@ -92,9 +98,7 @@ def _object_errors(
             continue
         try:
             validator(f"{pointer}/properties/{name}".lstrip("/"))(item)
-        except Exception as exc:  # fastjsonschema.JsonSchemaValueException
-            if not hasattr(exc, "rule"):
-                raise
+        except _invalid() as exc:
             errors.append(_field_error([*where, name], exc))
     return errors
 
@@ -106,9 +110,8 @@ def schema_errors(data: Any) -> tuple[list[str], set[Any] | None]:
     """
     try:
         validator()(data)
-    except Exception as exc:  # fastjsonschema.JsonSchemaValueException
-        if not hasattr(exc, "rule"):
-            raise
+    except _invalid():
+        pass
     else:
         return [], set()
     root = schema()
