@@ -347,7 +347,10 @@ def test_cipher_suite_is_validated() -> None:
 
 def test_no_stalls_over_many_calls(peer: Peer) -> None:
     # pyghmi's own loop sleeps 0.5-1 s on 1-25 % of calls (a reply filed
-    # before it starts waiting); the driver's must not.
+    # before it starts waiting); the driver's must not.  The bounds sit
+    # below that stall's 0.5 s floor but well above what a busy two-core CI
+    # box can add to one call by scheduling alone (a 253 ms call was seen
+    # there with a 250 ms bound): the stall is caught, the box is not.
     task = make_task(peer.driver_info())
     seconds = []
     for _ in range(CALLS):
@@ -357,7 +360,7 @@ def test_no_stalls_over_many_calls(peer: Peer) -> None:
     p99 = statistics.quantiles(seconds, n=100, method="inclusive")[98]
     slow = sorted(round(s * 1e3) for s in seconds if s > 0.1)
     assert p99 < 0.050, f"p99 {p99 * 1e3:.1f} ms; calls over 100 ms (ms): {slow}"
-    assert max(seconds) < 0.250, f"max {max(seconds) * 1e3:.1f} ms; calls over 100 ms: {slow}"
+    assert max(seconds) < 0.450, f"max {max(seconds) * 1e3:.1f} ms; calls over 100 ms: {slow}"
 
 
 @pytest.fixture
