@@ -1,22 +1,201 @@
-"""Writing nodes (and history) as a release before schema 6, 8 (or 9) did, for the migration tests.
+"""Databases as older releases left them, and what every migration test checks on them.
 
 Today's store writes every column of today's layout, which an older
 database lacks; a fixture that stands for an older release writes its
 nodes with that release's columns instead (the rest of the store, which
-v6 and v8 did not change, is used as it is).
+v6 and v8 did not change, is used as it is). The migration tests of
+schemas 6 to 9 share one such database, with something in every table,
+so that each upgrade is seen to keep all of it.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+import sqlite3
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any, Final
 
+import psycopg
 import pytest
 
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.node import Node
-from ironic_fsm.stores import SQLStore
+from ironic_fsm.stores import SQLStore, sql
+from ironic_fsm.stores.base import ConductorRecord
 from ironic_fsm.stores.sql import MIGRATIONS
+
+UTC = timezone.utc
+T0 = datetime(2026, 3, 1, 8, 0, 0, 125000, tzinfo=UTC)
+FREE = "aaaaaaaa-0000-4000-8000-000000000001"
+HELD = "aaaaaaaa-0000-4000-8000-000000000002"
+SYNCED = "aaaaaaaa-0000-4000-8000-000000000003"
+HOLDER = "old-host:42:1-abcd"
+CONDUCTOR = ConductorRecord(
+    holder=HOLDER,
+    hostname="old-host",
+    conductor_group="rack-1",
+    hardware_types=("ipmi",),
+    online=True,
+    started_at=T0,
+    updated_at=T0 + timedelta(seconds=5),
+)
+
+
+def v5_nodes() -> list[Node]:
+    """The old releases' nodes: one free, one reserved in a wait state, one active."""
+    common: dict[str, Any] = {"created_at": T0, "updated_at": T0, "provision_updated_at": T0}
+    return [
+        Node(uuid=FREE, name="free", driver="ipmi", provision_state="available", **common),
+        Node(
+            uuid=HELD,
+            name="held",
+            driver="redfish",
+            provision_state="clean wait",
+            driver_info={"redfish_password": "pw"},
+            **common,
+        ),
+        Node(
+            uuid=SYNCED, driver="ipmi", provision_state="active", power_state="power on", **common
+        ),
+    ]
+
+
+def cleaning_failure(
+    node_uuid: str, at: datetime, event: str, uuid: str, host: str
+) -> HistoryEntry:
+    """A history entry as every release wrote one for a failed cleaning."""
+    return HistoryEntry(
+        uuid=uuid,
+        node_uuid=node_uuid,
+        created_at=at,
+        severity="ERROR",
+        event_type="cleaning",
+        event=event,
+        conductor=host,
+        user=None,
+    )
+
+
+def entry(minutes: int) -> HistoryEntry:
+    """HELD's entry ``minutes`` after T0, written by the old host."""
+    at = T0 + timedelta(minutes=minutes)
+    uuid = f"bbbbbbbb-0000-4000-8000-{minutes:012d}"
+    return cleaning_failure(HELD, at, f"failure {minutes}", uuid, "old-host")
+
+
+def raw_pg(url: str) -> psycopg.Connection[Any]:
+    return psycopg.connect("postgresql" + url[url.index("://") :], autocommit=True)
+
+
+def raw_rows(url: str, sql_text: str) -> list[tuple[Any, ...]]:
+    """Rows read past the store, with the database's own driver."""
+    if url.startswith("sqlite"):
+        with sqlite3.connect(url[len("sqlite:///") :]) as conn:
+            return [tuple(r) for r in conn.execute(sql_text).fetchall()]
+    with raw_pg(url) as conn:
+        return [tuple(r) for r in conn.execute(sql_text).fetchall()]
+
+
+def schema_version(url: str) -> int:
+    return int(raw_rows(url, "SELECT version FROM ironic_fsm_schema")[0][0])
+
+
+#: The tables beside ``nodes`` that schemas 5 to 9 keep as they were.
+KEPT_TABLES: Final = ("holders", "conductors", "node_history", "node_power_sync")
+
+
+def every_row(url: str, nodes: str, *, counts: bool = True) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of the kept tables, the columns of ``nodes`` that the query ``nodes`` reads
+    and (with ``counts``) each node's history count: what an upgrade must keep."""
+    out = {table: sorted(raw_rows(url, f"SELECT * FROM {table}")) for table in KEPT_TABLES}
+    out["nodes"] = sorted(raw_rows(url, nodes))
+    if counts:
+        out["counts"] = sorted(raw_rows(url, history_counts_sql(schema_version(url))))
+    return out
+
+
+def fill_every_table(
+    store: SQLStore,
+    columns: tuple[str, ...],
+    *,
+    history: tuple[int, ...] = (1, 2),
+    synced: str | None = None,
+) -> None:
+    """Write the old releases' nodes (with ``columns``), a reservation, a heartbeat, a
+    registered conductor, HELD's ``history`` and, if asked, a power-sync time."""
+    create_with(store, columns, *v5_nodes())
+    store.reserve(HELD, HOLDER)
+    store.heartbeat(HOLDER, T0 + timedelta(seconds=5))
+    store.register_conductor(CONDUCTOR)
+    add_history_before_v9(store, [entry(m) for m in history])
+    if synced is not None:
+        store.mark_power_synced([synced], T0 + timedelta(minutes=1))
+
+
+def as_release(url: str, release: int, fill: Callable[[SQLStore], None]) -> str:
+    """Make the database at ``url`` as ``release`` did (no later migration), ``fill`` it."""
+    with pytest.MonkeyPatch.context() as patch:
+        for version in [v for v in MIGRATIONS if v >= release]:
+            patch.delitem(MIGRATIONS, version)
+        patch.setattr(sql, "SCHEMA_VERSION", release)
+        with SQLStore(url) as store:
+            fill(store)
+    assert schema_version(url) == release
+    return url
+
+
+def release_urls(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    release: int,
+    fill: Callable[[SQLStore], None],
+) -> Iterator[str]:
+    """A database as ``release`` made it, in a SQLite file or a private PostgreSQL schema."""
+    if request.param == "sqlite":
+        yield as_release(f"sqlite:///{tmp_path / f'v{release}.sqlite'}", release, fill)
+        return
+    from conftest import fresh_postgres_url
+
+    for url in fresh_postgres_url(request.getfixturevalue("postgres_server")):
+        yield as_release(url, release, fill)
+
+
+def assert_old_records_kept(store: SQLStore) -> dict[str, Node]:
+    """What ``fill_every_table`` wrote reads back as it was written; the nodes expected."""
+    expected = {n.uuid: n for n in v5_nodes()}
+    expected[HELD].reservation = HOLDER
+    for uuid, node in expected.items():
+        node.version = 1
+        assert store.get(uuid) == node
+    assert store.list_conductors() == [CONDUCTOR]
+    assert store.node_history(HELD) == [entry(1), entry(2)]
+    assert store.holders() == {HOLDER: T0 + timedelta(seconds=5)}
+    return expected
+
+
+def assert_a_failed_step_keeps(
+    url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    version: int,
+    *views: Callable[[str], object],
+) -> None:
+    """The step from ``version`` fails after all its own work: the database stays at
+    ``version`` and every view of it reads as before (one transaction, rolled back)."""
+    before = [view(url) for view in views]
+    fail_at_the_end_of(monkeypatch, version)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        SQLStore(url)
+    assert [view(url) for view in views] == before
+    assert schema_version(url) == version
+
+
+def assert_reopening_keeps(url: str, view: Callable[[str], object], seen: object) -> None:
+    """Opening an upgraded database again migrates nothing: ``view`` still reads ``seen``."""
+    with SQLStore(url):
+        assert schema_version(url) == sql.SCHEMA_VERSION
+        assert view(url) == seen
+
 
 #: The node columns of schemas 2 to 5, as they wrote them (``data`` and bookkeeping apart).
 COLUMNS_BEFORE_V6: Final = (

@@ -12,86 +12,48 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 import pytest
 from old_schema import (
-    NODES_BEFORE_V8,
-    add_history_before_v9,
-    create_before_v8,
-    fail_at_the_end_of,
-    history_counts_sql,
-    kept_by_v9,
-)
-from test_store_migration_v6 import (
-    CONDUCTOR,
+    COLUMNS_BEFORE_V8,
     FREE,
     HELD,
     HOLDER,
+    NODES_BEFORE_V8,
     SYNCED,
     T0,
-    entry,
+    UTC,
+    assert_a_failed_step_keeps,
+    assert_old_records_kept,
+    assert_reopening_keeps,
+    every_row,
+    fill_every_table,
+    kept_by_v9,
     raw_rows,
+    release_urls,
     schema_version,
-    v5_nodes,
 )
 
 from ironic_fsm import states
 from ironic_fsm.exceptions import ConcurrentUpdate
 from ironic_fsm.node import Node
 from ironic_fsm.stores import SQLStore, sql
-from ironic_fsm.stores.sql import MIGRATIONS
 
-TABLES = ("nodes", "holders", "conductors", "node_history", "node_power_sync")
-UTC = timezone.utc
 PARTIAL = {"nodes_state_age_idx", "nodes_reservation_idx"}
-
-
-def as_release(url: str, release: int) -> str:
-    """Make the database at ``url`` as the v6 or v7 release did, with something in every table."""
-    with pytest.MonkeyPatch.context() as patch:
-        for version in [v for v in MIGRATIONS if v >= release]:
-            patch.delitem(MIGRATIONS, version)
-        patch.setattr(sql, "SCHEMA_VERSION", release)
-        with SQLStore(url) as store:
-            create_before_v8(store, *v5_nodes())
-            store.reserve(HELD, HOLDER)
-            store.heartbeat(HOLDER, T0 + timedelta(seconds=5))
-            store.register_conductor(CONDUCTOR)
-            add_history_before_v9(store, [entry(1), entry(2)])
-            store.mark_power_synced([FREE], T0 + timedelta(minutes=1))
-    assert schema_version(url) == release
-    return url
-
-
-def release_urls(request: pytest.FixtureRequest, tmp_path: Path, release: int) -> Iterator[str]:
-    """A database as ``release`` made it, in a SQLite file or a private PostgreSQL schema."""
-    if request.param == "sqlite":
-        yield as_release(f"sqlite:///{tmp_path / f'v{release}.sqlite'}", release)
-        return
-    from conftest import fresh_postgres_url
-
-    for url in fresh_postgres_url(request.getfixturevalue("postgres_server")):
-        yield as_release(url, release)
+#: What the v6 and v7 releases' databases hold here: something in every table.
+FILL_BEFORE_V8 = partial(fill_every_table, columns=COLUMNS_BEFORE_V8, synced=FREE)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def v6_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A v6 database in a SQLite file, or in a private schema of the PostgreSQL server."""
-    yield from release_urls(request, tmp_path, 6)
+    yield from release_urls(request, tmp_path, 6, FILL_BEFORE_V8)
 
 
-def everything(url: str) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of every table, every column (of nodes, those v8 keeps as they were)."""
-    out = {
-        table: sorted(
-            raw_rows(url, NODES_BEFORE_V8 if table == "nodes" else f"SELECT * FROM {table}")
-        )
-        for table in TABLES
-    }
-    out["counts"] = sorted(raw_rows(url, history_counts_sql(schema_version(url))))
-    return out
+#: Every row of every table, every column of ``nodes`` that v8 keeps as it was.
+everything = partial(every_row, nodes=NODES_BEFORE_V8)
 
 
 def indexes(url: str) -> dict[str, str]:
@@ -120,14 +82,7 @@ def test_v6_database_is_upgraded_to_v7_losing_nothing(v6_url: str) -> None:
         name: text for name, text in defined.items() if name not in PARTIAL
     }
     with SQLStore(v6_url) as store:
-        expected = {n.uuid: n for n in v5_nodes()}
-        expected[HELD].reservation = HOLDER
-        for uuid, node in expected.items():
-            node.version = 1
-            assert store.get(uuid) == node
-        assert store.list_conductors() == [CONDUCTOR]
-        assert store.node_history(HELD) == [entry(1), entry(2)]
-        assert store.holders() == {HOLDER: T0 + timedelta(seconds=5)}
+        assert_old_records_kept(store)
         # The scans find what they found before, through the new indexes.
         assert [(r.uuid, r.holder) for r in store.reserved()] == [(HELD, HOLDER)]
         later = T0 + timedelta(hours=1)
@@ -148,9 +103,7 @@ def test_v6_database_is_upgraded_to_v7_losing_nothing(v6_url: str) -> None:
         assert [n.uuid for n in store.in_states(waits, updated_before=later)] == [HELD, SYNCED]
         store.release(HELD, HOLDER)
         assert [r.uuid for r in store.reserved()] == [FREE]
-    with SQLStore(v6_url):  # reopening changes nothing
-        assert schema_version(v6_url) == sql.SCHEMA_VERSION
-        assert indexes(v6_url) == every
+    assert_reopening_keeps(v6_url, indexes, every)
 
 
 def test_scans_of_a_v7_database_search_the_indexes_they_name(
@@ -178,13 +131,8 @@ def test_scans_of_a_v7_database_search_the_indexes_they_name(
 def test_a_failed_v7_step_leaves_the_v6_database_as_it_was(
     v6_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    before, defined = everything(v6_url), indexes(v6_url)
-    fail_at_the_end_of(monkeypatch, 6)
-    with pytest.raises(RuntimeError, match="disk on fire"):
-        SQLStore(v6_url)
-    assert indexes(v6_url) == defined  # both indexes as they were, none dropped
-    assert everything(v6_url) == before
-    assert schema_version(v6_url) == 6
+    # Not a row changed; both indexes as they were, none dropped:
+    assert_a_failed_step_keeps(v6_url, monkeypatch, 6, everything, indexes)
 
 
 # -- what a save costs: the pages of its commit ------------------------------------------------

@@ -14,46 +14,38 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from old_schema import NODES_BEFORE_V8, fail_at_the_end_of, history_counts_sql, kept_by_v9
-from test_store_migration_v6 import (
-    CONDUCTOR,
+from old_schema import (
     FREE,
     HELD,
-    HOLDER,
+    NODES_BEFORE_V8,
     SYNCED,
-    entry,
+    assert_a_failed_step_keeps,
+    assert_old_records_kept,
+    assert_reopening_keeps,
+    kept_by_v9,
     raw_rows,
+    release_urls,
     schema_version,
-    v5_nodes,
 )
-from test_store_migration_v7 import indexes, release_urls
+from test_store_migration_v7 import FILL_BEFORE_V8, everything, indexes
 
 from ironic_fsm.node import Node
 from ironic_fsm.stores import SQLStore, Store, sql
 
-V7_TABLES = ("holders", "conductors", "node_history", "node_power_sync")
 INSTANCE = "6d9f2e3a-0c1b-4e5f-8a7b-9c0d1e2f3a4b"
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def v7_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A v7 database in a SQLite file, or in a private schema of the PostgreSQL server."""
-    yield from release_urls(request, tmp_path, 7)
-
-
-def everything_of_v7(url: str) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of every v7 table, and every v7 column of ``nodes``."""
-    out = {table: sorted(raw_rows(url, f"SELECT * FROM {table}")) for table in V7_TABLES}
-    out["nodes"] = sorted(raw_rows(url, NODES_BEFORE_V8))
-    out["counts"] = sorted(raw_rows(url, history_counts_sql(schema_version(url))))
-    return out
+    yield from release_urls(request, tmp_path, 7, FILL_BEFORE_V8)
 
 
 def test_v7_database_is_upgraded_to_v8_losing_nothing(v7_url: str) -> None:
-    before, defined = everything_of_v7(v7_url), kept_by_v9(indexes(v7_url))
+    before, defined = everything(v7_url), kept_by_v9(indexes(v7_url))
     SQLStore(v7_url).close()
     assert schema_version(v7_url) == sql.SCHEMA_VERSION >= 8
-    assert everything_of_v7(v7_url) == before  # not a row or an old column changed
+    assert everything(v7_url) == before  # not a row or an old column changed
     after = indexes(v7_url)
     assert {name: after[name] for name in defined} == defined
     assert {"nodes_owner_idx", "nodes_lessee_idx", "nodes_instance_uuid_idx"} <= set(after)
@@ -64,14 +56,9 @@ def test_v7_database_is_upgraded_to_v8_losing_nothing(v7_url: str) -> None:
     assert raw_rows(v7_url, "SELECT * FROM deploy_templates") == []
     assert raw_rows(v7_url, "SELECT * FROM runbooks") == []
     with SQLStore(v7_url) as store:
-        expected = {n.uuid: n for n in v5_nodes()}
-        expected[HELD].reservation = HOLDER
-        for uuid, node in expected.items():
-            node.version = 1
-            assert store.get(uuid) == node
+        for uuid in assert_old_records_kept(store):
+            node = store.get(uuid)
             assert (node.owner, node.lessee, node.instance_uuid) == (None, None, None)
-        assert store.list_conductors() == [CONDUCTOR]
-        assert store.node_history(HELD) == [entry(1), entry(2)]
         # The new columns are written and filtered from the first save on.
         node = store.get(SYNCED)
         node.owner, node.instance_uuid = "project-a", INSTANCE
@@ -79,21 +66,13 @@ def test_v7_database_is_upgraded_to_v8_losing_nothing(v7_url: str) -> None:
         assert [n.uuid for n in store.list(owner="project-a")] == [SYNCED]
         assert [n.uuid for n in store.list(associated=True)] == [SYNCED]
         assert [n.uuid for n in store.list(associated=False)] == [FREE, HELD]
-    with SQLStore(v7_url):  # reopening changes nothing
-        assert schema_version(v7_url) == sql.SCHEMA_VERSION
-        assert indexes(v7_url) == after
+    assert_reopening_keeps(v7_url, indexes, after)
 
 
 def test_a_failed_v8_step_leaves_the_v7_database_as_it_was(
     v7_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    before, defined = everything_of_v7(v7_url), indexes(v7_url)
-    fail_at_the_end_of(monkeypatch, 7)
-    with pytest.raises(RuntimeError, match="disk on fire"):
-        SQLStore(v7_url)
-    assert indexes(v7_url) == defined
-    assert everything_of_v7(v7_url) == before
-    assert schema_version(v7_url) == 7
+    assert_a_failed_step_keeps(v7_url, monkeypatch, 7, everything, indexes)
     columns = raw_rows(v7_url, "SELECT * FROM nodes LIMIT 1")[0]
     assert len(columns) == len(raw_rows(v7_url, NODES_BEFORE_V8)[0])  # no column added
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import statistics
 from collections.abc import Iterator
-from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,20 +22,18 @@ from old_schema import (
     COLUMNS_BEFORE_V9,
     COUNTS_BEFORE_V9,
     COUNTS_SINCE_V9,
-    NODES_BEFORE_V9,
-    add_history_before_v9,
-    create_with,
-    fail_at_the_end_of,
-)
-from test_store_migration_v6 import (
-    CONDUCTOR,
     FREE,
     HELD,
-    HOLDER,
+    NODES_BEFORE_V9,
     SYNCED,
-    T0,
+    add_history_before_v9,
+    as_release,
+    assert_a_failed_step_keeps,
     entry,
+    every_row,
+    fill_every_table,
     raw_rows,
+    release_urls,
     schema_version,
     v5_nodes,
 )
@@ -45,10 +43,6 @@ from test_store_migrations import history_entry
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.node import Node
 from ironic_fsm.stores import SQLStore, sql
-from ironic_fsm.stores.sql import MIGRATIONS
-
-#: Every table v9 keeps as it was (``nodes``: its v8 columns).
-TABLES = ("holders", "conductors", "node_history", "node_power_sync")
 
 
 def free_entry(n: int, minutes: int) -> HistoryEntry:
@@ -64,50 +58,33 @@ FREE_WRITTEN = [free_entry(1, 1), free_entry(2, 5), free_entry(3, 5), free_entry
 FREE_ORDER = [FREE_WRITTEN[i] for i in (0, 3, 1, 2)]
 
 
-def as_v8(url: str) -> str:
-    """The database at ``url`` as the v8 release left it: history on two nodes, one trimmed."""
-    with pytest.MonkeyPatch.context() as patch:
-        for version in [v for v in MIGRATIONS if v >= 8]:
-            patch.delitem(MIGRATIONS, version)
-        patch.setattr(sql, "SCHEMA_VERSION", 8)
-        with SQLStore(url) as store:
-            create_with(store, COLUMNS_BEFORE_V9, *v5_nodes())
-            store.reserve(HELD, HOLDER)
-            store.heartbeat(HOLDER, T0 + timedelta(seconds=5))
-            store.register_conductor(CONDUCTOR)
-            add_history_before_v9(store, [entry(0), entry(1), entry(2)])
-            add_history_before_v9(store, FREE_WRITTEN)
-            q = store._q
-            with store.connection() as conn:  # v8's trim took HELD's oldest entry
-                conn.execute(f"DELETE FROM node_history WHERE uuid = {q}", (entry(0).uuid,))
-                conn.execute(
-                    f"UPDATE node_history_counts SET entries = 2 WHERE node_uuid = {q}", (HELD,)
-                )
-    assert schema_version(url) == 8
-    return url
+def fill_as_v8(store: SQLStore) -> None:
+    """What the v8 release left here: history on two nodes, one trimmed."""
+    fill_every_table(store, COLUMNS_BEFORE_V9, history=(0, 1, 2))
+    add_history_before_v9(store, FREE_WRITTEN)
+    q = store._q
+    with store.connection() as conn:  # v8's trim took HELD's oldest entry
+        conn.execute(f"DELETE FROM node_history WHERE uuid = {q}", (entry(0).uuid,))
+        conn.execute(f"UPDATE node_history_counts SET entries = 2 WHERE node_uuid = {q}", (HELD,))
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def v8_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A v8 database in a SQLite file, or in a private schema of the PostgreSQL server."""
-    if request.param == "sqlite":
-        yield as_v8(f"sqlite:///{tmp_path / 'v8.sqlite'}")
-        return
-    from conftest import fresh_postgres_url
-
-    for url in fresh_postgres_url(request.getfixturevalue("postgres_server")):
-        yield as_v8(url)
+    yield from release_urls(request, tmp_path, 8, fill_as_v8)
 
 
-def everything_of_v8(url: str) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of the tables v9 keeps, and every v8 column of ``nodes``."""
-    out = {table: sorted(raw_rows(url, f"SELECT * FROM {table}")) for table in TABLES}
-    out["nodes"] = sorted(raw_rows(url, NODES_BEFORE_V9))
-    return out
+#: Every row of the tables v9 keeps, and every v8 column of ``nodes``.
+everything_of_v8 = partial(every_row, nodes=NODES_BEFORE_V9, counts=False)
+
+
+def counts_of_v8(url: str) -> list[tuple[Any, ...]]:
+    """The per-node history counts, in their own table (as v8 kept them)."""
+    return sorted(raw_rows(url, COUNTS_BEFORE_V9))
 
 
 def test_v8_database_is_upgraded_to_v9_losing_nothing(v8_url: str) -> None:
-    before, counts = everything_of_v8(v8_url), sorted(raw_rows(v8_url, COUNTS_BEFORE_V9))
+    before, counts = everything_of_v8(v8_url), counts_of_v8(v8_url)
     assert counts == [(FREE, 4, 4), (HELD, 2, 3)]
     SQLStore(v8_url).close()
     assert schema_version(v8_url) == sql.SCHEMA_VERSION >= 9
@@ -142,7 +119,7 @@ def test_v8_database_is_upgraded_to_v9_losing_nothing(v8_url: str) -> None:
 
 
 def test_sqlite_history_loses_its_uuid_key_and_keeps_its_node_index(tmp_path: Path) -> None:
-    url = as_v8(f"sqlite:///{tmp_path / 'v8.sqlite'}")
+    url = as_release(f"sqlite:///{tmp_path / 'v8.sqlite'}", 8, fill_as_v8)
     assert "sqlite_autoindex_node_history_1" in indexes(url)
     SQLStore(url).close()
     names = set(indexes(url))
@@ -157,15 +134,8 @@ def test_sqlite_history_loses_its_uuid_key_and_keeps_its_node_index(tmp_path: Pa
 def test_a_failed_v9_step_leaves_the_v8_database_as_it_was(
     v8_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    before, defined = everything_of_v8(v8_url), indexes(v8_url)
-    counts = sorted(raw_rows(v8_url, COUNTS_BEFORE_V9))
-    fail_at_the_end_of(monkeypatch, 8)
-    with pytest.raises(RuntimeError, match="disk on fire"):
-        SQLStore(v8_url)
-    assert schema_version(v8_url) == 8
-    assert indexes(v8_url) == defined
-    assert everything_of_v8(v8_url) == before
-    assert sorted(raw_rows(v8_url, COUNTS_BEFORE_V9)) == counts
+    counts = counts_of_v8(v8_url)
+    assert_a_failed_step_keeps(v8_url, monkeypatch, 8, everything_of_v8, indexes, counts_of_v8)
     columns = raw_rows(v8_url, "SELECT * FROM nodes LIMIT 1")[0]
     assert len(columns) == len(raw_rows(v8_url, NODES_BEFORE_V9)[0])  # no column added
     monkeypatch.undo()

@@ -15,9 +15,16 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
-from old_schema import NODES_BEFORE_V6, create_before_v6
+from old_schema import (
+    NODES_BEFORE_V6,
+    assert_a_failed_step_keeps,
+    cleaning_failure,
+    create_before_v6,
+    raw_pg,
+    raw_rows,
+    schema_version,
+)
 
 from ironic_fsm.exceptions import InvalidParameterValue, NodeLocked
 from ironic_fsm.history import HistoryEntry
@@ -103,19 +110,6 @@ def v1_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         yield url
 
 
-def raw_pg(url: str) -> psycopg.Connection[Any]:
-    return psycopg.connect("postgresql" + url[url.index("://") :], autocommit=True)
-
-
-def raw_rows(url: str, sql_text: str) -> list[tuple[Any, ...]]:
-    """Rows read past the store, with the database's own driver."""
-    if url.startswith("sqlite"):
-        with sqlite3.connect(url[len("sqlite:///") :]) as conn:
-            return [tuple(r) for r in conn.execute(sql_text).fetchall()]
-    with raw_pg(url) as conn:
-        return [tuple(r) for r in conn.execute(sql_text).fetchall()]
-
-
 def layout(url: str) -> Any:
     """Tables, columns, constraints and indexes, as the database describes them."""
     if url.startswith("sqlite"):
@@ -131,10 +125,6 @@ def layout(url: str) -> Any:
             "WHERE schemaname = current_schema() ORDER BY indexname"
         ).fetchall()
     return {"columns": columns, "indexes": indexes}
-
-
-def schema_version(url: str) -> int:
-    return int(raw_rows(url, "SELECT version FROM ironic_fsm_schema")[0][0])
 
 
 def expected_nodes(url: str) -> dict[str, Node]:
@@ -255,21 +245,15 @@ def test_a_newer_schema_is_refused_and_left_untouched(v1_url: str) -> None:
     assert schema_version(v1_url) == newer
 
 
+def all_nodes(url: str) -> list[tuple[Any, ...]]:
+    return sorted(raw_rows(url, "SELECT * FROM nodes"))
+
+
 def test_a_failed_migration_step_changes_nothing(
     v1_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(store: SQLStore, conn: Any) -> None:
-        raise RuntimeError("disk on fire")
-
-    step = MIGRATIONS[1]
-    monkeypatch.setitem(MIGRATIONS, 1, lambda timestamp: [*step(timestamp), broken])
-    before = layout(v1_url)
-    rows = sorted(raw_rows(v1_url, "SELECT * FROM nodes"))
-    with pytest.raises(RuntimeError, match="disk on fire"):
-        SQLStore(v1_url)
-    assert layout(v1_url) == before  # the added columns and indexes were rolled back
-    assert sorted(raw_rows(v1_url, "SELECT * FROM nodes")) == rows
-    assert schema_version(v1_url) == 1
+    # The added columns and indexes were rolled back, the rows kept:
+    assert_a_failed_step_keeps(v1_url, monkeypatch, 1, layout, all_nodes)
 
 
 def test_two_openers_at_once_migrate_once(v1_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -407,17 +391,8 @@ def test_v1_database_gets_the_registry_too(v1_url: str) -> None:
 def test_a_failed_v3_step_leaves_the_v2_database_as_it_was(
     v2_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(store: SQLStore, conn: Any) -> None:
-        raise RuntimeError("disk on fire")
-
-    step = MIGRATIONS[2]
-    monkeypatch.setitem(MIGRATIONS, 2, lambda timestamp: [*step(timestamp), broken])
-    before, shape = _everything(v2_url), layout(v2_url)
-    with pytest.raises(RuntimeError, match="disk on fire"):
-        SQLStore(v2_url)
-    assert layout(v2_url) == shape  # no conductors table left behind
-    assert _everything(v2_url) == before
-    assert schema_version(v2_url) == 2
+    # No conductors table left behind:
+    assert_a_failed_step_keeps(v2_url, monkeypatch, 2, _everything, layout)
 
 
 # -- version 4: node history -------------------------------------------------------------------
@@ -427,16 +402,9 @@ V3_CONDUCTOR = CONDUCTOR._replace(holder="host-b:7:1-eeee", hostname="host-b")
 
 
 def history_entry(node_uuid: str, minutes: int, event: str) -> HistoryEntry:
-    return HistoryEntry(
-        uuid=f"aaaaaaaa-aaaa-4aaa-8aaa-{minutes:012d}",
-        node_uuid=node_uuid,
-        created_at=T0 + timedelta(minutes=minutes),
-        severity="ERROR",
-        event_type="cleaning",
-        event=event,
-        conductor="host-b",
-        user=None,
-    )
+    """An entry of ``node_uuid``, ``minutes`` after this module's T0, written by host-b."""
+    uuid = f"aaaaaaaa-aaaa-4aaa-8aaa-{minutes:012d}"
+    return cleaning_failure(node_uuid, T0 + timedelta(minutes=minutes), event, uuid, "host-b")
 
 
 @pytest.fixture
@@ -492,14 +460,5 @@ def test_v1_database_gets_history_too(v1_url: str) -> None:
 def test_a_failed_v4_step_leaves_the_v3_database_as_it_was(
     v3_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(store: SQLStore, conn: Any) -> None:
-        raise RuntimeError("disk on fire")
-
-    step = MIGRATIONS[3]
-    monkeypatch.setitem(MIGRATIONS, 3, lambda timestamp: [*step(timestamp), broken])
-    before, shape = _all_of_v3(v3_url), layout(v3_url)
-    with pytest.raises(RuntimeError, match="disk on fire"):
-        SQLStore(v3_url)
-    assert layout(v3_url) == shape  # no history tables left behind
-    assert _all_of_v3(v3_url) == before
-    assert schema_version(v3_url) == 3
+    # No history tables left behind:
+    assert_a_failed_step_keeps(v3_url, monkeypatch, 3, _all_of_v3, layout)

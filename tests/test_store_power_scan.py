@@ -13,8 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from old_schema import NODES_BEFORE_V6, add_history_before_v9, create_before_v6, history_counts_sql
-from test_store_migrations import raw_rows, schema_version
+from old_schema import (
+    NODES_BEFORE_V6,
+    add_history_before_v9,
+    assert_a_failed_step_keeps,
+    create_before_v6,
+    history_counts_sql,
+    raw_rows,
+    schema_version,
+)
 
 from ironic_fsm import Conductor, Config, states
 from ironic_fsm.exceptions import InvalidParameterValue
@@ -243,15 +250,6 @@ def test_a_v4_database_is_upgraded_in_place_losing_nothing(v4_url: str) -> None:
 def test_a_failed_v5_step_leaves_the_v4_database_as_it_was(
     v4_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(store: SQLStore, conn: Any) -> None:
-        raise RuntimeError("disk on fire")
-
-    step = MIGRATIONS[4]
-    monkeypatch.setitem(MIGRATIONS, 4, lambda timestamp: [*step(timestamp), broken])
-    before = everything(v4_url)
-    with pytest.raises(RuntimeError, match="disk on fire"):
-        SQLStore(v4_url)
-    assert schema_version(v4_url) == 4
-    assert everything(v4_url) == before
+    assert_a_failed_step_keeps(v4_url, monkeypatch, 4, everything)
     with pytest.raises(Exception, match="node_power_sync"):
         raw_rows(v4_url, "SELECT * FROM node_power_sync")
