@@ -58,6 +58,30 @@ class _SQLHistory(_SQLStatements):
         ]
         self._execute_many(conn, self._q_history_insert, rows)
 
+    def _history_arrays(self, entries: Sequence[HistoryEntry]) -> builtins.list[Any]:
+        """The parameters of ``_q_history_after_save``: the count, then one array per field.
+
+        Entries of one save share their time as a rule: it is bound once.
+        """
+        bind = self._db.bind_time
+        times: builtins.list[Any] = []
+        last: Any = None
+        bound: Any = None
+        for e in entries:
+            if e.created_at is not last:
+                last, bound = e.created_at, bind(e.created_at)
+            times.append(bound)
+        return [
+            len(entries),
+            [e.uuid for e in entries],
+            times,
+            [e.severity for e in entries],
+            [e.event_type for e in entries],
+            [e.event for e in entries],
+            [e.conductor for e in entries],
+            [e.user for e in entries],
+        ]
+
     def _write_history(self, conn: Any, entries: Sequence[HistoryEntry]) -> None:
         """Count and insert ``entries`` of any nodes, in the caller's transaction.
 

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from ironic_fsm.node import Node
 from ironic_fsm.stores._connect import _Database
-from ironic_fsm.stores._schema import _COLUMNS
+from ironic_fsm.stores._schema import _COLUMNS, _CREATED
 
 _HISTORY_FIELDS: Final = (
     "uuid, node_uuid, created_at, severity, event_type, event, conductor, username"
@@ -110,6 +110,19 @@ class _SQLStatements:
             "INSERT INTO node_history (uuid, node_uuid, created_at, seq, severity, event_type, "
             f"event, conductor, username) VALUES ({q}, {q}, {q}, {q}, {q}, {q}, {q}, {q}, {q})"
         )
+        # PostgreSQL: a save's entries go in its own statement, after the node's UPDATE as a
+        # CTE (``WITH saved AS (UPDATE ... RETURNING uuid, history_last_seq)``): inserted only
+        # if the row is, numbered from the count the UPDATE returns, one round trip, autocommit.
+        self._history_cte = self._db.name == "postgresql"
+        self._q_history_after_save = (
+            "INSERT INTO node_history (uuid, node_uuid, created_at, seq, severity, event_type, "
+            "event, conductor, username) SELECT e.uuid, saved.uuid, e.created_at, "
+            f"saved.history_last_seq - {q} + e.n, e.severity, e.event_type, e.event, "
+            "e.conductor, e.username FROM saved, unnest("
+            f"{q}::text[], {q}::timestamptz[], {q}::text[], {q}::text[], {q}::text[], "
+            f"{q}::text[], {q}::text[]) WITH ORDINALITY AS e(uuid, created_at, severity, "
+            "event_type, event, conductor, username, n)"
+        )
         self._q_history = (
             f"SELECT {_HISTORY_FIELDS} FROM node_history WHERE node_uuid = {q} "
             "ORDER BY created_at, seq"
@@ -130,6 +143,30 @@ class _SQLStatements:
         self._q_history_drop = f"DELETE FROM node_history WHERE node_uuid = {q}"
         self._q_uuid_of_name = f"SELECT uuid FROM nodes WHERE name = {q}"
         self._q = q
+
+    def _save_text(self, changed: Sequence[int], held: bool, counted: bool) -> str:
+        """The text of a save's ``UPDATE`` setting the columns ``changed`` (indexes in
+        :data:`_COLUMNS`); ``held``: only if the row holds the node's reservation;
+        ``counted``: with history (on PostgreSQL, the ``UPDATE`` becomes the CTE of its
+        ``INSERT``)."""
+        q = self._q
+        sets = [
+            f"created_at = COALESCE({q}, created_at)" if i == _CREATED else f"{_COLUMNS[i]} = {q}"
+            for i in changed
+        ]
+        if counted:
+            sets += self._history_sets
+        sql = (
+            f"UPDATE nodes SET {', '.join([*sets, f'version = {q}', f'data = {q}'])} "
+            f"WHERE uuid = {q} AND version = {q}" + (f" AND reservation = {q}" if held else "")
+        )
+        if counted and self._history_cte:
+            return f"WITH saved AS ({sql} RETURNING uuid, history_last_seq) " + (
+                self._q_history_after_save
+            )
+        if counted and self._db.returning:
+            sql += " RETURNING history_last_seq"
+        return sql
 
     def _index_hint(self, index: str) -> str:
         """SQLite: use ``index``. Without statistics its planner takes ``reservation IS NULL``

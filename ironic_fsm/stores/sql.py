@@ -72,7 +72,7 @@ from ironic_fsm.stores._query import wake_time
 from ironic_fsm.stores._registry import _check_holder, _SQLRegistry
 from ironic_fsm.stores._scans import _SQLScans
 from ironic_fsm.stores._schema import (
-    _COLUMNS,
+    _COLUMNS,  # noqa: F401  (read here by tests and tools: the columns a save sets)
     _CREATED,
     _RESERVATION,
     MIGRATIONS,
@@ -370,7 +370,9 @@ class SQLStore(
         """Write ``node`` if its version is current; bump ``node.version`` in place.
 
         All or nothing: every value is checked before the one ``UPDATE``.
-        ``history`` is written in the same transaction, only if the node is.
+        ``history`` is written with it, only if the node is: on PostgreSQL
+        in the same statement (the ``UPDATE`` is its CTE), on SQLite in the
+        same transaction.
 
         Raises:
             ConcurrentUpdate: the stored version differs (nothing written).
@@ -383,17 +385,17 @@ class SQLStore(
             check_history(history, node)
         new_version = node.version + 1
         rows: list[Any] = []
-        # One autocommit statement on the hot path; a transaction only with history.
-        opened = self._db.transaction(node) if history else self._db.connection(node)
-        n = len(history)
+        # One autocommit statement, but for history on SQLite: a transaction.
+        apart = bool(history) and not self._history_cte
+        opened = self._db.transaction(node) if apart else self._db.connection(node)
         with opened as conn:
-            written = self._update(conn, node, values, data, node.reservation is not None, n)
+            written = self._update(conn, node, values, data, node.reservation is not None, history)
             if written == 0 and node.reservation is not None:
                 # The row is not held as the node says: set the reservation too, as ever.
-                written = self._update(conn, node, values, data, False, n)
+                written = self._update(conn, node, values, data, False, history)
             if written == 0:
                 rows = conn.execute(self._q_version, (node.uuid,)).fetchall()
-            elif history:
+            elif apart:
                 self._insert_history(conn, history, last=written)
         if written == 0:
             if not rows:
@@ -412,22 +414,34 @@ class SQLStore(
         self._written[uuid] = (version, values)
 
     def _update(
-        self, conn: _Connection, node: Node, values: tuple[Any, ...], data: str, held: bool, n: int
+        self,
+        conn: _Connection,
+        node: Node,
+        values: tuple[Any, ...],
+        data: str,
+        held: bool,
+        history: Sequence[HistoryEntry],
     ) -> int:
         """Run the save's ``UPDATE``; 0 if refused (nothing written).
 
-        Else how many rows it wrote (1) or, counting ``n`` history entries
-        in the row as well, the last ``seq`` of the node's history.
+        Else how many rows it wrote: 1, or on PostgreSQL with ``history``
+        the entries it inserted too. SQLite, counting ``history`` in the
+        row: the last ``seq`` of the node's history, for the entries' insert.
         """
+        n = len(history)
         sql, params = self._save_statement(node, values, held, n > 0)
         if n:
             params.extend((n, n))
         params.extend((node.version + 1, data, node.uuid, node.version))
         if held:
             params.append(node.reservation)
+        if n and self._history_cte:
+            params.extend(self._history_arrays(history))
         if self._echo:
             self._log(sql)
         cursor = conn.execute(sql, params)
+        if n and self._history_cte:
+            return int(cursor.rowcount)
         if not n or not self._db.returning:
             written = int(cursor.rowcount)
             return self._history_last(conn, node.uuid) if n and written else written
@@ -448,7 +462,8 @@ class SQLStore(
         version, so it is set unless ``held``: then the statement requires
         the row to hold the node's reservation already (the usual save of a
         reserved node), and the caller sets it when that finds no row.
-        ``counted``: the save writes history, counted in the same row.
+        ``counted``: the save writes history, counted in the same row (and on
+        PostgreSQL inserted by the same statement).
         """
         known = self._written.get(node.uuid)
         skip = _RESERVATION if held else -1
@@ -467,22 +482,7 @@ class SQLStore(
         key = (held, counted, *changed)
         sql = self._save_sql.get(key)
         if sql is None:
-            q = self._q
-            sets = [
-                f"created_at = COALESCE({q}, created_at)"
-                if i == _CREATED
-                else f"{_COLUMNS[i]} = {q}"
-                for i in changed
-            ]
-            if counted:
-                sets += self._history_sets
-            sql = (
-                f"UPDATE nodes SET {', '.join([*sets, f'version = {q}', f'data = {q}'])} "
-                f"WHERE uuid = {q} AND version = {q}" + (f" AND reservation = {q}" if held else "")
-            )
-            if counted and self._db.returning:
-                sql += " RETURNING history_last_seq"
-            self._save_sql[key] = sql
+            sql = self._save_sql[key] = self._save_text(changed, held, counted)
         return sql, [values[i] for i in changed]
 
     def delete(self, ident: str) -> None:
