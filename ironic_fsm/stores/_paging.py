@@ -13,8 +13,8 @@ and decodes no record; any other field reads ``data`` and decodes the page.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Final, overload
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 from ironic_fsm.node import Node
 from ironic_fsm.stores._query import (
@@ -22,13 +22,12 @@ from ironic_fsm.stores._query import (
     COLUMN_FIELDS,
     NULLABLE_SORT_KEYS,
     NodeFields,
+    PageQuery,
     bad_marker,
-    check_fields,
-    check_page,
-    normalize_filters,
     project,
 )
 from ironic_fsm.stores._statements import _SQLStatements, _to_node
+from ironic_fsm.stores.base import PagedList
 
 #: The columns that hold timestamps (read back through the dialect).
 _TIMES: Final = frozenset({"created_at", "updated_at", "provision_updated_at"})
@@ -81,51 +80,28 @@ def _keyed_ranges(
     return valued, (([f"{sort_key} IS NULL"], [], nulls_order) if nullable and desc else None)
 
 
-class _SQLPaging(_SQLStatements):
-    """``SQLStore.list``: one page, in SQL, on the sort key's index."""
+class _SQLPaging(_SQLStatements, PagedList):
+    """``SQLStore.list`` (checked by :class:`~.base.PagedList`): one page, in SQL, on indexes."""
 
     if TYPE_CHECKING:
 
         def _where(self, filters: dict[str, Any]) -> tuple[list[str], list[Any]]: ...
 
-    # The paging keywords and filters pass through **query; the return type follows fields.
-    @overload
-    def list(self, *, fields: None = None, **query: Any) -> builtins.list[Node]: ...
-    @overload
-    def list(self, *, fields: Iterable[str], **query: Any) -> builtins.list[NodeFields]: ...
+    def _page(self, query: PageQuery) -> builtins.list[Node] | builtins.list[NodeFields]:
+        """One page in SQL: filters and order on indexes, after ``marker`` a keyset range.
 
-    def list(
-        self,
-        *,
-        limit: int | None = None,
-        marker: str | None = None,
-        sort_key: str = "created_at",
-        sort_dir: str = "asc",
-        fields: Iterable[str] | None = None,
-        **filters: Any,
-    ) -> builtins.list[Node] | builtins.list[NodeFields]:
-        """One page of copies of the matching nodes, in ``sort_key`` order, then creation order.
-
-        Filters and order run in SQL on indexes; a page after ``marker`` is
-        a keyset range (``(key, seq, uuid) > marker's``), so it reads
-        ``limit`` rows wherever it starts. A nullable key is read in two
-        ranges, its unset rows (first ascending, last descending) and the
-        others, each on the index. See
-        :meth:`~ironic_fsm.stores.base.ScanningStore.list`.
-
-        With ``fields``, one dict per node with only those fields (``uuid``
-        always), read from their columns alone when every one is a column.
+        A page after ``marker`` is a range of ``(key, seq, uuid)`` greater
+        than the marker's, so it reads ``limit`` rows wherever it starts.
+        With ``fields``, read from their columns alone when every one is a column.
         """
-        check_page(limit, marker, sort_key, sort_dir)
-        wanted = normalize_filters(filters)
-        names = None if fields is None else check_fields(fields)
+        limit, marker, sort_key, names = query.limit, query.marker, query.sort_key, query.fields
         columns = names if names is not None and COLUMN_FIELDS.issuperset(names) else None
         with self._db.connection() as conn:
             after = None if marker is None else self._marker_row(conn, marker, sort_key)
-            if wanted is None or limit == 0:
+            if query.filters is None or limit == 0:
                 return []
-            where, params = self._where(wanted)
-            ranges = page_ranges(sort_key, sort_dir == "desc", after, marker, self._q)
+            where, params = self._where(query.filters)
+            ranges = page_ranges(sort_key, query.descending, after, marker, self._q)
             found: builtins.list[Any] = []
             selected = _RECORD if columns is None else ", ".join(columns)
             for cond, extra, order in ranges:

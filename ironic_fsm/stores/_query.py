@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import heapq
 import reprlib
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable
 from datetime import datetime, timezone
-from typing import Any, Final
+from typing import Any, Final, NamedTuple, TypeVar
 
 from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.masking import mask_secrets
 from ironic_fsm.node import NODE_FIELDS, Node
+
+#: A node, or a store's record of one: anything with the fields as attributes.
+_R = TypeVar("_R")
 
 #: Keys ``list`` sorts on (Ironic's sortable node fields that we have).
 #: Ties are broken by creation order, then UUID, so pages never skip or repeat.
@@ -309,6 +312,60 @@ def order_key(sort_key: str, value: Any, seq: int, uuid: str) -> tuple[Any, ...]
     return (1, value, seq, uuid)
 
 
+class PageQuery(NamedTuple):
+    """A checked page request: what :func:`page_query` hands a store to read."""
+
+    limit: int | None
+    marker: str | None
+    sort_key: str
+    descending: bool
+    #: Normalised (:func:`normalize_filters`); ``None`` when no node can match.
+    filters: dict[str, Any] | None
+    #: The fields asked for (:func:`check_fields`); ``None`` for whole nodes.
+    fields: tuple[str, ...] | None
+
+
+def page_query(
+    limit: int | None,
+    marker: str | None,
+    sort_key: str,
+    sort_dir: str,
+    filters: dict[str, Any],
+    fields: Iterable[str] | None = None,
+) -> PageQuery:
+    """A listing's arguments, checked before anything is read, as one :class:`PageQuery`."""
+    check_page(limit, marker, sort_key, sort_dir)
+    wanted = normalize_filters(filters)
+    names = None if fields is None else check_fields(fields)
+    return PageQuery(limit, marker, sort_key, sort_dir == "desc", wanted, names)
+
+
+def pick_page(
+    records: Iterable[_R],
+    key_of: Callable[[_R], tuple[Any, ...]],
+    find: Callable[[str], _R | None],
+    query: PageQuery,
+) -> list[_R]:
+    """The page ``query`` asks for among ``records``, for stores that page in Python.
+
+    ``find`` looks the marker up by UUID: a marker that is no record's is
+    refused even when no record could match.
+    """
+    marker_key = None
+    if query.marker is not None:
+        found = find(query.marker)
+        if found is None:
+            raise bad_marker(query.marker)
+        marker_key = key_of(found)
+    if query.filters is None:
+        return []
+    wanted = query.filters
+    chosen = (r for r in records if matches(r, wanted))
+    return sort_records(
+        chosen, key_of, limit=query.limit, marker_key=marker_key, descending=query.descending
+    )
+
+
 def _scan_filters(
     states: Collection[str] | None,
     limit: object,
@@ -341,9 +398,31 @@ def _scan_filters(
     return normalize_filters(filters)
 
 
-def _oldest_first(
-    nodes: Sequence[Node], when: Callable[[Node], datetime | None], limit: int | None
-) -> list[Node]:
+def oldest_due(
+    records: Iterable[_R],
+    filters: dict[str, Any],
+    when_of: Callable[[_R], datetime | None],
+    before: datetime | None,
+    *,
+    inclusive: bool,
+    limit: int | None,
+) -> list[_R]:
+    """The records matching ``filters`` whose time is due, oldest first, at most ``limit``.
+
+    Due: earlier than ``before`` (or equal to it, when ``inclusive``);
+    with ``before=None``, every match, its time set or not (unset sorts
+    last). Ties keep the order of ``records``: creation order, as the SQL
+    store breaks them. What the scans of every store without an index share.
+    """
+    chosen = []
+    for record in records:
+        if not matches(record, filters):
+            continue
+        if before is not None:
+            when = when_of(record)
+            if when is None or when > before or (when == before and not inclusive):
+                continue
+        chosen.append(record)
     far = datetime.max.replace(tzinfo=_UTC)
-    ordered = sorted(nodes, key=lambda n: when(n) or far)
-    return ordered if limit is None else ordered[:limit]
+    chosen.sort(key=lambda r: when_of(r) or far)
+    return chosen if limit is None else chosen[:limit]

@@ -13,7 +13,12 @@ from typing import Final
 
 from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.stores._statements import _SQLStatements
-from ironic_fsm.stores.base import ConductorRecord, check_conductor, check_time, conductor_order
+from ironic_fsm.stores.base import (
+    ConductorRecord,
+    check_registration,
+    check_time,
+    conductor_order,
+)
 
 #: Earlier than any time a conductor records.
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -49,9 +54,7 @@ class _SQLRegistry(_SQLStatements):
         self, record: ConductorRecord, *, replace_before: datetime | None = None
     ) -> None:
         """Add or replace ``record``'s row, drop its host's stopped or dead ones, at once."""
-        check_conductor(record)
-        if replace_before is not None:
-            check_time(replace_before, "replace_before")
+        check_registration(record, replace_before)
         bind = self._db.bind_time
         # Before every real time: "no row is older than this", so only offline rows go.
         oldest = bind(replace_before or _EPOCH)

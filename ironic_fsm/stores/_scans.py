@@ -7,21 +7,21 @@ candidates through one index each and decode only the rows they return.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Final
 
 from ironic_fsm.node import Node
-from ironic_fsm.stores._query import SET, _scan_filters
+from ironic_fsm.stores._query import SET
 from ironic_fsm.stores._schema import V7_WAIT_STATES, V7_WAITING
 from ironic_fsm.stores._statements import _SQLStatements, _to_node
-from ironic_fsm.stores.base import Reserved
+from ironic_fsm.stores.base import ListScans, Reserved
 
 _WAITING: Final = frozenset(V7_WAIT_STATES)
 
 
-class _SQLScans(_SQLStatements):
-    """:class:`~ironic_fsm.stores.base.ScanningStore`'s scans, and the filter terms of ``list``."""
+class _SQLScans(_SQLStatements, ListScans):
+    """The scans :class:`~.base.ListScans` checks, in SQL; and the filter terms of ``list``."""
 
     def _where(self, filters: dict[str, Any]) -> tuple[list[str], list[Any]]:
         """SQL conditions for filters normalised by :func:`~.base.normalize_filters`."""
@@ -60,18 +60,10 @@ class _SQLScans(_SQLStatements):
             Reserved(r[0], r[1], None if r[2] is None else self._db.read_time(r[2])) for r in rows
         ]
 
-    def in_states(
-        self,
-        states: Collection[str],
-        *,
-        updated_before: datetime | None = None,
-        limit: int | None = None,
-        **filters: Any,
+    def _in_states(
+        self, wanted: dict[str, Any], updated_before: datetime | None, limit: int | None
     ) -> builtins.list[Node]:
-        """Nodes in ``states`` (changed before ``updated_before``), oldest first; on indexes."""
-        wanted = _scan_filters(states, limit, filters, updated_before)
-        if wanted is None:
-            return []
+        """In the states asked (changed before ``updated_before``), oldest first; on indexes."""
         where, params = self._where(wanted)
         if updated_before is not None:
             where.append(f"provision_updated_at < {self._q}")
@@ -82,13 +74,10 @@ class _SQLScans(_SQLStatements):
             return self._scan(where, params, "provision_updated_at", limit, "nodes_state_age_idx")
         return self._scan(where, params, "provision_updated_at", limit, "nodes_provision_state_idx")
 
-    def waking(
-        self, before: datetime, *, limit: int | None = None, **filters: Any
+    def _waking(
+        self, wanted: dict[str, Any], before: datetime, limit: int | None
     ) -> builtins.list[Node]:
         """Nodes whose ``wait`` step is up at ``before``, earliest first; on an index."""
-        wanted = _scan_filters(None, limit, filters, before)
-        if wanted is None:
-            return []
         where, params = self._where(wanted)
         where.append(f"wait_until <= {self._q}")
         params.append(self._db.bind_time(before))

@@ -37,7 +37,8 @@ import builtins
 import inspect
 from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, overload, runtime_checkable
 
 from ironic_fsm.exceptions import InvalidParameterValue, NodeLocked, NodeNotFound
 from ironic_fsm.history import HistoryEntry, check_entry
@@ -58,9 +59,16 @@ from ironic_fsm.stores._catalog import (
     CatalogStore,
     MemoryCatalog,
 )
+from ironic_fsm.stores._conductors import (
+    ConductorRecord,
+    ConductorRegistry,
+    check_conductor,
+    check_registration,
+    check_time,
+    conductor_order,
+)
 from ironic_fsm.stores._power import PowerSyncRow, PowerSyncStore, mark_power_synced, power_sync_due
 from ironic_fsm.stores._query import (
-    _UTC,
     ASSOCIATED,
     BOOL_FILTERS,
     COLUMN_FIELDS,
@@ -73,16 +81,18 @@ from ironic_fsm.stores._query import (
     STRING_FILTERS,
     WAIT_UNTIL_SUFFIX,
     NodeFields,
-    _oldest_first,
+    PageQuery,
     _scan_filters,
-    _valid_text,
     bad_marker,
     check_fields,
     check_filters,
     check_page,
     matches,
     normalize_filters,
+    oldest_due,
     order_key,
+    page_query,
+    pick_page,
     project,
     sort_records,
     wake_time,
@@ -95,8 +105,10 @@ __all__ = [
     "RESERVED", "SET", "SORT_DIRS", "SORT_KEYS", "STRING_FILTERS", "WAIT_UNTIL_SUFFIX",
     "WORK_CHANNEL",
     "ConductorRecord", "ConductorRegistry", "HistoryStore", "ListScans", "NodeFields",
+    "PagedList", "PageQuery",
     "PowerSyncRow", "PowerSyncStore", "Reserved", "ScanningStore", "Store", "WorkAnnouncer",
     "announce_work", "bad_marker", "check_conductor", "check_fields", "check_filters",
+    "check_registration",
     "check_history", "check_page", "check_time", "conductor_order", "duplicate_name",
     "duplicate_uuid", "encode", "in_states", "list_fields", "list_page", "locked_error",
     "mark_power_synced", "matches", "normalize_filters", "not_found", "order_key",
@@ -170,55 +182,6 @@ class Store(Protocol):
         """Every holder's last heartbeat."""
 
 
-class ConductorRecord(NamedTuple):
-    """One conductor as the registry keeps it (one row of the ``conductors`` table)."""
-
-    #: The conductor's unique name: its reservation holder token (host, process, instance).
-    holder: str
-    #: ``Config.host``; several conductors on one host share it.
-    hostname: str
-    conductor_group: str
-    #: The hardware types it serves, sorted.
-    hardware_types: tuple[str, ...]
-    #: False once it stopped cleanly (``unregister``); a dead one stays True.
-    online: bool
-    #: When it registered.
-    started_at: datetime
-    #: Its last heartbeat (or registration, or going offline).
-    updated_at: datetime
-
-
-@runtime_checkable
-class ConductorRegistry(Protocol):
-    """The conductor registry: what a store adds so that conductors see each other.
-
-    Both built-in stores have it. A store without it still works: each
-    conductor then sees only itself (see :class:`~ironic_fsm.Conductor`'s
-    ``list_conductors``). Times are aware UTC datetimes, chosen by the
-    conductor's clock, never by the store's.
-    """
-
-    def register_conductor(
-        self, record: ConductorRecord, *, replace_before: datetime | None = None
-    ) -> None:
-        """Add or replace the row of ``record.holder``, in one transaction.
-
-        Also deletes the other rows of ``record.hostname`` that are offline
-        or whose ``updated_at`` is before ``replace_before``: a restarted
-        conductor replaces its dead or stopped predecessors on that host,
-        as Ironic's row per host does, while live siblings stay.
-        """
-
-    def conductor_heartbeat(self, holder: str, now: datetime) -> bool:
-        """Set ``updated_at = now`` and ``online``; False when no row has this holder."""
-
-    def unregister_conductor(self, holder: str, now: datetime) -> None:
-        """Mark the conductor offline at once (``updated_at = now``); no row: nothing."""
-
-    def list_conductors(self) -> builtins.list[ConductorRecord]:
-        """Every registered conductor, by hostname, then start time, then holder."""
-
-
 @runtime_checkable
 class HistoryStore(Protocol):
     """Node history kept beside the nodes: what a store adds for ``get_node_history``.
@@ -272,43 +235,6 @@ def save_with_history(store: Store, node: Node, history: Sequence[HistoryEntry])
         store.save(node, history=history)
     else:
         store.save(node)
-
-
-def check_conductor(record: ConductorRecord) -> None:
-    """Refuse, naming the field, a record no store keeps (checked before any write)."""
-    for field in ("holder", "hostname", "conductor_group"):
-        value = getattr(record, field)
-        if not isinstance(value, str) or len(value) > 255 or "\x00" in value:
-            raise InvalidParameterValue(
-                f"A conductor's {field} must be a string of at most 255 characters without "
-                f"NUL, not {value!r}",
-                field=field,
-            )
-    if not record.holder or not record.hostname:
-        raise InvalidParameterValue("A conductor needs a holder and a hostname", field="holder")
-    types = record.hardware_types
-    if not isinstance(types, tuple) or not all(_valid_text(t) for t in types):
-        raise InvalidParameterValue(
-            f"A conductor's hardware_types must be a tuple of names, not {types!r}",
-            field="hardware_types",
-        )
-    if type(record.online) is not bool:
-        raise InvalidParameterValue("A conductor's online flag must be a bool", field="online")
-    for field in ("started_at", "updated_at"):
-        check_time(getattr(record, field), field)
-
-
-def check_time(value: object, field: str) -> None:
-    """Refuse a time that is not a timezone-aware datetime."""
-    if not isinstance(value, datetime) or value.utcoffset() is None:
-        raise InvalidParameterValue(
-            f"{field} must be a timezone-aware datetime, not {value!r}", field=field
-        )
-
-
-def conductor_order(record: ConductorRecord) -> tuple[str, datetime, str]:
-    """The order :meth:`ConductorRegistry.list_conductors` returns records in."""
-    return (record.hostname, record.started_at.astimezone(_UTC), record.holder)
 
 
 @runtime_checkable
@@ -408,26 +334,14 @@ def list_page(
             limit=limit, marker=marker, sort_key=sort_key, sort_dir=sort_dir, **filters
         )
         return paged
-    check_page(limit, marker, sort_key, sort_dir)
-    wanted = normalize_filters(filters)
+    query = page_query(limit, marker, sort_key, sort_dir, filters)
     nodes = store.list()
     positions = {node.uuid: i for i, node in enumerate(nodes)}
-    marker_key = None
-    if marker is not None:
-        found = next((n for n in nodes if n.uuid == marker), None)
-        if found is None:
-            raise bad_marker(marker)
-        marker_key = _node_key(found, sort_key, positions)
-    if wanted is None:
-        return []
-    chosen = [n for n in nodes if matches(n, wanted)]
-    return sort_records(
-        chosen,
-        lambda n: _node_key(n, sort_key, positions),
-        limit=limit,
-        marker_key=marker_key,
-        descending=sort_dir == "desc",
-    )
+
+    def key(node: Node) -> tuple[Any, ...]:
+        return order_key(sort_key, getattr(node, sort_key), positions[node.uuid], node.uuid)
+
+    return pick_page(nodes, key, {node.uuid: node for node in nodes}.get, query)
 
 
 def list_fields(store: Store, fields: Iterable[str], **query: Any) -> list[NodeFields]:
@@ -445,19 +359,9 @@ def list_fields(store: Store, fields: Iterable[str], **query: Any) -> list[NodeF
     return [project(node, wanted) for node in list_page(store, **query)]
 
 
-def _node_key(node: Node, sort_key: str, positions: dict[str, int]) -> tuple[Any, ...]:
-    return order_key(sort_key, getattr(node, sort_key), positions[node.uuid], node.uuid)
-
-
 def reserved(store: Store) -> list[Reserved]:
     """The store's reserved nodes, through :meth:`ScanningStore.reserved` when it has one."""
-    if isinstance(store, ScanningStore):
-        return store.reserved()
-    return [
-        Reserved(n.uuid, n.reservation, n.updated_at)
-        for n in store.list()
-        if n.reservation is not None
-    ]
+    return _scans(store).reserved()
 
 
 def in_states(
@@ -469,26 +373,59 @@ def in_states(
     **filters: Any,
 ) -> list[Node]:
     """:meth:`ScanningStore.in_states` on any store (a filtered ``list()`` as fallback)."""
-    if isinstance(store, ScanningStore):
-        return store.in_states(states, updated_before=updated_before, limit=limit, **filters)
-    return ListScans.in_states(store, states, updated_before=updated_before, limit=limit, **filters)  # type: ignore[arg-type]
+    return _scans(store).in_states(states, updated_before=updated_before, limit=limit, **filters)
 
 
 def waking(
     store: Store, before: datetime, *, limit: int | None = None, **filters: Any
 ) -> list[Node]:
     """:meth:`ScanningStore.waking` on any store (a filtered ``list()`` as fallback)."""
-    if isinstance(store, ScanningStore):
-        return store.waking(before, limit=limit, **filters)
-    return ListScans.waking(store, before, limit=limit, **filters)  # type: ignore[arg-type]
+    return _scans(store).waking(before, limit=limit, **filters)
+
+
+class PagedList:
+    """``list`` with paging, sorting and ``fields``: checked here, read by the store's ``_page``.
+
+    A mixin for stores: every argument is refused or normalised once, the
+    same way for all, before a store reads anything.
+    """
+
+    # The paging keywords and filters pass through **query; the return type follows fields.
+    @overload
+    def list(self, *, fields: None = None, **query: Any) -> builtins.list[Node]: ...
+    @overload
+    def list(self, *, fields: Iterable[str], **query: Any) -> builtins.list[NodeFields]: ...
+
+    def list(
+        self,
+        *,
+        limit: int | None = None,
+        marker: str | None = None,
+        sort_key: str = "created_at",
+        sort_dir: str = "asc",
+        fields: Iterable[str] | None = None,
+        **filters: Any,
+    ) -> builtins.list[Node] | builtins.list[NodeFields]:
+        """One page of copies of the matching nodes; see :meth:`ScanningStore.list`.
+
+        With ``fields``, one :class:`NodeFields` per node with only those
+        fields (``uuid`` always): the built-in stores read no record when
+        every field is in :data:`COLUMN_FIELDS`.
+        """
+        return self._page(page_query(limit, marker, sort_key, sort_dir, filters, fields))
+
+    def _page(self, query: PageQuery) -> builtins.list[Node] | builtins.list[NodeFields]:
+        """The page ``query`` asks for (a bad marker refused even when nothing can match)."""
+        raise NotImplementedError
 
 
 class ListScans:
     """The scans of :class:`ScanningStore` done on ``self.list()``: a mixin for own stores.
 
     Correct on any store, but each call reads every node: inherit it, and
-    override what should be fast. A ``list`` without the paging keywords is
-    paged by :func:`list_page` as for any first-release store.
+    override what should be fast (``reserved``, and the hooks ``_in_states``
+    and ``_waking``, which get the arguments checked). A ``list`` without the
+    paging keywords is paged by :func:`list_page` as for any first-release store.
     """
 
     if TYPE_CHECKING:
@@ -511,31 +448,43 @@ class ListScans:
         **filters: Any,
     ) -> builtins.list[Node]:
         wanted = _scan_filters(states, limit, filters, updated_before)
-        if wanted is None:
-            return []
-        chosen = [
-            n
-            for n in self.list()
-            if matches(n, wanted)
-            and (
-                updated_before is None
-                or (n.provision_updated_at is not None and n.provision_updated_at < updated_before)
-            )
-        ]
-        return _oldest_first(chosen, lambda n: n.provision_updated_at, limit)
+        return [] if wanted is None else self._in_states(wanted, updated_before, limit)
 
     def waking(
         self, before: datetime, *, limit: int | None = None, **filters: Any
     ) -> builtins.list[Node]:
         wanted = _scan_filters(None, limit, filters, before)
-        if wanted is None:
-            return []
-        chosen = []
-        for node in self.list():
-            when = wake_time(node)
-            if when is not None and when <= before and matches(node, wanted):
-                chosen.append(node)
-        return _oldest_first(chosen, wake_time, limit)
+        return [] if wanted is None else self._waking(wanted, before, limit)
+
+    def _in_states(
+        self, wanted: dict[str, Any], updated_before: datetime | None, limit: int | None
+    ) -> builtins.list[Node]:
+        """:meth:`in_states` with its filters normalised (``provision_state`` among them)."""
+        when = _PROVISION_UPDATED
+        return oldest_due(self.list(), wanted, when, updated_before, inclusive=False, limit=limit)
+
+    def _waking(
+        self, wanted: dict[str, Any], before: datetime, limit: int | None
+    ) -> builtins.list[Node]:
+        """:meth:`waking` with its filters normalised."""
+        return oldest_due(self.list(), wanted, wake_time, before, inclusive=True, limit=limit)
+
+
+_PROVISION_UPDATED: Final = attrgetter("provision_updated_at")
+
+
+class _Listed(ListScans):
+    """Any store's scans through its ``list()``: what the functions above fall back on."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def list(self, **filters: Any) -> builtins.list[Node]:
+        return self._store.list(**filters)
+
+
+def _scans(store: Store) -> ScanningStore | ListScans:
+    return store if isinstance(store, ScanningStore) else _Listed(store)
 
 
 def encode(node: Node) -> bytes:

@@ -6,9 +6,10 @@ import builtins
 import heapq
 import itertools
 import threading
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
-from typing import Any, Final, overload
+from operator import attrgetter
+from typing import Any, Final
 
 from ironic_fsm.exceptions import ConcurrentUpdate
 from ironic_fsm.history import HistoryEntry
@@ -18,22 +19,20 @@ from ironic_fsm.stores._power import PowerSyncRow, check_sync_args
 from ironic_fsm.stores._query import (
     COLUMN_FIELDS,
     NodeFields,
-    _scan_filters,
-    bad_marker,
-    check_fields,
-    check_page,
-    matches,
-    normalize_filters,
+    PageQuery,
+    oldest_due,
     order_key,
+    pick_page,
     project,
-    sort_records,
     wake_time,
 )
 from ironic_fsm.stores.base import (
     ConductorRecord,
+    ListScans,
+    PagedList,
     Reserved,
-    check_conductor,
     check_history,
+    check_registration,
     check_time,
     conductor_order,
     duplicate_name,
@@ -46,26 +45,12 @@ from ironic_fsm.stores.base import (
 __all__ = ["MemoryStore"]
 
 _UTC: Final = timezone.utc
-#: The node fields a record keeps as plain attributes: what filters and sorts read.
-_COPIED: Final = (
-    "uuid",
-    "name",
-    "driver",
-    "provision_state",
-    "target_provision_state",
-    "power_state",
-    "maintenance",
-    "retired",
-    "protected",
-    "resource_class",
-    "fault",
-    "conductor_group",
-    "owner",
-    "lessee",
-    "instance_uuid",
-    "updated_at",
-    "provision_updated_at",
-)
+#: The node fields a record keeps as plain attributes, what filters and sorts read: the
+#: SQL store's columns, less those the record sets itself.
+_COPIED: Final = tuple(sorted(COLUMN_FIELDS - {"reservation", "version", "created_at"}))
+#: A record's times that the scans read.
+_UPDATED: Final = attrgetter("provision_updated_at")
+_WAKE: Final = attrgetter("wake")
 
 
 class _Record:
@@ -113,12 +98,8 @@ class _Record:
         node.version = self.version
         return node
 
-    def matches(self, filters: dict[str, Any]) -> bool:
-        """The filters on the record's indexed copies of the fields, without thawing it."""
-        return matches(self, filters)
 
-
-class MemoryStore(MemoryCatalog):
+class MemoryStore(MemoryCatalog, PagedList, ListScans):
     """Nodes in this process's memory; the default, for tests and short-lived use.
 
     Records are kept as immutable snapshots (the containers as JSON bytes),
@@ -198,48 +179,19 @@ class MemoryStore(MemoryCatalog):
         with self._lock:
             return self._nodes[self._uuid(ident)].node()
 
-    # The paging keywords and filters pass through **query; the return type follows fields.
-    @overload
-    def list(self, *, fields: None = None, **query: Any) -> builtins.list[Node]: ...
-    @overload
-    def list(self, *, fields: Iterable[str], **query: Any) -> builtins.list[NodeFields]: ...
+    def _page(self, query: PageQuery) -> builtins.list[Node] | builtins.list[NodeFields]:
+        """A page, built from the records' attributes alone when every field asked is one.
 
-    def list(
-        self,
-        *,
-        limit: int | None = None,
-        marker: str | None = None,
-        sort_key: str = "created_at",
-        sort_dir: str = "asc",
-        fields: Iterable[str] | None = None,
-        **filters: Any,
-    ) -> builtins.list[Node] | builtins.list[NodeFields]:
-        """One page of copies of the matching nodes; see :meth:`ScanningStore.list`.
-
-        With ``fields``, one dict per node with only those fields (``uuid``
-        always): built from the record's attributes when every field is in
-        :data:`~ironic_fsm.stores.base.COLUMN_FIELDS`, without thawing it.
+        Whole nodes, or fields beyond :data:`~ironic_fsm.stores.base.COLUMN_FIELDS`, thaw
+        only the records on the page.
         """
-        check_page(limit, marker, sort_key, sort_dir)
-        wanted = normalize_filters(filters)
-        names = None if fields is None else check_fields(fields)
+        sort_key, names = query.sort_key, query.fields
 
         def key(record: _Record) -> tuple[Any, ...]:
             return order_key(sort_key, getattr(record, sort_key), record.seq, record.uuid)
 
         with self._lock:
-            marker_key = None
-            if marker is not None:
-                found = self._nodes.get(marker)
-                if found is None:
-                    raise bad_marker(marker)
-                marker_key = key(found)
-            if wanted is None:
-                return []
-            chosen = [r for r in self._nodes.values() if r.matches(wanted)]
-            page = sort_records(
-                chosen, key, limit=limit, marker_key=marker_key, descending=sort_dir == "desc"
-            )
+            page = pick_page(self._nodes.values(), key, self._nodes.get, query)
             if names is None:
                 return [r.node() for r in page]
             if COLUMN_FIELDS.issuperset(names):
@@ -254,47 +206,30 @@ class MemoryStore(MemoryCatalog):
                 if r.reservation is not None
             ]
 
-    def in_states(
-        self,
-        states: Collection[str],
-        *,
-        updated_before: datetime | None = None,
-        limit: int | None = None,
-        **filters: Any,
+    def _in_states(
+        self, wanted: dict[str, Any], updated_before: datetime | None, limit: int | None
     ) -> builtins.list[Node]:
-        wanted = _scan_filters(states, limit, filters, updated_before)
-        if wanted is None:
-            return []
-        with self._lock:
-            chosen = [
-                r
-                for r in self._nodes.values()
-                if r.matches(wanted)
-                and (
-                    updated_before is None
-                    or (
-                        r.provision_updated_at is not None
-                        and r.provision_updated_at < updated_before
-                    )
-                )
-            ]
-            chosen.sort(key=lambda r: _oldest(r.provision_updated_at, r.seq))
-            return [r.node() for r in chosen[:limit]]
+        return self._due(wanted, _UPDATED, updated_before, False, limit)
 
-    def waking(
-        self, before: datetime, *, limit: int | None = None, **filters: Any
+    def _waking(
+        self, wanted: dict[str, Any], before: datetime, limit: int | None
     ) -> builtins.list[Node]:
-        wanted = _scan_filters(None, limit, filters, before)
-        if wanted is None:
-            return []
+        return self._due(wanted, _WAKE, before, True, limit)
+
+    def _due(
+        self,
+        wanted: dict[str, Any],
+        when_of: Callable[[_Record], datetime | None],
+        before: datetime | None,
+        inclusive: bool,
+        limit: int | None,
+    ) -> builtins.list[Node]:
+        """The scans on the records' copies of their times; only the nodes returned are thawed."""
         with self._lock:
-            chosen = [
-                r
-                for r in self._nodes.values()
-                if r.wake is not None and r.wake <= before and r.matches(wanted)
-            ]
-            chosen.sort(key=lambda r: _oldest(r.wake, r.seq))
-            return [r.node() for r in chosen[:limit]]
+            due = oldest_due(
+                self._nodes.values(), wanted, when_of, before, inclusive=inclusive, limit=limit
+            )
+            return [r.node() for r in due]
 
     def save(self, node: Node, *, history: Sequence[HistoryEntry] = ()) -> None:
         """Write ``node`` if its version is current, and ``history`` under the same lock."""
@@ -442,9 +377,7 @@ class MemoryStore(MemoryCatalog):
     def register_conductor(
         self, record: ConductorRecord, *, replace_before: datetime | None = None
     ) -> None:
-        check_conductor(record)
-        if replace_before is not None:
-            check_time(replace_before, "replace_before")
+        check_registration(record, replace_before)
         with self._lock:
             for other in list(self._conductors.values()):
                 if other.hostname == record.hostname and (
@@ -473,7 +406,3 @@ class MemoryStore(MemoryCatalog):
     def list_conductors(self) -> builtins.list[ConductorRecord]:
         with self._lock:
             return sorted(self._conductors.values(), key=conductor_order)
-
-
-def _oldest(when: datetime | None, seq: int) -> tuple[datetime, int]:
-    return (when or datetime.max.replace(tzinfo=_UTC), seq)
