@@ -6,9 +6,10 @@ them off the developer's ``$IRONIC_FSM_DB``, settings file and home.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -46,3 +47,9 @@ def runner(db: str, capsys: pytest.CaptureFixture[str]) -> Run:
 def ok(result: Result) -> Result:
     assert result.code == 0, result.err
     return result
+
+
+def listed(run: Run, *options: str) -> list[dict[str, Any]]:
+    """The rows of ``node list -f json`` with ``options``."""
+    rows: list[dict[str, Any]] = json.loads(ok(run("node", "list", "-f", "json", *options)).out)
+    return rows

@@ -8,6 +8,9 @@
   through ``search_path``, dropped afterwards).
 * ``store``: a fresh store per test, parametrized over ``memory``,
   ``sqlite`` and ``postgres``.
+* ``run``: ``ironic-fsm`` in-process on a SQLite file of the test's own,
+  kept off the developer's database, settings and home (``cli_env``); a
+  CLI module that needs another database or options defines its own.
 * ``conductor_store``: runs every test of the ``test_conductor_*`` modules
   twice, with ``helpers.make_conductor`` on MemoryStore and on a SQLite file.
 """
@@ -18,6 +21,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import pytest
@@ -25,6 +29,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))  # makes `import pgserver` work anywhere
 
 from pgserver import PostgresServer
+
+if TYPE_CHECKING:
+    from cli_harness import Run
 
 from ironic_fsm.stores import MemoryStore, Store
 
@@ -35,18 +42,30 @@ STORE_BACKENDS = ["memory", *SQL_BACKENDS]
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
     """The session's PostgreSQL server (its ``url``, ``dsn``, ``startup_seconds``)."""
-    server = PostgresServer()
-    server.start()
-    try:
+    with PostgresServer() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="session")
 def postgres_url(postgres_server: PostgresServer) -> str:
     """URL of the shared test database (``postgresql+psycopg://...``)."""
     return postgres_server.url
+
+
+@pytest.fixture
+def cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Never let the CLI read the developer's database or settings, nor write to their home."""
+    from cli_harness import isolate_cli_env
+
+    isolate_cli_env(tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def run(cli_env: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Run:
+    """``run("node", "list")`` runs ``ironic-fsm --db <tmp>/nodes.sqlite node list`` here."""
+    from cli_harness import runner
+
+    return runner(str(tmp_path / "nodes.sqlite"), capsys)
 
 
 def fresh_postgres_url(server: PostgresServer) -> Iterator[str]:

@@ -27,12 +27,8 @@ from ironic_fsm import cli
 from ironic_fsm.conductor import Conductor
 from ironic_fsm.exceptions import StepsNotAvailable
 
-
-@pytest.fixture(autouse=True)
-def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Never read the developer's IRONIC_FSM_DB nor write to their home.
-    monkeypatch.delenv(cli.DB_ENV, raising=False)
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+#: Also for the tests that do not ``run`` (see ``cli_env`` in conftest).
+pytestmark = pytest.mark.usefixtures("cli_env")
 
 
 @pytest.fixture

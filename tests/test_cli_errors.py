@@ -16,17 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_harness import Result, Run, isolate_cli_env
+from cli_harness import Result, Run
 from helpers import python_c
 
 from ironic_fsm import cli
 from ironic_fsm.conductor import Conductor
 from ironic_fsm.stores import SQLStore
 
-
-@pytest.fixture(autouse=True)
-def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    isolate_cli_env(tmp_path, monkeypatch)
+#: Also for the tests that do not ``run`` (see ``cli_env`` in conftest).
+pytestmark = pytest.mark.usefixtures("cli_env")
 
 
 @pytest.fixture

@@ -9,25 +9,17 @@ from __future__ import annotations
 import csv
 import io
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from cli_harness import Run, isolate_cli_env, ok, runner
+from cli_harness import Run, ok
 from helpers import python_ok
 
 from ironic_fsm.node import NODE_FIELDS
 
-
-@pytest.fixture(autouse=True)
-def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    isolate_cli_env(tmp_path, monkeypatch)
-
-
-@pytest.fixture
-def run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Run:
-    return runner(str(tmp_path / "nodes.sqlite"), capsys)
+#: Also for the tests that do not ``run`` (see ``cli_env`` in conftest).
+pytestmark = pytest.mark.usefixtures("cli_env")
 
 
 @pytest.fixture

@@ -6,27 +6,11 @@ own; pages are read back as JSON and walked by marker.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Any
-
 import pytest
-from cli_harness import Run, isolate_cli_env, ok, runner
+from cli_harness import Run, listed, ok
 
-
-@pytest.fixture(autouse=True)
-def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    isolate_cli_env(tmp_path, monkeypatch)
-
-
-@pytest.fixture
-def run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Run:
-    return runner(str(tmp_path / "nodes.sqlite"), capsys)
-
-
-def listed(run: Run, *argv: str) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = json.loads(ok(run("node", "list", "-f", "json", *argv)).out)
-    return rows
+#: Also for the tests that do not ``run`` (see ``cli_env`` in conftest).
+pytestmark = pytest.mark.usefixtures("cli_env")
 
 
 @pytest.fixture

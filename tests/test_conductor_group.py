@@ -11,11 +11,9 @@ from __future__ import annotations
 import json
 import logging
 from datetime import timedelta
-from pathlib import Path
-from typing import Any
 
 import pytest
-from cli_harness import Run, isolate_cli_env, ok, runner
+from cli_harness import Run, listed, ok
 from helpers import Clock
 
 from ironic_fsm import Conductor, Config, fleetfile, states
@@ -226,18 +224,6 @@ def test_a_node_moved_to_another_group_changes_hands(
 
 
 # -- the CLI ---------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Run:
-    """``ironic-fsm`` on a SQLite file."""
-    isolate_cli_env(tmp_path, monkeypatch)
-    return runner(f"sqlite:///{tmp_path / 'cli.sqlite'}", capsys)
-
-
-def listed(run: Run, *options: str) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = json.loads(ok(run("node", "list", "-f", "json", *options)).out)
-    return rows
 
 
 def test_the_cli_creates_lists_sets_and_unsets_the_group(run: Run) -> None:
