@@ -20,7 +20,6 @@ import orjson
 from ironic_fsm import _node_fields, states
 from ironic_fsm._node_fields import (
     _CANONICAL_UUID,
-    _DATETIME_FIELDS,
     _TRUSTED_JSON,
     STORED_GROUP,
     _bad,
@@ -69,6 +68,11 @@ __all__ = [
 MAX_NESTING: Final = _node_fields.MAX_NESTING
 #: Ironic's limit for names (and the width of the stores' name column).
 MAX_NAME_LENGTH: Final = _node_fields.MAX_NAME_LENGTH
+
+
+def _to_parent(value: object) -> str | None:
+    """The parent's UUID in canonical form, so that the ``parent_node`` filter finds it."""
+    return None if value is None else _to_uuid(value, "parent_node")
 
 
 @attrs.define(eq=True, on_setattr=attrs.setters.NO_OP)
@@ -156,6 +160,18 @@ class Node:
     #: cached by the conductor (on verify, manage and when set), never set by users.
     boot_mode: str | None = attrs.field(default=None, validator=_optional_text)
     secure_boot: bool | None = attrs.field(default=None, validator=_optional_flag)
+    #: The node's network configuration for its instance (Ironic's ``network_data``, 1.66).
+    network_data: dict[str, Any] = attrs.field(
+        factory=dict, repr=_masked_repr, validator=_json_dict
+    )
+    #: The shard, and the node this one is a part of (a DPU's host): both filtered, so columns.
+    shard: str | None = attrs.field(default=None, validator=_short_text)
+    parent_node: str | None = attrs.field(
+        default=None, converter=_to_parent, validator=_optional_text
+    )
+    #: When the last inspection started (cleared when it ends) and when it last succeeded.
+    inspection_started_at: datetime | None = attrs.field(default=None, validator=_timestamp)
+    inspection_finished_at: datetime | None = attrs.field(default=None, validator=_timestamp)
 
     def to_dict(self, *, mask: bool = False, copy: bool = True) -> dict[str, Any]:
         """A JSON-safe dict of every field (datetimes as ISO 8601 strings).
@@ -301,6 +317,7 @@ _CONVERTERS: Final[dict[str, Any]] = {
     "uuid": _to_uuid,
     "conductor_group": _group,
     "instance_uuid": _to_instance_uuid,
+    "parent_node": _to_parent,
 }
 _STEP_FIELDS: Final = frozenset({"clean_step", "deploy_step", "service_step"})
 _DICT_FIELDS: Final = tuple(
@@ -310,6 +327,10 @@ _OPTIONAL_TEXT_FIELDS: Final = tuple(
     n
     for n, f in _FIELDS_BY_NAME.items()
     if f.validator in (_optional_text, _short_text, _long_text)
+)
+#: The fields holding a datetime (ISO 8601 text in JSON).
+_DATETIME_FIELDS: Final = frozenset(
+    n for n, f in _FIELDS_BY_NAME.items() if f.validator is _timestamp
 )
 _TIMESTAMP_FIELDS: Final = tuple(sorted(_DATETIME_FIELDS))
 _CONTAINER_FIELDS: Final = (*_DICT_FIELDS, "traits")
@@ -378,9 +399,8 @@ def encode_stored(node: Node) -> bytes:
     text = _dumps(record)
     back = orjson.loads(text)
     # The timestamps come back as text, and were written from what they are.
-    back["provision_updated_at"] = record["provision_updated_at"]
-    back["created_at"] = record["created_at"]
-    back["updated_at"] = record["updated_at"]
+    for name in _TIMESTAMP_FIELDS:
+        back[name] = record[name]
     if back != record:
         raise ValueError(_NOT_EXACT)
     return text

@@ -52,8 +52,34 @@ FLOW_STATES: Final = {
 }
 
 
+#: The states an inspection runs in: leaving them ends it.
+_INSPECTING: Final = frozenset({s.INSPECTING, s.INSPECTWAIT})
+
+
 class Flows(StepEngine):
     """The work behind each verb, run in the caller or in the executor."""
+
+    def _process(self, job: Job, event: str, **options: Any) -> None:
+        """Fire ``event``, and keep the inspection times as Ironic's database layer does.
+
+        Every transition passes here (verbs, flows, aborts, timeouts), so the
+        times follow the state whichever path moved it: entering ``inspecting``
+        starts an inspection (``inspection_finished_at`` cleared); reaching
+        ``manageable`` from it finishes one (``inspection_started_at``
+        cleared); failing clears the start and keeps the last success.
+        """
+        node = job.node
+        previous = node.provision_state
+        super()._process(job, event, **options)
+        state = node.provision_state
+        if state == s.INSPECTING and previous != s.INSPECTING:
+            node.inspection_started_at = node.provision_updated_at
+            node.inspection_finished_at = None
+        elif previous in _INSPECTING and state == s.MANAGEABLE:
+            node.inspection_finished_at = node.provision_updated_at
+            node.inspection_started_at = None
+        elif previous in _INSPECTING and state == s.INSPECTFAIL:
+            node.inspection_started_at = None
 
     def _validate_interface(self, job: Job, kind: str) -> None:
         driver_call(job, kind, "validate")
