@@ -8,7 +8,7 @@
   through ``search_path``, dropped afterwards).
 * ``store``: a fresh store per test, parametrized over ``memory``,
   ``sqlite`` and ``postgres``.
-* ``run``: ``ironic-fsm`` in-process on a SQLite file of the test's own,
+* ``run``: ``ironic-fsm`` in-process on ``db``, a SQLite file of the test's own,
   kept off the developer's database, settings and home (``cli_env``); a
   CLI module that needs another database or options defines its own.
 * ``conductor_store``: runs every test of the ``test_conductor_*`` modules
@@ -61,11 +61,17 @@ def cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def run(cli_env: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Run:
-    """``run("node", "list")`` runs ``ironic-fsm --db <tmp>/nodes.sqlite node list`` here."""
+def db(tmp_path: Path) -> str:
+    """The CLI tests' database: a SQLite file of the test's own."""
+    return str(tmp_path / "nodes.sqlite")
+
+
+@pytest.fixture
+def run(cli_env: None, db: str, capsys: pytest.CaptureFixture[str]) -> Run:
+    """``run("node", "list")`` runs ``ironic-fsm --db DB node list`` in-process."""
     from cli_harness import runner
 
-    return runner(str(tmp_path / "nodes.sqlite"), capsys)
+    return runner(db, capsys)
 
 
 def fresh_postgres_url(server: PostgresServer) -> Iterator[str]:

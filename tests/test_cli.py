@@ -32,11 +32,6 @@ pytestmark = pytest.mark.usefixtures("cli_env")
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> str:
-    return str(tmp_path / "nodes.sqlite")
-
-
-@pytest.fixture
 def run(db: str, capsys: pytest.CaptureFixture[str]) -> Run:
     """``run("node", "list")`` runs ``ironic-fsm --db DB node list`` in-process."""
 

@@ -28,11 +28,6 @@ pytestmark = pytest.mark.usefixtures("cli_env")
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> str:
-    return str(tmp_path / "nodes.sqlite")
-
-
-@pytest.fixture
 def run(db: str, capsys: pytest.CaptureFixture[str]) -> Run:
     def _run(*argv: str, stdin: str | None = None) -> Result:
         capsys.readouterr()
