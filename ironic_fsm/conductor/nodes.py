@@ -11,7 +11,7 @@ import logging
 import math
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Final, overload
+from typing import Any, Final, NamedTuple, overload
 
 import attrs
 
@@ -106,13 +106,30 @@ def _protect_refusal(node: Node) -> str | None:
 #: The events of a boot mode or secure boot change, emitted once it is saved.
 BOOT_MODE_SET: Final = "baremetal.node.boot_mode_set.end"
 SECURE_BOOT_SET: Final = "baremetal.node.secure_boot_set.end"
-_BOOT_MODES: Final = ("uefi", "bios")
 
 
-#: The management calls that read and set each cached boot setting.
-_BOOT_SETTING_CALLS: Final = {
-    "boot_mode": ("get_boot_mode", "set_boot_mode"),
-    "secure_boot": ("get_secure_boot_state", "set_secure_boot_state"),
+class _BootSetting(NamedTuple):
+    """A boot setting the node caches: what users call it, its values, its calls, its event."""
+
+    what: str
+    values: tuple[Any, ...]
+    getter: str
+    setter: str
+    event: str
+
+
+#: The boot settings, by node field.
+_BOOT_SETTINGS: Final = {
+    "boot_mode": _BootSetting(
+        "boot mode", ("uefi", "bios"), "get_boot_mode", "set_boot_mode", BOOT_MODE_SET
+    ),
+    "secure_boot": _BootSetting(
+        "secure boot state",
+        (True, False),
+        "get_secure_boot_state",
+        "set_secure_boot_state",
+        SECURE_BOOT_SET,
+    ),
 }
 
 
@@ -180,26 +197,24 @@ class Nodes(Runtime):
         before this returns (Ironic's is asynchronous): a failure raises and
         leaves the node as it was, instead of setting ``last_error``.
         """
-        ident = check_ident(ident)
-        if type(mode) is not str or mode not in _BOOT_MODES:
-            raise InvalidParameterValue(
-                f"Node {ident}: the boot mode must be 'uefi' or 'bios', not {shown(mode)}",
-                node=ident,
-            )
-        with self._boot_settings(ident, "boot mode") as job:
-            self._change_boot_setting(job, "boot_mode", mode, BOOT_MODE_SET)
-            return job.node
+        return self._set_boot_setting(ident, "boot_mode", mode)
 
     def set_secure_boot_state(self, ident: str, state: bool) -> Node:
         """Turn UEFI secure boot on or off on the node's BMC and cache it on the node."""
+        return self._set_boot_setting(ident, "secure_boot", state)
+
+    def _set_boot_setting(self, ident: str, field: str, value: Any) -> Node:
+        """A value of one of the setting's values and type, set on a node that may change it."""
         ident = check_ident(ident)
-        if type(state) is not bool:
+        setting = _BOOT_SETTINGS[field]
+        if not any(type(value) is type(v) and value == v for v in setting.values):
             raise InvalidParameterValue(
-                f"Node {ident}: the secure boot state must be True or False, not {shown(state)}",
+                f"Node {ident}: the {setting.what} must be "
+                f"{' or '.join(map(repr, setting.values))}, not {shown(value)}",
                 node=ident,
             )
-        with self._boot_settings(ident, "secure boot state") as job:
-            self._change_boot_setting(job, "secure_boot", state, SECURE_BOOT_SET)
+        with self._boot_settings(ident, setting.what) as job:
+            self._change_boot_setting(job, field, value)
             return job.node
 
     @contextmanager
@@ -213,28 +228,28 @@ class Nodes(Runtime):
             driver_call(job, "management", "validate")
             yield job
 
-    def _change_boot_setting(self, job: Job, field: str, value: Any, name: str) -> None:
+    def _change_boot_setting(self, job: Job, field: str, value: Any) -> None:
         """Ask the BMC for ``value`` unless it already reports it; cache it; an event.
 
         As Ironic: a BMC that cannot tell the current value is asked anyway,
         and the node caches the value asked for, since some BMCs apply it
         only at the next boot.
         """
-        getter, setter = _BOOT_SETTING_CALLS[field]
+        setting = _BOOT_SETTINGS[field]
         try:
-            current = driver_call(job, "management", getter)
+            current = driver_call(job, "management", setting.getter)
         except (UnsupportedOperation, HardwareError) as exc:
             LOG.debug("Node %s: could not read %s: %s", job.node.uuid, field, describe_exc(exc))
             current = None
         if current is None or current != value:
-            driver_call(job, "management", setter, value)
+            driver_call(job, "management", setting.setter, value)
         node = job.node
         setattr(node, field, value)
         if self._listeners:
             job.events.append(
                 Event(
-                    name=name, node=node.uuid, previous_state=node.provision_state, event=None,
-                    state=node.provision_state, target=node.target_provision_state,
+                    name=setting.event, node=node.uuid, previous_state=node.provision_state,
+                    event=None, state=node.provision_state, target=node.target_provision_state,
                     timestamp=self._now(),
                 )
             )  # fmt: skip

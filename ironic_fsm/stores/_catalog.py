@@ -126,6 +126,13 @@ class MemoryCatalog:
         found = entries.get(ident)
         return found or next((e for e in entries.values() if e.name == ident), None)
 
+    def _existing(self, kind: CatalogKind, ident: str) -> CatalogEntry:
+        """The entry with this UUID or name; the kind's not-found error if none."""
+        found = self._find(kind, ident)
+        if found is None:
+            raise not_found(kind, ident)
+        return found
+
     def add_entry(self, kind: CatalogKind, entry: CatalogEntry) -> CatalogEntry:
         with self._catalog_lock:
             for ident in (entry.uuid, entry.name):
@@ -137,10 +144,7 @@ class MemoryCatalog:
 
     def get_entry(self, kind: CatalogKind, ident: str) -> CatalogEntry:
         with self._catalog_lock:
-            found = self._find(kind, ident)
-            if found is None:
-                raise not_found(kind, ident)
-            return found.copy()
+            return self._existing(kind, ident).copy()
 
     def list_entries(self, kind: CatalogKind) -> builtins.list[CatalogEntry]:
         with self._catalog_lock:
@@ -160,10 +164,7 @@ class MemoryCatalog:
 
     def delete_entry(self, kind: CatalogKind, ident: str) -> None:
         with self._catalog_lock:
-            found = self._find(kind, ident)
-            if found is None:
-                raise not_found(kind, ident)
-            del self._catalog[kind][found.uuid]
+            del self._catalog[kind][self._existing(kind, ident).uuid]
 
 
 class SQLCatalog:
