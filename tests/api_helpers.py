@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import select
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from procs import stop_processes
 
 from ironic_fsm import Conductor, Config
 from ironic_fsm.api import ApiServer, start_api
@@ -49,13 +49,7 @@ def api_process(db: Path, *extra: str, startup: float = 30.0) -> Iterator[str]:
             raise AssertionError(f"the API did not start: {line!r} {log.read_text()}")
         yield f"http://127.0.0.1:{int(line)}"
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_processes([proc], timeout=15)
 
 
 @contextmanager

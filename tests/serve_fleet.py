@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from procs import stop_processes
 from serve_hardware import DEPLOY_STEPS, NAME, serve_test_hardware
 
 import ironic_fsm
@@ -96,15 +96,7 @@ class ServeFleet:
         wait_for(lambda: self.alive(conductor) >= count, timeout, f"{count} live conductors")
 
     def stop_all(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_processes(self.procs, timeout=30)
 
 
 @contextmanager

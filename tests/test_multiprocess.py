@@ -10,9 +10,9 @@ refused with ``NodeLocked``, never corrupted or lost.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
+
+from procs import worker_reports
 
 import ironic_fsm
 from ironic_fsm import states
@@ -58,20 +58,8 @@ def test_conductor_processes_share_one_database(sql_url: str) -> None:
         conductor = ironic_fsm.Conductor(store=store)
         own = [[conductor.create_node().uuid for _ in range(6)] for _ in range(3)]
         shared = [conductor.create_node().uuid for _ in range(4)]
-        workers = [
-            subprocess.Popen(
-                [sys.executable, "-c", WORKER, sql_url, json.dumps(mine), json.dumps(shared)],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for mine in own
-        ]
-        reports = []
-        for worker in workers:
-            out, err = worker.communicate(timeout=300)
-            assert worker.returncode == 0, err
-            reports.append(json.loads(out.strip().splitlines()[-1]))
+        argvs = [[sql_url, json.dumps(mine), json.dumps(shared)] for mine in own]
+        reports = worker_reports(WORKER, argvs)
         assert [r["done"] for r in reports] == [6, 6, 6]
         for node in conductor.list_nodes():
             assert node.reservation is None, node.uuid

@@ -10,13 +10,12 @@ every node's version equal to 1 + the saves it took.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from procs import worker_reports
 
 from ironic_fsm.node import Node
 from ironic_fsm.stores import SQLStore
@@ -140,28 +139,8 @@ def test_3_processes_of_16_threads_share_one_database(pg_url: str) -> None:
                 store.create(node)
                 mine.append(node.uuid)
             owns.append(mine)
-        workers = [
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-c",
-                    SUBPROCESS,
-                    pg_url,
-                    json.dumps(mine),
-                    json.dumps(shared),
-                    str(OPERATIONS),
-                ],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for mine in owns
-        ]
-        results = []
-        for worker in workers:
-            out, err = worker.communicate(timeout=300)
-            assert worker.returncode == 0, err
-            results.append(json.loads(out.strip().splitlines()[-1]))
+        argvs = [[pg_url, json.dumps(mine), json.dumps(shared), str(OPERATIONS)] for mine in owns]
+        results = worker_reports(SUBPROCESS, argvs)
         assert [r["errors"] for r in results] == [[], [], []]
         saves = sum(r["saves"] for r in results)
         assert saves + sum(r["locked"] for r in results) == 3 * 16 * OPERATIONS
