@@ -15,11 +15,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import attrs
+
 __all__ = ["Periodic"]
 
 LOG = logging.getLogger("ironic_fsm.service")
 
 
+# No generated repr or eq: a duty's repr may show its owner, and each task is its own.
+@attrs.define(repr=False, eq=False)
 class Periodic:
     """Call ``duty`` every ``interval`` seconds until stopped; an error is logged, not fatal.
 
@@ -31,28 +35,22 @@ class Periodic:
     rest of a burst of wakes arrive, so that one pass serves them all.
     """
 
-    def __init__(
-        self,
-        name: str,
-        duty: Callable[[], Any],
-        interval: float,
-        *,
-        wake: threading.Event | None = None,
-        first_delay: float = 0.0,
-        settle: float = 0.0,
-    ) -> None:
-        self.name = name
-        self.interval = interval
-        self._duty = duty
-        self._wake = wake
-        self._first_delay = first_delay
-        #: Seconds a wake waits for the others of its burst before the pass.
-        self.settle = settle
-        self._stop = threading.Event()
-        #: Completed passes and failed ones (for tests and the operator's logs).
-        self.passes = 0
-        self.failures = 0
-        self._thread = threading.Thread(target=self._loop, name=f"ironic-fsm-{name}", daemon=True)
+    name: str
+    _duty: Callable[[], Any]
+    interval: float
+    _wake: threading.Event | None = attrs.field(default=None, kw_only=True)
+    _first_delay: float = attrs.field(default=0.0, kw_only=True)
+    #: Seconds a wake waits for the others of its burst before the pass.
+    settle: float = attrs.field(default=0.0, kw_only=True)
+    _stop: threading.Event = attrs.field(factory=threading.Event, init=False)
+    #: Completed passes and failed ones (for tests and the operator's logs).
+    passes: int = attrs.field(default=0, init=False)
+    failures: int = attrs.field(default=0, init=False)
+    _thread: threading.Thread = attrs.field(init=False)
+
+    @_thread.default
+    def _new_thread(self) -> threading.Thread:
+        return threading.Thread(target=self._loop, name=f"ironic-fsm-{self.name}", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
