@@ -10,15 +10,39 @@ from __future__ import annotations
 
 import json
 import uuid as uuidlib
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers import Clock, make_conductor, new_node
+from old_schema import (
+    COLUMNS_BEFORE_V9,
+    CONDUCTOR,
+    FREE,
+    HELD,
+    HOLDER,
+    SYNCED,
+    T0,
+    assert_a_failed_step_keeps,
+    assert_old_records_kept,
+    assert_reopening_keeps,
+    create_with,
+    entry,
+    every_row,
+    raw_rows,
+    release_urls,
+    schema_version,
+    v5_nodes,
+)
+from test_store_migration_v7 import indexes
 
 from ironic_fsm import Node, states
 from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.node import check_field, freeze, thaw
+from ironic_fsm.stores import SQLStore, Store, sql
+from ironic_fsm.stores.base import list_fields
 
 T = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
 PARENT = "5f1c4c3e-7d2a-4e6b-9c1a-0b2d3e4f5a6b"
@@ -230,3 +254,111 @@ def test_a_failed_inspection_clears_the_start(how: str) -> None:
     assert node.inspection_started_at is None
     assert node.inspection_finished_at is None
     assert node.reservation is None
+
+
+# -- the stores: one filter path, on every backend ----------------------------------------
+
+
+def _family(store: Store) -> dict[str, Node]:
+    """A host with two children (shards a and b), a node in shard a, one without a shard."""
+    host = Node(name="host", shard="a")
+    nodes = {
+        "host": host,
+        "child-a": Node(name="child-a", shard="a", parent_node=host.uuid),
+        "child-b": Node(name="child-b", shard="b", parent_node=host.uuid),
+        "lone": Node(name="lone", shard="a"),
+        "unsharded": Node(name="unsharded"),
+    }
+    for node in nodes.values():
+        store.create(node)
+    return nodes
+
+
+def _names(found: list[Any]) -> list[str]:
+    return sorted(n.name for n in found)
+
+
+def test_stores_filter_on_shard_and_parent_node(store: Store) -> None:
+    nodes = _family(store)
+    host = nodes["host"].uuid
+    assert _names(store.list(shard="a")) == ["child-a", "host", "lone"]
+    assert _names(store.list(shard=["a", "b"])) == ["child-a", "child-b", "host", "lone"]
+    assert _names(store.list(shard=None)) == ["unsharded"]
+    assert _names(store.list(sharded=True)) == ["child-a", "child-b", "host", "lone"]
+    assert _names(store.list(sharded=False)) == ["unsharded"]
+    assert _names(store.list(parent_node=host)) == ["child-a", "child-b"]
+    assert _names(store.list(parent_node=None)) == ["host", "lone", "unsharded"]
+    assert _names(store.list(parent_node=host, shard="b")) == ["child-b"]
+    assert store.list(sharded=True, shard=None) == []
+
+
+def test_stores_keep_the_new_fields_beside_the_record(store: Store) -> None:
+    nodes = _family(store)
+    rows = list_fields(store, ("shard", "parent_node"))
+    assert {row["uuid"]: (row["shard"], row["parent_node"]) for row in rows} == {
+        n.uuid: (n.shard, n.parent_node) for n in nodes.values()
+    }
+    moved = store.get("child-a")
+    moved.shard, moved.parent_node = "c", None
+    store.save(moved)
+    assert _names(store.list(shard="c")) == ["child-a"]
+    assert _names(store.list(parent_node=nodes["host"].uuid)) == ["child-b"]
+    assert store.get("child-a") == moved
+
+
+# -- schema 10: a v9 database upgraded in place -------------------------------------------
+
+#: Every column of a node row in schema 9.
+NODES_OF_V9 = (
+    f"SELECT uuid, {', '.join(COLUMNS_BEFORE_V9)}, history_entries, history_last_seq, "
+    "version, seq, created_at, data FROM nodes"
+)
+
+
+def _fill_v9(store: SQLStore) -> None:
+    """What the v9 release left: nodes with its columns, a reservation, a heartbeat, a
+    conductor, history counted in the node rows, a power-sync time."""
+    create_with(store, COLUMNS_BEFORE_V9, *v5_nodes())
+    store.reserve(HELD, HOLDER)
+    store.heartbeat(HOLDER, T0 + timedelta(seconds=5))
+    store.register_conductor(CONDUCTOR)
+    store.add_history([entry(1), entry(2)])
+    store.mark_power_synced([FREE], T0 + timedelta(minutes=1))
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def v9_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A v9 database in a SQLite file, or in a private schema of the PostgreSQL server."""
+    yield from release_urls(request, tmp_path, 9, _fill_v9)
+
+
+def _v9_rows(url: str) -> dict[str, list[tuple[Any, ...]]]:
+    return every_row(url, NODES_OF_V9)
+
+
+def test_v9_database_is_upgraded_to_v10_losing_nothing(v9_url: str) -> None:
+    before = _v9_rows(v9_url)
+    with SQLStore(v9_url) as store:
+        assert schema_version(v9_url) == sql.SCHEMA_VERSION >= 10
+        assert _v9_rows(v9_url) == before
+        assert raw_rows(v9_url, "SELECT shard, parent_node FROM nodes") == [(None, None)] * 3
+        defined = indexes(v9_url)
+        assert "shard" in defined["nodes_shard_idx"]
+        assert "parent_node" in defined["nodes_parent_node_idx"]
+        assert_old_records_kept(store)
+        child = store.get(FREE)
+        child.shard, child.parent_node = "s1", SYNCED
+        store.save(child)
+        assert [n.uuid for n in store.list(shard="s1")] == [FREE]
+        assert [n.uuid for n in store.list(parent_node=SYNCED)] == [FREE]
+        assert sorted(n.uuid for n in store.list(parent_node=None)) == [HELD, SYNCED]
+    assert_reopening_keeps(v9_url, indexes, defined)
+
+
+def test_a_failed_v10_step_leaves_the_v9_database_as_it_was(
+    v9_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert_a_failed_step_keeps(v9_url, monkeypatch, 9, _v9_rows, indexes)
+    monkeypatch.undo()
+    with SQLStore(v9_url) as store:  # and the next attempt upgrades it
+        assert_old_records_kept(store)

@@ -52,6 +52,8 @@ STRING_FILTERS: Final = frozenset(
         "owner",
         "lessee",
         "instance_uuid",
+        "shard",
+        "parent_node",
     }
 )
 #: Filters that take ``True`` or ``False``.
@@ -63,12 +65,15 @@ RESERVED: Final = "reserved"
 #: Ironic's ``associated`` filter: ``True`` for nodes with an instance, ``False`` for the others.
 #: Not a field either; stores see it as ``instance_uuid`` equal to :data:`SET` (or to ``None``).
 ASSOCIATED: Final = "associated"
+#: Ironic's ``sharded`` filter: ``True`` for nodes in a shard; stores see ``shard`` :data:`SET`.
+SHARDED: Final = "sharded"
 #: The filters that are not fields, and the nullable field each one tests.
-FLAG_FILTERS: Final = {RESERVED: "reservation", ASSOCIATED: "instance_uuid"}
+FLAG_FILTERS: Final = {RESERVED: "reservation", ASSOCIATED: "instance_uuid", SHARDED: "shard"}
 FILTER_FIELDS: Final = (
     *sorted(STRING_FILTERS | BOOL_FILTERS | {"version"}, key=NODE_FIELDS.index),
     RESERVED,
     ASSOCIATED,
+    SHARDED,
 )
 
 
@@ -212,8 +217,8 @@ def normalize_filters(filters: dict[str, Any]) -> dict[str, Any] | None:
 
     Collections of strings become frozensets (any of); ``reserved`` becomes
     a ``reservation`` filter (:data:`SET` or ``None``), ``associated`` an
-    ``instance_uuid`` one; a value of the wrong type, or containing NUL (no
-    store keeps one), matches nothing.
+    ``instance_uuid`` one, ``sharded`` a ``shard`` one; a value of the wrong
+    type, or containing NUL (no store keeps one), matches nothing.
     """
     check_filters(filters)
     out: dict[str, Any] = {}

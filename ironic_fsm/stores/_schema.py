@@ -1,6 +1,6 @@
 """The SQL layout of :class:`~ironic_fsm.stores.sql.SQLStore`: tables, columns, migrations.
 
-Layout (schema version 9; a database of an earlier version is upgraded in
+Layout (schema version 10; a database of an earlier version is upgraded in
 place when opened, see "Migrations" below):
 
 * ``nodes``: one row per node. ``data`` holds
@@ -27,6 +27,9 @@ place when opened, see "Migrations" below):
   count (``node_history_counts_entries_idx``, the name it had on v4's counts
   table), so that the periodic trim finds the nodes over the limit without
   reading the others.
+  ``shard`` and ``parent_node`` (version 10) are columns for their filters
+  (``sharded`` is ``shard IS [NOT] NULL``; listings leave out child nodes
+  with ``parent_node IS NULL``) and for counting the nodes of each shard.
 * ``deploy_templates`` and ``runbooks`` (version 8): one row per template or
   runbook, ``uuid``, unique ``name``, ``seq`` (creation order, the listing's
   tie-break), timestamps, and ``data``: the rest (steps, extra, ...) as JSON.
@@ -59,7 +62,7 @@ and ``reservation`` of the reserved nodes, for crash recovery (both partial
 since version 7: a save leaves an index alone unless its row is one the
 scan looks for); ``wait_until`` for ``wait`` steps; ``resource_class``;
 ``conductor_group`` (version 6); ``owner``, ``lessee``, ``instance_uuid``
-(version 8).
+(version 8); ``shard``, ``parent_node`` (version 10).
 
 Migrations: :data:`MIGRATIONS` maps each version N to the step that makes
 N + 1: DDL statements, and functions for what SQL alone cannot do (filling
@@ -92,7 +95,9 @@ _LOG: Final = logging.getLogger("ironic_fsm.stores.sql")
 
 #: Column widths of the v1 layout; checked for both databases (SQLite does not).
 _WIDTHS: Final = {"uuid": 36, "name": 255, "driver": 255, "provision_state": 64, "reservation": 255}
-_NULLABLE: Final = frozenset({"name", "reservation", "owner", "lessee", "instance_uuid"})
+_NULLABLE: Final = frozenset(
+    {"name", "reservation", "owner", "lessee", "instance_uuid", "shard", "parent_node"}
+)
 #: Text columns of v2: any length, may be unset.
 _FREE_TEXT: Final = ("target_provision_state", "power_state", "resource_class", "fault")
 _CHECKED: Final[tuple[tuple[str, int | None], ...]] = (
@@ -102,6 +107,8 @@ _CHECKED: Final[tuple[tuple[str, int | None], ...]] = (
     ("owner", 255),  # v8
     ("lessee", 255),
     ("instance_uuid", 36),
+    ("shard", 255),  # v10
+    ("parent_node", 36),
 )
 #: The columns a write sets from the node, in statement order (``data`` and ``version`` apart).
 _COLUMNS: Final = (
@@ -123,6 +130,8 @@ _COLUMNS: Final = (
     "owner",
     "lessee",
     "instance_uuid",
+    "shard",
+    "parent_node",
 )
 #: The columns schema 2 added (filled by :func:`_v2_fill`, before any later one exists).
 _V2_COLUMNS: Final = _COLUMNS[6:14]
@@ -449,6 +458,21 @@ def _v9_sqlite_history(store: SQLStore, conn: Any) -> None:
         conn.execute(statement)
 
 
+def _v10_ddl(timestamp: str) -> list[str]:
+    """Schema 10: the node's shard and parent node, columns on indexes.
+
+    Both are filtered (and listings leave out child nodes), so columns;
+    existing rows have neither, in ``data`` as in the columns (NULL), so no
+    row is rewritten.
+    """
+    return [
+        "ALTER TABLE nodes ADD COLUMN shard VARCHAR(255)",
+        "ALTER TABLE nodes ADD COLUMN parent_node VARCHAR(36)",
+        "CREATE INDEX nodes_shard_idx ON nodes (shard)",
+        "CREATE INDEX nodes_parent_node_idx ON nodes (parent_node)",
+    ]
+
+
 #: One schema step: DDL (given the dialect's timestamp type) or a function of the store
 #: and the connection, run in order.
 _Step = str | Callable[["SQLStore", Any], None]
@@ -463,6 +487,7 @@ MIGRATIONS: Final[dict[int, Callable[[str], builtins.list[_Step]]]] = {
     6: lambda timestamp: [*_v7_ddl(timestamp)],
     7: lambda timestamp: [*_v8_ddl(timestamp)],
     8: lambda timestamp: [*_v9_ddl(timestamp), _v9_sqlite_history],
+    9: lambda timestamp: [*_v10_ddl(timestamp)],
 }
 
 #: The schema version this code writes and understands.

@@ -89,6 +89,8 @@ class _Record:
         self.owner = node.owner
         self.lessee = node.lessee
         self.instance_uuid = node.instance_uuid
+        self.shard = node.shard
+        self.parent_node = node.parent_node
         self.updated_at = node.updated_at
         self.provision_updated_at = node.provision_updated_at
 

@@ -298,6 +298,8 @@ class SQLStore(
             node.owner,
             node.lessee,
             node.instance_uuid,
+            node.shard,
+            node.parent_node,
         )
 
     def _row(self, node: Node) -> tuple[str, tuple[Any, ...]]:
