@@ -81,6 +81,13 @@ def _check_flag(node: Node, fields: dict[str, Any], flag: str, refusal: str | No
         )
 
 
+def _flag_text(node: Node, flag: str, set_text: str, unset_text: str) -> str:
+    """The history text of a flag now set (with its reason, or that none was given) or unset."""
+    if not getattr(node, flag):
+        return unset_text
+    return f"{set_text}: {getattr(node, f'{flag}_reason') or 'no reason given'}"
+
+
 def _retire_refusal(node: Node) -> str | None:
     if not node.retired and node.provision_state == s.AVAILABLE:
         return (
@@ -452,22 +459,15 @@ class Nodes(Runtime):
         self, job: Job, was_maintenance: bool, was_retired: bool, fault: str | None
     ) -> None:
         """History of an update: maintenance set or unset and why, retirement."""
-        node = job.node
+        node, uuid = job.node, job.node.uuid
         if node.maintenance != was_maintenance:
-            if node.maintenance:
-                why = node.maintenance_reason or "no reason given"
-                text = f"Maintenance mode set on node {node.uuid}: {why}"
-            else:
-                text = f"Maintenance mode unset on node {node.uuid}"
-                if fault is not None:
-                    text += f" (fault {fault!r} cleared)"
+            cleared = "" if fault is None else f" (fault {fault!r} cleared)"
+            unset = f"Maintenance mode unset on node {uuid}{cleared}"
+            text = _flag_text(node, "maintenance", f"Maintenance mode set on node {uuid}", unset)
             self._record(job, h.INFO, h.MAINTENANCE, text)
         if node.retired != was_retired:
-            if node.retired:
-                why = node.retired_reason or "no reason given"
-                text = f"Node {node.uuid} retired: {why}"
-            else:
-                text = f"Node {node.uuid} is no longer retired"
+            unset = f"Node {uuid} is no longer retired"
+            text = _flag_text(node, "retired", f"Node {uuid} retired", unset)
             self._record(job, h.INFO, h.PROVISIONING, text)
 
     def delete_node(self, ident: str) -> None:

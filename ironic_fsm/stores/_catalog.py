@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import builtins
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, runtime_checkable
 
@@ -188,23 +190,31 @@ class SQLCatalog:
         )
 
     def add_entry(self, kind: CatalogKind, entry: CatalogEntry) -> CatalogEntry:
-        _check_text(kind, entry)
         now = _now()
         q = self._q
+        with self._writing(kind, entry) as conn:
+            for ident in (entry.uuid, entry.name):
+                for row in self._rows(conn, kind, ident):
+                    raise exists(kind, entry, row[0])
+            conn.execute(
+                f"INSERT INTO {kind} (uuid, name, seq, created_at, updated_at, data) VALUES "
+                f"({q}, {q}, (SELECT COALESCE(MAX(seq), 0) + 1 FROM {kind}), {q}, NULL, {q})",
+                (entry.uuid, entry.name, self._db.bind_time(now), entry.settings().decode()),
+            )
+        return attrs.evolve(entry.copy(), created_at=now, updated_at=None)
+
+    @contextmanager
+    def _writing(
+        self, kind: CatalogKind, entry: CatalogEntry, keep: str | None = None
+    ) -> Iterator[Any]:
+        """A transaction writing ``entry``, checked first; a refusal goes by :meth:`_lost_race`."""
+        _check_text(kind, entry)
         try:
             with self._db.transaction() as conn:
-                for ident in (entry.uuid, entry.name):
-                    for row in self._rows(conn, kind, ident):
-                        raise exists(kind, entry, row[0])
-                conn.execute(
-                    f"INSERT INTO {kind} (uuid, name, seq, created_at, updated_at, data) VALUES "
-                    f"({q}, {q}, (SELECT COALESCE(MAX(seq), 0) + 1 FROM {kind}), {q}, NULL, {q})",
-                    (entry.uuid, entry.name, self._db.bind_time(now), entry.settings().decode()),
-                )
+                yield conn
         except InvalidParameterValue:
-            self._lost_race(kind, entry)
+            self._lost_race(kind, entry, keep)
             raise
-        return attrs.evolve(entry.copy(), created_at=now, updated_at=None)
 
     def _lost_race(self, kind: CatalogKind, entry: CatalogEntry, keep: str | None = None) -> None:
         """After a refused write: if another writer took the name or UUID since our check
@@ -231,23 +241,18 @@ class SQLCatalog:
         return [self._entry(row) for row in rows]
 
     def replace_entry(self, kind: CatalogKind, entry: CatalogEntry) -> CatalogEntry:
-        _check_text(kind, entry)
         now = _now()
         q = self._q
-        try:
-            with self._db.transaction() as conn:
-                for row in self._rows(conn, kind, entry.name):
-                    if row[0] != entry.uuid:
-                        raise exists(kind, entry, row[0])
-                done = conn.execute(
-                    f"UPDATE {kind} SET name = {q}, data = {q}, updated_at = {q} WHERE uuid = {q}",
-                    (entry.name, entry.settings().decode(), self._db.bind_time(now), entry.uuid),
-                )
-                if done.rowcount == 0:
-                    raise not_found(kind, entry.uuid)
-        except InvalidParameterValue:
-            self._lost_race(kind, entry, keep=entry.uuid)
-            raise
+        with self._writing(kind, entry, keep=entry.uuid) as conn:
+            for row in self._rows(conn, kind, entry.name):
+                if row[0] != entry.uuid:
+                    raise exists(kind, entry, row[0])
+            done = conn.execute(
+                f"UPDATE {kind} SET name = {q}, data = {q}, updated_at = {q} WHERE uuid = {q}",
+                (entry.name, entry.settings().decode(), self._db.bind_time(now), entry.uuid),
+            )
+            if done.rowcount == 0:
+                raise not_found(kind, entry.uuid)
         return self.get_entry(kind, entry.uuid)
 
     def delete_entry(self, kind: CatalogKind, ident: str) -> None:
