@@ -59,6 +59,8 @@ class BaseInterface:
     step_definitions: ClassVar[Mapping[Phase, tuple[StepInfo, ...]]] = {p: () for p in PHASES}
     _step_dicts: ClassVar[Mapping[Phase, tuple[dict[str, Any], ...]]] = {p: () for p in PHASES}
     _step_names: ClassVar[Mapping[Phase, frozenset[str]]] = {p: frozenset() for p in PHASES}
+    #: What :meth:`declared_steps` answers, per phase (computed per class).
+    _declared: ClassVar[Mapping[Phase, tuple[dict[str, Any], ...] | None]] = {p: () for p in PHASES}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -79,6 +81,12 @@ class BaseInterface:
             for p, infos in cls.step_definitions.items()
         }
         cls._step_names = {p: frozenset(i.name for i in infos) for p, infos in found.items()}
+        # Asked for every interface of every plan: settled here, once, as discovery is.
+        cls._declared = {
+            p: steps if getattr(cls, f"get_{p}_steps") is getattr(BaseInterface, f"get_{p}_steps")
+            else None
+            for p, steps in cls._step_dicts.items()
+        }  # fmt: skip
 
     def get_properties(self) -> dict[str, str]:
         """The ``driver_info`` keys this interface reads, with descriptions."""
@@ -96,10 +104,7 @@ class BaseInterface:
         may depend on the node). The planner uses this to avoid copying
         steps it only reads; everyone else should call ``get_<phase>_steps``.
         """
-        getter = getattr(type(self), f"get_{phase}_steps")
-        if getter is getattr(BaseInterface, f"get_{phase}_steps"):
-            return self._step_dicts[phase]
-        return None
+        return self._declared[phase]
 
     def _steps(self, phase: Phase) -> list[dict[str, Any]]:
         # Fresh dicts all the way down: callers may mutate what they get.

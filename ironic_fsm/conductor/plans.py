@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import re
 import uuid as _uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import chain
+from operator import attrgetter
 from typing import Any, Final, cast
 
 import attrs
@@ -55,6 +57,10 @@ def gather_steps(
     read them, or ask for fresh dicts when the result will be changed or
     handed to users.
     """
+    if not fresh:
+        found = _declared_for(phase, driver)
+        if found is not None:
+            return list(found[1])
     steps: list[Step] = []
     for kind in INTERFACE_ORDER[phase]:
         iface = getattr(driver, kind, None)
@@ -75,8 +81,57 @@ def gather_steps(
     return steps
 
 
-_PLAN_CACHE: dict[tuple[Any, ...], tuple[tuple[str, str, int, bool, bool], ...]] = {}
-_PLAN_CACHE_SIZE: Final = 256
+#: Each phase's interfaces of a hardware type, read all at once, in the phase's table order.
+_INTERFACES_OF: Final = {phase: attrgetter(*order) for phase, order in INTERFACE_ORDER.items()}
+_CACHE_SIZE: Final = 256
+#: The declared steps of a phase's interfaces, by the interfaces' classes (None: some
+#: interface's steps depend on the node).
+_DECLARED: dict[tuple[Phase, tuple[type, ...]], tuple[Step, ...] | None] = {}
+
+
+def _declared_for(
+    phase: Phase, driver: HardwareType
+) -> tuple[tuple[type, ...], tuple[Step, ...]] | None:
+    """The driver's declared ``phase`` steps, shared, and the classes they depend on.
+
+    Declared steps are settled when an interface class is made, so they
+    are found once per set of classes (a hardware type registered later
+    has its own). ``None`` when an interface learns its steps from the
+    node, or the driver lacks an interface kind: ask the interfaces then.
+    """
+    try:
+        interfaces = _INTERFACES_OF[phase](driver)
+    except AttributeError:
+        return None
+    classes = tuple(map(type, interfaces))
+    key = (phase, classes)
+    try:
+        steps = _DECLARED[key]
+    except KeyError:
+        found = [iface.declared_steps(phase) for iface in interfaces if iface is not None]
+        steps = None if any(d is None for d in found) else tuple(chain.from_iterable(found))
+        if len(_DECLARED) >= _CACHE_SIZE:
+            _DECLARED.clear()
+        _DECLARED[key] = steps
+    return None if steps is None else (classes, steps)
+
+
+_PLAN_CACHE: dict[tuple[Any, ...], tuple[Step, ...]] = {}
+
+
+def _cached_plan(key: tuple[Any, ...], plan: Callable[[], list[Step]]) -> list[Step]:
+    """Fresh copies of the plan cached under ``key``, made by ``plan()`` the first time.
+
+    A plan's dicts hold only strings, numbers and flags, besides the
+    ``args`` dict: a shallow copy and new ``args`` make it the caller's own.
+    """
+    cached = _PLAN_CACHE.get(key)
+    if cached is None:
+        cached = tuple(plan())
+        if len(_PLAN_CACHE) >= _CACHE_SIZE:
+            _PLAN_CACHE.clear()
+        _PLAN_CACHE[key] = cached
+    return [{**step, "args": dict(step["args"])} for step in cached]
 
 
 def plan_automated_clean_for(
@@ -94,40 +149,31 @@ def plan_automated_clean_for(
     Interfaces whose steps depend on the node (agent-style ones that
     override ``get_clean_steps``) are asked every time.
     """
-    classes = []
-    for kind in INTERFACE_ORDER["clean"]:
-        iface = getattr(driver, kind, None)
-        if iface is not None:
-            if iface.declared_steps("clean") is None:
-                return plan_automated_clean(
-                    gather_steps("clean", driver, task), overrides=overrides, disallowed=disallowed
-                )
-            classes.append(type(iface))
+    found = _declared_for("clean", driver)
+    if found is None:
+        return plan_automated_clean(
+            gather_steps("clean", driver, task), overrides=overrides, disallowed=disallowed
+        )
+    classes, steps = found
     blocked = tuple(disallowed)
-    key = (tuple(classes), frozenset((overrides or {}).items()), blocked)
-    plan = _PLAN_CACHE.get(key)
-    if plan is None:
-        full = plan_automated_clean(
-            gather_steps("clean", driver, task), overrides=overrides, disallowed=blocked
-        )
-        plan = tuple(
-            (st["interface"], st["step"], st["priority"], st["abortable"], st["requires_ramdisk"])
-            for st in full
-        )
-        if len(_PLAN_CACHE) >= _PLAN_CACHE_SIZE:
-            _PLAN_CACHE.clear()
-        _PLAN_CACHE[key] = plan
-    return [
-        {
-            "interface": iface,
-            "step": name,
-            "args": {},
-            "priority": priority,
-            "abortable": abortable,
-            "requires_ramdisk": ramdisk,
-        }
-        for iface, name, priority, abortable, ramdisk in plan
-    ]
+    key = ("clean", classes, frozenset((overrides or {}).items()), blocked)
+    return _cached_plan(
+        key,
+        lambda: plan_automated_clean(list(steps), overrides=overrides, disallowed=blocked),
+    )
+
+
+def _plan_deploy_for(driver: HardwareType, disallowed: Iterable[str]) -> list[Step] | None:
+    """The deploy plan of the driver's own steps alone (no template, no user steps), once
+    per classes; ``None`` when some interface's steps depend on the node."""
+    found = _declared_for("deploy", driver)
+    if found is None:
+        return None
+    classes, steps = found
+    blocked = frozenset(disallowed)
+    return _cached_plan(
+        ("deploy", classes, blocked), lambda: plan_deploy(steps, disallowed=blocked)
+    )
 
 
 def refuse_steps(ident: str, phase: Phase, steps: Any) -> None:
@@ -449,6 +495,18 @@ class Plans(Runtime):
         return self._plan_deploy(node, steps, deploy_steps)
 
     # -- plans --------------------------------------------------------------------------
+
+    def _deploy_plan(self, job: Job, user_steps: Sequence[Any] | None) -> list[dict[str, Any]]:
+        """The job's deploy plan: :meth:`_plan_deploy` of the driver's steps.
+
+        With no user steps and no instance traits (so no template either)
+        only the driver's steps count: planned once per interface classes.
+        """
+        if not user_steps and not job.node.instance_info.get("traits"):
+            plan = _plan_deploy_for(job.driver, self.config.disallow_deploy_steps)
+            if plan is not None:
+                return plan
+        return self._plan_deploy(job.node, self._driver_steps(job, "deploy"), user_steps)
 
     def _plan_deploy(
         self, node: Node, steps: list[dict[str, Any]], user_steps: Sequence[Any] | None

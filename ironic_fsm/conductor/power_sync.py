@@ -353,6 +353,25 @@ class PowerSync(Recovery):
             LOG.info("Node %s: changed or reserved during the power sync; next pass", seen.uuid)
             return ("skipped",)
 
+    def _record_power_discrepancy(self, job: Job, found: str, *, forced: bool) -> None:
+        """For the power sync: the BMC reports ``found``, the record says otherwise.
+
+        Call it before changing the node (or in maintenance), then checkpoint.
+        """
+        node = job.node
+        action = (
+            f"the conductor sets it back to {node.power_state!r}"
+            if forced
+            else f"the record now says {found!r}"
+        )
+        self._record(
+            job,
+            h.WARNING,
+            h.POWER,
+            f"Power state sync: node {node.uuid} is {found!r} on its BMC but recorded as "
+            f"{node.power_state!r}; {action}",
+        )
+
     def _take(self, job: Job, found: str) -> tuple[str, ...]:
         """Nothing was recorded: record what the BMC says (no discrepancy, as Ironic)."""
         self._set_recorded(job, found)

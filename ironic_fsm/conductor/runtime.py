@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeGuard
@@ -176,6 +175,34 @@ def driver_call(job: Job, kind: str, method: str, *args: Any, **kwargs: Any) -> 
         raise driver_error(exc, job.node, kind, method) from exc
 
 
+class _Reserved:
+    """:meth:`Runtime._reserved`: a plain class, not a generator, as it runs on every verb."""
+
+    __slots__ = ("ident", "job", "runtime", "uuid")
+
+    def __init__(self, runtime: Runtime, ident: str) -> None:
+        self.runtime = runtime
+        self.ident = ident
+
+    def __enter__(self) -> Job:
+        runtime = self.runtime
+        node = runtime.store.reserve(self.ident, runtime.holder)
+        self.uuid = node.uuid
+        try:
+            driver = runtime._registry.driver_for(node)
+        except BaseException:
+            runtime._drop_reservation(self.uuid)
+            raise
+        self.job = Job(Task(node=node, driver=driver, config=runtime.config))
+        return self.job
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        if kind is None:
+            self.runtime._release(self.job)
+        else:
+            self.runtime._drop_reservation(self.uuid)
+
+
 class Runtime(Draining):
     """The conductor's state and the primitives every flow is built from.
 
@@ -234,7 +261,7 @@ class Runtime(Draining):
         for the save that records them.
         """
         node = job.node
-        node.updated_at = self._now()
+        node.updated_at = self._clock()
         if node.last_error or node.maintenance_reason:
             # A last line of defence: no secret reaches the store in free text.
             if node.last_error:
@@ -273,9 +300,7 @@ class Runtime(Draining):
         """Note a history entry; the next checkpoint writes it with the node, or not at all.
 
         ``event`` ``None`` stands for the node's ``last_error`` as that save
-        records it. Nothing is noted when ``node_history`` is off. The
-        periodic power sync records a discrepancy through
-        :meth:`_record_power_discrepancy`.
+        records it. Nothing is noted when ``node_history`` is off.
         """
         if self.config.node_history:
             job.history.append((severity, event_type, event, user))
@@ -296,25 +321,6 @@ class Runtime(Draining):
             )
         except Exception:
             LOG.exception("Node %s: could not record history", node.uuid)
-
-    def _record_power_discrepancy(self, job: Job, found: str, *, forced: bool) -> None:
-        """For the power sync: the BMC reports ``found``, the record says otherwise.
-
-        Call it before changing the node (or in maintenance), then checkpoint.
-        """
-        node = job.node
-        action = (
-            f"the conductor sets it back to {node.power_state!r}"
-            if forced
-            else f"the record now says {found!r}"
-        )
-        self._record(
-            job,
-            h.WARNING,
-            h.POWER,
-            f"Power state sync: node {node.uuid} is {found!r} on its BMC but recorded as "
-            f"{node.power_state!r}; {action}",
-        )
 
     def _history_entries(
         self,
@@ -353,7 +359,7 @@ class Runtime(Draining):
         node.provision_state, node.target_provision_state = self.lifecycle.advance(
             previous, node.target_provision_state, event, target_state
         )
-        node.provision_updated_at = self._now()
+        node.provision_updated_at = self._clock()
         if last_error is not UNSET:
             node.last_error = None if last_error is None else scrub_node(node, last_error)
         state = node.provision_state
@@ -415,21 +421,14 @@ class Runtime(Draining):
 
     # -- reservations -------------------------------------------------------------------
 
-    @contextmanager
-    def _reserved(self, ident: str) -> Iterator[Job]:
+    def _reserved(self, ident: str, *, checked: bool = False) -> _Reserved:
         """Reserve the node and yield a job; on the way out, save and release.
 
         If the body raises, the node's in-memory changes are dropped and the
         reservation is simply released: a refused request changes nothing.
+        ``checked``: ``ident`` already went through :func:`check_ident`.
         """
-        node = self.store.reserve(check_ident(ident), self.holder)
-        try:
-            job = Job(Task(node=node, driver=self._registry.driver_for(node), config=self.config))
-            yield job
-        except BaseException:
-            self._drop_reservation(node.uuid)
-            raise
-        self._release(job)
+        return _Reserved(self, ident if checked else check_ident(ident))
 
     def _drop_reservation(self, uuid: str) -> None:
         """Release our reservation without saving; never masks the error being handled."""

@@ -260,7 +260,7 @@ class Verbs(Flows):
             self._check_verb(current, verb, event)
             _check_read_version(current, verb, read_version)
             self._precheck_verb(current, request, event)
-        with self._reserved(ident) as job:
+        with self._reserved(ident, checked=True) as job:
             self._check_verb(job.node, verb, event)
             _check_read_version(job.node, verb, read_version)
             if self._guards:
@@ -369,7 +369,7 @@ class Verbs(Flows):
             )
         self._validate_interface(job, "power")
         self._validate_interface(job, "deploy")
-        plan = self._plan_deploy(node, self._driver_steps(job, "deploy"), request.deploy_steps)
+        plan = self._deploy_plan(job, request.deploy_steps)
         self._process(
             job, s.REBUILD_EVENT if verb == "rebuild" else s.DEPLOY_EVENT, last_error=None
         )
