@@ -524,6 +524,13 @@ def new_node(
     return conductor.create_node(provision_state=state, driver=driver, **fields)
 
 
+def watched(state: str = states.ENROLL, **fields: Any) -> tuple[Recorder, Conductor, Node]:
+    """A conductor whose every event a ``Recorder`` hears, and a node of it in ``state``."""
+    recorder = Recorder()
+    conductor = make_conductor(listeners=[recorder])
+    return recorder, conductor, new_node(conductor, state, **fields)
+
+
 # -- one scenario, three phases ---------------------------------------------------------------
 
 

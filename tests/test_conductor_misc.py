@@ -25,6 +25,7 @@ from helpers import (
     new_node,
     step,
     unchanged,
+    watched,
 )
 
 from ironic_fsm import LIFECYCLE, Conductor, Config, Node, states
@@ -282,9 +283,7 @@ def test_events_for_manage_provide_deploy() -> None:
 
 
 def test_events_for_a_failing_deploy_step() -> None:
-    recorder = Recorder()
-    conductor = make_conductor(listeners=[recorder])
-    node = new_node(conductor, states.AVAILABLE)
+    recorder, conductor, node = watched(states.AVAILABLE)
     conductor.do_provisioning_action(
         node.uuid, "deploy", deploy_steps=[dstep("deploy", "fail_deploy", 150)]
     )
@@ -301,9 +300,7 @@ def test_events_for_a_failing_deploy_step() -> None:
 
 
 def test_events_for_manual_clean_steps_in_order() -> None:
-    recorder = Recorder()
-    conductor = make_conductor(listeners=[recorder])
-    node = new_node(conductor, states.MANAGEABLE)
+    recorder, conductor, node = watched(states.MANAGEABLE)
     conductor.do_provisioning_action(
         node.uuid, "clean", clean_steps=[step("vendor", "step_b"), step("vendor", "step_a")]
     )
@@ -365,9 +362,7 @@ def test_step_events_emitted_after_the_step_is_saved() -> None:
 
 
 def test_async_step_events_on_continuation() -> None:
-    recorder = Recorder()
-    conductor = make_conductor(listeners=[recorder])
-    node = new_node(conductor, states.MANAGEABLE)
+    recorder, conductor, node = watched(states.MANAGEABLE)
     conductor.do_provisioning_action(
         node.uuid, "clean", clean_steps=[step("vendor", "async_clean"), step("vendor", "step_a")]
     )
@@ -400,9 +395,7 @@ def test_a_failed_flow_is_an_error_event(flow: str) -> None:
     # Ironic emits provision_set.error for every 'fail' event; the node's
     # last_error travels with it so a listener knows why.
     state, driver, verb, transition, opening = FAILING_FLOWS[flow]
-    recorder = Recorder()
-    conductor = make_conductor(listeners=[recorder])
-    node = new_node(conductor, state, driver=driver)
+    recorder, conductor, node = watched(state, driver=driver)
     conductor.do_provisioning_action(node.uuid, verb)
     last = recorder.provision()[-1]
     assert (last.previous_state, last.event, last.state) == transition
@@ -412,9 +405,7 @@ def test_a_failed_flow_is_an_error_event(flow: str) -> None:
 
 
 def test_events_are_immutable() -> None:
-    recorder = Recorder()
-    conductor = make_conductor(listeners=[recorder])
-    node = new_node(conductor, states.MANAGEABLE, driver=FAKE_HW)
+    recorder, conductor, node = watched(states.MANAGEABLE, driver=FAKE_HW)
     conductor.do_provisioning_action(node.uuid, "provide")
     assert recorder.events
     for event in recorder.events:

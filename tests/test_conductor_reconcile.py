@@ -21,6 +21,7 @@ from helpers import (
     new_node,
     snapshot,
     step,
+    watched,
 )
 
 from ironic_fsm import LIFECYCLE, Conductor, states
@@ -50,17 +51,18 @@ def _started(recorder: Recorder) -> list[str]:
     ]
 
 
-def _unchanged(conductor: Conductor, before: Node) -> None:
-    """The store holds exactly ``before``: same fields, same version."""
+def _unchanged(conductor: Conductor, before: Node, recorder: Recorder | None = None) -> None:
+    """The store holds exactly ``before``: same fields, same version; no event, if heard."""
     after = conductor.get_node(before.uuid)
     assert snapshot(after) == snapshot(before)
     assert after.version == before.version
+    if recorder is not None:
+        assert recorder.events == []
 
 
 def test_enroll_to_active_in_three_calls_then_nothing() -> None:
-    recorder = Recorder()
-    conductor = make_conductor(listeners=[recorder])
-    uuid = new_node(conductor, driver=FAKE_HW).uuid
+    recorder, conductor, node = watched(driver=FAKE_HW)
+    uuid = node.uuid
     seen = []
     for _ in range(3):
         node = conductor.reconcile(uuid, states.ACTIVE)
@@ -90,9 +92,8 @@ def test_enroll_to_active_in_three_calls_then_nothing() -> None:
 def test_each_call_issues_the_next_verb_of_the_path(
     start: str, wanted: str, verbs: list[str]
 ) -> None:
-    recorder = Recorder()
-    conductor = make_conductor(listeners=[recorder])
-    uuid = new_node(conductor, start, driver=FAKE_HW).uuid
+    recorder, conductor, node = watched(start, driver=FAKE_HW)
+    uuid = node.uuid
     for verb in verbs:
         recorder.clear()
         conductor.reconcile(uuid, wanted)
@@ -105,9 +106,8 @@ def test_each_call_issues_the_next_verb_of_the_path(
 
 
 def test_a_failed_deploy_is_retried_by_the_next_call() -> None:
-    recorder = Recorder()
-    conductor = make_conductor(listeners=[recorder])
-    uuid = new_node(conductor, states.AVAILABLE).uuid
+    recorder, conductor, node = watched(states.AVAILABLE)
+    uuid = node.uuid
     failing = [dstep("deploy", "fail_deploy", 150)]
     node = conductor.reconcile(uuid, states.ACTIVE, deploy_steps=failing)
     assert node.provision_state == states.DEPLOYFAIL
@@ -151,42 +151,35 @@ def test_rescue_password_goes_to_rescue() -> None:
 
 
 def test_unknown_argument_is_refused_and_changes_nothing() -> None:
-    recorder = Recorder()
-    conductor = make_conductor(listeners=[recorder])
-    before = new_node(conductor)
+    recorder, conductor, before = watched()
     with pytest.raises(InvalidParameterValue) as info:
         conductor.reconcile(before.uuid, states.ACTIVE, deploy_step=[], force=True)
     assert "deploy_step, force" in str(info.value)
     assert "deploy_steps" in str(info.value)
-    _unchanged(conductor, before)
-    assert recorder.events == []
+    _unchanged(conductor, before, recorder)
 
 
 def test_a_node_reserved_elsewhere_is_returned_unchanged() -> None:
-    recorder = Recorder()
-    conductor = make_conductor(listeners=[recorder])
-    uuid = new_node(conductor, states.MANAGEABLE).uuid
+    recorder, conductor, node = watched(states.MANAGEABLE)
+    uuid = node.uuid
     conductor.store.reserve(uuid, ELSEWHERE)
     before = conductor.get_node(uuid)
     node = conductor.reconcile(uuid, states.AVAILABLE)
     assert node.reservation == ELSEWHERE
     assert node.provision_state == states.MANAGEABLE
-    _unchanged(conductor, before)
-    assert recorder.events == []
+    _unchanged(conductor, before, recorder)
 
 
 def test_a_node_in_clean_wait_is_returned_unchanged() -> None:
-    recorder = Recorder()
-    conductor = make_conductor(listeners=[recorder])
-    uuid = new_node(conductor, states.MANAGEABLE).uuid
+    recorder, conductor, node = watched(states.MANAGEABLE)
+    uuid = node.uuid
     conductor.do_provisioning_action(uuid, "clean", clean_steps=[step("vendor", "async_clean")])
     before = conductor.get_node(uuid)
     assert before.provision_state == states.CLEANWAIT
     recorder.clear()
     for wanted in (states.AVAILABLE, states.MANAGEABLE, states.ACTIVE):
         assert conductor.reconcile(uuid, wanted).provision_state == states.CLEANWAIT
-    _unchanged(conductor, before)
-    assert recorder.events == []
+    _unchanged(conductor, before, recorder)
 
 
 def test_a_retired_node_is_never_provided() -> None:
@@ -223,9 +216,8 @@ def test_a_retired_node_in_clean_failed_may_be_managed() -> None:
 
 
 def test_a_node_in_maintenance_is_refused_and_says_so() -> None:
-    recorder = Recorder()
-    conductor = make_conductor(listeners=[recorder])
-    uuid = new_node(conductor, states.ACTIVE).uuid
+    recorder, conductor, node = watched(states.ACTIVE)
+    uuid = node.uuid
     before = conductor.update_node(uuid, maintenance=True)
     with pytest.raises(NodeInMaintenance) as info:
         conductor.reconcile(uuid, states.AVAILABLE)
@@ -259,8 +251,7 @@ def test_a_guard_veto_surfaces_and_changes_nothing() -> None:
     before = conductor.get_node(uuid)
     with pytest.raises(TransitionRejected, match="change freeze"):
         conductor.reconcile(uuid, states.AVAILABLE)
-    _unchanged(conductor, before)
-    assert recorder.events == []
+    _unchanged(conductor, before, recorder)
 
 
 @pytest.mark.parametrize(
@@ -336,9 +327,8 @@ def test_a_caller_that_finds_the_node_locked_gets_it_back_unchanged() -> None:
 
 
 def test_concurrent_callers_issue_each_verb_once() -> None:
-    recorder = Recorder()
-    conductor = make_conductor(listeners=[recorder])
-    uuid = new_node(conductor, driver=FAKE_HW).uuid
+    recorder, conductor, node = watched(driver=FAKE_HW)
+    uuid = node.uuid
     start = threading.Barrier(8)
     errors: list[BaseException] = []
 

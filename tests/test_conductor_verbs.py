@@ -13,7 +13,6 @@ from __future__ import annotations
 import pytest
 from helpers import (
     FAKE_HW,
-    Recorder,
     load_verb_matrix,
     make_conductor,
     matrix_events,
@@ -21,6 +20,7 @@ from helpers import (
     snapshot,
     unchanged,
     verb_arguments,
+    watched,
 )
 
 from ironic_fsm import LIFECYCLE, states
@@ -57,9 +57,7 @@ def test_matrix_agrees_with_the_lifecycle() -> None:
 # available and deploy failed, ...), each leaving the node exactly as it was.
 @pytest.mark.parametrize(("state", "verb"), CASES, ids=[f"{s}-{v}" for s, v in CASES])
 def test_verb_in_state(state: str, verb: str) -> None:
-    recorder = Recorder()
-    conductor = make_conductor(listeners=[recorder])
-    node = new_node(conductor, state, driver=FAKE_HW, power_state=states.POWER_ON)
+    recorder, conductor, node = watched(state, driver=FAKE_HW, power_state=states.POWER_ON)
     before = snapshot(conductor.get_node(node.uuid))
     target = MATRIX[state][verb]
 
