@@ -24,11 +24,14 @@ def _busy(target: str, *names: str) -> tuple[_State, ...]:
     return tuple((name, False, target) for name in names)
 
 
+#: The states of each step-running phase: busy, wait, fail, hold (the order of :data:`STATES`).
+_CLEANING: Final = (s.CLEANING, s.CLEANWAIT, s.CLEANFAIL, s.CLEANHOLD)
+_DEPLOYING: Final = (s.DEPLOYING, s.DEPLOYWAIT, s.DEPLOYFAIL, s.DEPLOYHOLD)
+_SERVICING: Final = (s.SERVICING, s.SERVICEWAIT, s.SERVICEFAIL, s.SERVICEHOLD)
+
+
 def _step_flow(
-    busy: str,
-    wait: str,
-    hold: str,
-    fail: str,
+    phase: tuple[str, str, str, str],
     done: str,
     *,
     busy_extra: tuple[tuple[str, str], ...] = (),
@@ -39,6 +42,7 @@ def _step_flow(
     Each phase runs steps in ``busy``, waits for the ramdisk in ``wait``, pauses
     in ``hold`` and fails into ``fail``; only a few edges differ (the extras).
     """
+    busy, wait, fail, hold = phase
     return (
         (busy, "done", done),
         *((busy, event, dest) for event, dest in busy_extra),
@@ -62,9 +66,9 @@ STATES: Final[tuple[_State, ...]] = (
     *_busy(s.MANAGEABLE, s.VERIFYING),
     *_stable(s.MANAGEABLE),
     *_busy(s.MANAGEABLE, s.INSPECTING, s.INSPECTWAIT, s.INSPECTFAIL),
-    *_busy(s.AVAILABLE, s.CLEANING, s.CLEANWAIT, s.CLEANFAIL, s.CLEANHOLD),
+    *_busy(s.AVAILABLE, *_CLEANING),
     *_stable(s.AVAILABLE),
-    *_busy(s.ACTIVE, s.DEPLOYING, s.DEPLOYWAIT, s.DEPLOYFAIL, s.DEPLOYHOLD),
+    *_busy(s.ACTIVE, *_DEPLOYING),
     *_stable(s.ACTIVE),
     *_busy(s.AVAILABLE, s.DELETING),
     *_stable(s.ERROR),
@@ -72,7 +76,7 @@ STATES: Final[tuple[_State, ...]] = (
     *_busy(s.RESCUE, s.RESCUING, s.RESCUEWAIT, s.RESCUEFAIL),
     *_stable(s.RESCUE),
     *_busy(s.ACTIVE, s.UNRESCUING, s.UNRESCUEFAIL),
-    *_busy(s.ACTIVE, s.SERVICING, s.SERVICEWAIT, s.SERVICEFAIL, s.SERVICEHOLD),
+    *_busy(s.ACTIVE, *_SERVICING),
 )
 
 # Grouped by flow, in the order a node meets them.
@@ -96,21 +100,14 @@ TRANSITIONS: Final[tuple[_Edge, ...]] = (
     # cleaning
     (s.MANAGEABLE, "provide", s.CLEANING),
     (s.MANAGEABLE, "clean", s.CLEANING),
-    *_step_flow(
-        s.CLEANING,
-        s.CLEANWAIT,
-        s.CLEANHOLD,
-        s.CLEANFAIL,
-        s.AVAILABLE,
-        busy_extra=(("manage", s.MANAGEABLE),),
-    ),
+    *_step_flow(_CLEANING, s.AVAILABLE, busy_extra=(("manage", s.MANAGEABLE),)),
     (s.CLEANFAIL, "manage", s.MANAGEABLE),
     (s.AVAILABLE, "manage", s.MANAGEABLE),
     # deployment
     (s.AVAILABLE, "deploy", s.DEPLOYING),
     (s.ACTIVE, "rebuild", s.DEPLOYING),
     (s.ERROR, "rebuild", s.DEPLOYING),
-    *_step_flow(s.DEPLOYING, s.DEPLOYWAIT, s.DEPLOYHOLD, s.DEPLOYFAIL, s.ACTIVE),
+    *_step_flow(_DEPLOYING, s.ACTIVE),
     (s.DEPLOYFAIL, "deploy", s.DEPLOYING),
     (s.DEPLOYFAIL, "rebuild", s.DEPLOYING),
     # tear-down
@@ -153,14 +150,7 @@ TRANSITIONS: Final[tuple[_Edge, ...]] = (
     (s.ACTIVE, "service", s.SERVICING),
     (s.SERVICEHOLD, "service", s.SERVICING),
     (s.SERVICEFAIL, "service", s.SERVICING),
-    *_step_flow(
-        s.SERVICING,
-        s.SERVICEWAIT,
-        s.SERVICEHOLD,
-        s.SERVICEFAIL,
-        s.ACTIVE,
-        hold_extra=(("fail", s.SERVICEFAIL),),
-    ),
+    *_step_flow(_SERVICING, s.ACTIVE, hold_extra=(("fail", s.SERVICEFAIL),)),
     (s.SERVICEFAIL, "wait", s.SERVICEWAIT),
     (s.SERVICEFAIL, "hold", s.SERVICEHOLD),
     (s.SERVICEFAIL, "abort", s.ACTIVE),
