@@ -50,6 +50,13 @@ def conductor(store: Store, clock: Clock, **options: Any) -> Conductor:
     return Conductor(store=store, config=Config(**options), clock=clock)
 
 
+def beating(store: Store, clock: Clock, **options: Any) -> Conductor:
+    """A conductor that has sent its first heartbeat: registered and alive."""
+    here = conductor(store, clock, **options)
+    here.heartbeat()
+    return here
+
+
 # -- the store's registry ---------------------------------------------------------------------
 
 
@@ -156,8 +163,7 @@ def test_a_conductor_that_stops_heartbeating_is_dead_after_heartbeat_timeout(
     store: Store,
 ) -> None:
     clock = Clock()
-    here = conductor(store, clock, heartbeat_timeout=60)
-    here.heartbeat()
+    here = beating(store, clock, heartbeat_timeout=60)
     clock.advance(59.999999)
     assert [c.alive for c in here.list_conductors()] == [True]
     clock.advance(0.000001)
@@ -174,8 +180,7 @@ def test_unregister_is_offline_at_once_and_a_late_heartbeat_does_not_undo_it(
     store: Store,
 ) -> None:
     clock = Clock()
-    here = conductor(store, clock)
-    here.heartbeat()
+    here = beating(store, clock)
     clock.advance(1)
     here.unregister()
     (info,) = here.list_conductors()
@@ -251,8 +256,7 @@ def test_a_hardware_type_registered_later_is_advertised_at_the_next_heartbeat(
     store: Store,
 ) -> None:
     clock = Clock()
-    here = conductor(store, clock)
-    here.heartbeat()
+    here = beating(store, clock)
     assert "late" not in here.list_conductors()[0].hardware_types
     here.register_hardware_type("late", fake_hardware())
     clock.advance(5)
@@ -265,8 +269,7 @@ def test_a_hardware_type_registered_later_is_advertised_at_the_next_heartbeat(
 
 def test_a_row_lost_from_the_store_is_written_again_by_the_next_heartbeat(store: Store) -> None:
     clock = Clock()
-    here = conductor(store, clock)
-    here.heartbeat()
+    here = beating(store, clock)
     sibling = conductor(store, clock)
     clock.advance(61)  # here is late; its sibling starts and replaces it
     sibling.heartbeat()
@@ -355,8 +358,7 @@ def test_conductors_in_two_processes_see_each_other(sql_url: str) -> None:
     with SQLStore(sql_url) as store:
         start = datetime.now(UTC)
         clock = Clock(start)
-        here = conductor(store, clock, host="host-here")
-        here.heartbeat()
+        here = beating(store, clock, host="host-here")
         died = _worker(sql_url, "host-died", "exit")  # heartbeats once, exits without a word
         stopped = _worker(sql_url, "host-stopped", "stop")
         seen = {c.hostname: c for c in here.list_conductors()}
