@@ -128,6 +128,24 @@ class HardwareType:
                         kind=kind,
                     )
 
+    @classmethod
+    def of(cls, *interfaces: BaseInterface, **options: Any) -> HardwareType:
+        """A type of these interfaces, each as its kind's (its ``interface_type``).
+
+        ``options`` are the constructor's other keywords (``supported``,
+        ``description``...). Two interfaces of one kind are refused.
+        """
+        kinds: dict[str, Any] = {}  # each checked against its kind by the constructor
+        for iface in interfaces:
+            kind = iface.interface_type
+            if kind in kinds:
+                raise InvalidParameterValue(
+                    f"HardwareType.of got two {kind} interfaces: {kinds[kind]!r} and {iface!r}",
+                    kind=kind,
+                )
+            kinds[kind] = iface
+        return cls(**kinds, **options)
+
     def interfaces(self) -> Iterator[tuple[str, BaseInterface]]:
         """``(kind, interface)`` for every kind, in Ironic's order."""
         for kind in INTERFACE_KINDS:

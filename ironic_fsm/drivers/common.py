@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ironic_fsm import states
-from ironic_fsm.interfaces import INTERFACE_KINDS
+from ironic_fsm.hardware import HardwareType
+from ironic_fsm.interfaces import INTERFACE_KINDS, BaseInterface
 from ironic_fsm.masking import MASK, is_secret_key, scrub
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ __all__ = [
     "DriverInfoValidation",
     "capabilities",
     "check_driver_info",
+    "bmc_hardware",
     "fake_alternatives",
     "number",
     "parse_bool",
@@ -113,6 +115,11 @@ def fake_alternatives() -> dict[str, list[str]]:
     Say, to rehearse a flow without touching a BMC: ``node.<kind>_interface = "fake"``.
     """
     return {kind: ["fake"] for kind in INTERFACE_KINDS}
+
+
+def bmc_hardware(interfaces: Iterable[BaseInterface], description: str) -> HardwareType:
+    """A BMC driver's hardware type: these interfaces, and any kind swappable for its fake."""
+    return HardwareType.of(*interfaces, supported=fake_alternatives(), description=description)
 
 
 # -- secrets --------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ configuration), so that tests and demos can check what "happened".
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Final
 
 from ironic_fsm import states
 from ironic_fsm.exceptions import InvalidParameterValue
@@ -242,18 +242,24 @@ class FakeFirmware(FirmwareInterface):
         task.node.driver_internal_info["fake_firmware"] = list(settings)
 
 
+#: One of each kind: every interface of ``fake-hardware``.
+_FAKES: Final = (
+    FakePower,
+    FakeManagement,
+    FakeDeploy,
+    FakeBoot,
+    FakeBIOS,
+    FakeRAID,
+    FakeInspect,
+    FakeRescue,
+    FakeVendor,
+    FakeFirmware,
+)
+
+
 def fake_hardware() -> HardwareType:
     """The ``fake-hardware`` type (entry point factory)."""
-    return HardwareType(
-        power=FakePower(),
-        management=FakeManagement(),
-        deploy=FakeDeploy(),
-        boot=FakeBoot(),
-        bios=FakeBIOS(),
-        raid=FakeRAID(),
-        inspect=FakeInspect(),
-        rescue=FakeRescue(),
-        vendor=FakeVendor(),
-        firmware=FakeFirmware(),
-        description="Every interface in memory; no hardware needed.",
+    interfaces = (fake() for fake in _FAKES)
+    return HardwareType.of(
+        *interfaces, description="Every interface in memory; no hardware needed."
     )

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from ironic_fsm.drivers.common import fake_alternatives
+from ironic_fsm.drivers.common import bmc_hardware
 from ironic_fsm.drivers.ipmi.deploy import DiskBootDeploy
 from ironic_fsm.drivers.ipmi.driver_info import COMMON_PROPERTIES, IPMIInfo, parse_driver_info
 from ironic_fsm.drivers.ipmi.management import BOOT_DEVICE_TO_PYGHMI, IPMIManagement
@@ -62,11 +62,7 @@ def ipmi_hardware() -> HardwareType:
         spec = None
     if spec is None:
         raise _missing_pyghmi()
-    return HardwareType(
-        power=IPMIPower(),
-        management=IPMIManagement(),
-        deploy=DiskBootDeploy(),
-        vendor=IPMIVendor(),
-        supported=fake_alternatives(),
-        description="Power and boot device over IPMI (pyghmi); deploys by booting the disk.",
+    return bmc_hardware(
+        (IPMIPower(), IPMIManagement(), DiskBootDeploy(), IPMIVendor()),
+        "Power and boot device over IPMI (pyghmi); deploys by booting the disk.",
     )

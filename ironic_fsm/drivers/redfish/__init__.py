@@ -46,7 +46,7 @@ and modes it offers, the NICs and processors it reports enabled (see the
 
 from __future__ import annotations
 
-from ironic_fsm.drivers.common import fake_alternatives
+from ironic_fsm.drivers.common import bmc_hardware
 from ironic_fsm.drivers.redfish.bios import BIOSSettingsRejected, RedfishBIOS
 from ironic_fsm.drivers.redfish.boot import RedfishBoot
 from ironic_fsm.drivers.redfish.deploy import RedfishDeploy
@@ -94,17 +94,19 @@ def redfish_hardware() -> HardwareType:
             ironic_fsm[redfish]``).
     """
     _sushy()
-    return HardwareType(
-        power=RedfishPower(),
-        management=RedfishManagement(),
-        deploy=RedfishDeploy(),
-        boot=RedfishBoot(),
-        bios=RedfishBIOS(),
-        raid=RedfishRAID(),
-        inspect=RedfishInspect(),
-        firmware=RedfishFirmware(),
-        rescue=RedfishRescue(),
-        supported=fake_alternatives(),
-        description="Redfish BMCs through sushy: power, boot device, BIOS, RAID, inspection, "
+    interfaces = (
+        RedfishPower,
+        RedfishManagement,
+        RedfishDeploy,
+        RedfishBoot,
+        RedfishBIOS,
+        RedfishRAID,
+        RedfishInspect,
+        RedfishFirmware,
+        RedfishRescue,
+    )
+    return bmc_hardware(
+        (interface() for interface in interfaces),
+        "Redfish BMCs through sushy: power, boot device, BIOS, RAID, inspection, "
         "virtual media (deploy and rescue) and firmware updates.",
     )
