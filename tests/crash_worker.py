@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from helpers import recording_step
+
 import ironic_fsm
 from ironic_fsm.drivers.fake import fake_hardware
 from ironic_fsm.interfaces import VendorInterface
@@ -27,34 +29,24 @@ def _record(task: Task, line: str) -> None:
         log.write(line + "\n")
 
 
+def _step(task: Task, name: str) -> None:
+    _record(task, f"start {name}")
+    if name == "c":
+        flag = Path(task.node.driver_info["hang_flag"])
+        if flag.exists():
+            print("READY", flush=True)
+            while flag.exists():  # test code: wait to be killed
+                time.sleep(0.05)
+    _record(task, f"end {name}")
+
+
 class CrashVendor(VendorInterface):
     """Four idempotent clean steps that log what they do."""
 
-    def _step(self, task: Task, name: str) -> None:
-        _record(task, f"start {name}")
-        if name == "c":
-            flag = Path(task.node.driver_info["hang_flag"])
-            if flag.exists():
-                print("READY", flush=True)
-                while flag.exists():  # test code: wait to be killed
-                    time.sleep(0.05)
-        _record(task, f"end {name}")
-
-    @ironic_fsm.clean_step(priority=0)
-    def a(self, task: Task) -> None:
-        self._step(task, "a")
-
-    @ironic_fsm.clean_step(priority=0)
-    def b(self, task: Task) -> None:
-        self._step(task, "b")
-
-    @ironic_fsm.clean_step(priority=0)
-    def c(self, task: Task) -> None:
-        self._step(task, "c")
-
-    @ironic_fsm.clean_step(priority=0)
-    def d(self, task: Task) -> None:
-        self._step(task, "d")
+    a = recording_step("a", ironic_fsm.clean_step(priority=0), record=_step)
+    b = recording_step("b", ironic_fsm.clean_step(priority=0), record=_step)
+    c = recording_step("c", ironic_fsm.clean_step(priority=0), record=_step)
+    d = recording_step("d", ironic_fsm.clean_step(priority=0), record=_step)
 
 
 def crash_hardware() -> ironic_fsm.HardwareType:

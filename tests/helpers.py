@@ -253,6 +253,28 @@ def _declared(phase: str, name: str, run: Callable[..., Any], **declared: Any) -
     return _DECLARE[phase](priority=0, requires_ramdisk=False, **declared)(run)
 
 
+def recording_step(
+    name: str, *declare: Callable[[Any], Any], record: Callable[[Task, str], object] = _record
+) -> Any:
+    """A step method ``name`` that runs ``record(task, name)``, declared by ``declare``
+    (outermost first, as decorators read): one line per step, for interfaces of many."""
+
+    def run(self: Any, task: Task) -> None:
+        record(task, name)
+
+    run.__name__ = run.__qualname__ = name
+    for decorate in reversed(declare):
+        run = decorate(run)
+    return run
+
+
+#: Declares a plain step of cleaning and servicing (priority 0: run only when asked).
+CLEAN_AND_SERVICE = (
+    clean_step(priority=0, requires_ramdisk=False),
+    service_step(requires_ramdisk=False),
+)
+
+
 def _waiting(phase: str, name: str, **declared: Any) -> Any:
     """A step method that records its call and waits in its phase's wait state."""
 
@@ -281,20 +303,9 @@ class StepVendor(VendorInterface):
     """Vendor steps for every situation; all priority 0 (run only when asked or overridden)."""
 
     # plain recording steps, for cleaning and servicing
-    @clean_step(priority=0, requires_ramdisk=False)
-    @service_step(requires_ramdisk=False)
-    def step_a(self, task: Task) -> None:
-        _record(task, "step_a")
-
-    @clean_step(priority=0, requires_ramdisk=False)
-    @service_step(requires_ramdisk=False)
-    def step_b(self, task: Task) -> None:
-        _record(task, "step_b")
-
-    @clean_step(priority=0, requires_ramdisk=False)
-    @service_step(requires_ramdisk=False)
-    def step_c(self, task: Task) -> None:
-        _record(task, "step_c")
+    step_a = recording_step("step_a", *CLEAN_AND_SERVICE)
+    step_b = recording_step("step_b", *CLEAN_AND_SERVICE)
+    step_c = recording_step("step_c", *CLEAN_AND_SERVICE)
 
     @clean_step(
         priority=0,
@@ -446,21 +457,10 @@ class FlakyRescue(FakeRescue):
 class DeployStepsBIOS(BIOSInterface):
     """Deploy steps for the template/user override example of the reference."""
 
-    @deploy_step(priority=0)
-    def b1(self, task: Task) -> None:
-        _record(task, "b1")
-
-    @deploy_step(priority=0)
-    def b2(self, task: Task) -> None:
-        _record(task, "b2")
-
-    @deploy_step(priority=70)
-    def b3(self, task: Task) -> None:
-        _record(task, "b3")
-
-    @deploy_step(priority=100)
-    def b4(self, task: Task) -> None:
-        _record(task, "b4")
+    b1 = recording_step("b1", deploy_step(priority=0))
+    b2 = recording_step("b2", deploy_step(priority=0))
+    b3 = recording_step("b3", deploy_step(priority=70))
+    b4 = recording_step("b4", deploy_step(priority=100))
 
 
 def build_hardware(**overrides: Any) -> HardwareType:

@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 import pytest
 from conftest import fresh_postgres_url
-from helpers import Clock
+from helpers import CLEAN_AND_SERVICE, Clock, recording_step
 from pgserver import PostgresServer
 from test_hash_ring import shared_store  # noqa: F401  (the fixture)
 
@@ -30,7 +30,7 @@ from ironic_fsm.drivers.fake import FakeDeploy, FakeManagement, fake_hardware
 from ironic_fsm.exceptions import InvalidParameterValue, InvalidStateRequested
 from ironic_fsm.interfaces import VendorInterface
 from ironic_fsm.node import Node
-from ironic_fsm.steps import clean_step, deploy_step, service_step
+from ironic_fsm.steps import clean_step, deploy_step
 from ironic_fsm.stores import SQLStore, Store
 from ironic_fsm.stores._claim import QueuedNode
 from ironic_fsm.task import Task
@@ -60,20 +60,9 @@ class CountingManagement(FakeManagement):
 
 
 class CountingVendor(VendorInterface):
-    @clean_step(priority=0, requires_ramdisk=False)
-    @service_step(requires_ramdisk=False)
-    def step_a(self, task: Task) -> None:
-        ran(task, "step_a")
-
-    @clean_step(priority=0, requires_ramdisk=False)
-    @service_step(requires_ramdisk=False)
-    def step_b(self, task: Task) -> None:
-        ran(task, "step_b")
-
-    @clean_step(priority=0, requires_ramdisk=False)
-    @service_step(requires_ramdisk=False)
-    def step_c(self, task: Task) -> None:
-        ran(task, "step_c")
+    step_a = recording_step("step_a", *CLEAN_AND_SERVICE, record=ran)
+    step_b = recording_step("step_b", *CLEAN_AND_SERVICE, record=ran)
+    step_c = recording_step("step_c", *CLEAN_AND_SERVICE, record=ran)
 
     @clean_step(priority=0, requires_ramdisk=False)
     def wait_a(self, task: Task) -> str:
@@ -87,9 +76,7 @@ class CountingDeploy(FakeDeploy):
         ran(task, "deploy")
         return super().deploy(task)
 
-    @deploy_step(priority=90)
-    def configure(self, task: Task) -> None:
-        ran(task, "configure")
+    configure = recording_step("configure", deploy_step(priority=90), record=ran)
 
     def tear_down(self, task: Task) -> str | None:
         ran(task, "tear_down")
