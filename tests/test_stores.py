@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -335,21 +336,16 @@ def test_heartbeat_and_holders(store: Store) -> None:
 def _race(workers: int, work: Any) -> list[Any]:
     """Run ``work(i)`` in ``workers`` threads released at once; return results/errors."""
     barrier = threading.Barrier(workers)
-    results: list[Any] = [None] * workers
 
-    def run(i: int) -> None:
+    def run(i: int) -> Any:
         barrier.wait()
         try:
-            results[i] = work(i)
+            return work(i)
         except Exception as exc:
-            results[i] = exc
+            return exc
 
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(workers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    return results
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(run, range(workers), timeout=60))
 
 
 def test_racing_reservations_have_exactly_one_winner(sql_url: str) -> None:
