@@ -37,8 +37,7 @@ from ironic_fsm.stores.base import (
 )
 from ironic_fsm.stores.sql import MIGRATIONS, SCHEMA_VERSION
 
-UTC = timezone.utc
-T0 = datetime(2026, 2, 1, 8, 0, tzinfo=UTC)
+T0 = datetime(2026, 2, 1, 8, 0, tzinfo=timezone.utc)
 
 
 def due(store: Store, before: datetime) -> list[str]:
