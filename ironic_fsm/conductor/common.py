@@ -1,7 +1,7 @@
-"""Small pure helpers the conductor's modules share: texts, identifiers, processes.
+"""Small pure helpers the conductor's modules share: texts, identifiers, times, processes.
 
-Nothing here touches the store or a driver; every function is safe to call
-from any layer of the conductor package.
+Nothing here reads or writes the store or calls a driver; every function is
+safe to call from any layer of the conductor package.
 """
 
 from __future__ import annotations
@@ -13,28 +13,62 @@ import uuid as _uuid
 from collections.abc import Callable
 from datetime import datetime, timezone
 from functools import partial
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
-from ironic_fsm.exceptions import DriverError, InvalidParameterValue, IronicFSMError
+from ironic_fsm import states as s
+from ironic_fsm.exceptions import (
+    DriverError,
+    InvalidParameterValue,
+    InvalidStateRequested,
+    IronicFSMError,
+)
 from ironic_fsm.masking import scrub, secret_values
 from ironic_fsm.node import Node, is_uuid_like
+from ironic_fsm.stores import Store
+from ironic_fsm.stores.base import HistoryStore
 
 __all__ = [
+    "INSPECTING_STATES",
     "check_ident",
     "describe_exc",
     "driver_error",
+    "inspection_times",
+    "keeps_history",
     "process_alive",
     "process_start",
     "scrub_node",
     "shown",
     "utcnow",
     "wait_is_over",
+    "wrong_state",
 ]
 
 
 #: The time now, aware UTC: the conductor's default clock, read on every transition and
 #: save, so a C-level call rather than a Python function around one.
 utcnow: Final[Callable[[], datetime]] = partial(datetime.now, timezone.utc)
+
+
+#: The states an inspection runs in: leaving them ends it.
+INSPECTING_STATES: Final = frozenset({s.INSPECTING, s.INSPECTWAIT})
+
+
+def inspection_times(node: Node, previous: str, state: str, now: datetime) -> None:
+    """Keep the inspection times as Ironic's database layer does.
+
+    Entering ``inspecting`` starts an inspection (``inspection_finished_at``
+    cleared); reaching ``manageable`` from it finishes one
+    (``inspection_started_at`` cleared); failing clears the start and keeps
+    the last success.
+    """
+    if state == s.INSPECTING and previous != s.INSPECTING:
+        node.inspection_started_at = now
+        node.inspection_finished_at = None
+    elif previous in INSPECTING_STATES and state == s.MANAGEABLE:
+        node.inspection_finished_at = now
+        node.inspection_started_at = None
+    elif previous in INSPECTING_STATES and state == s.INSPECTFAIL:
+        node.inspection_started_at = None
 
 
 def scrub_node(node: Node, text: str) -> str:
@@ -178,3 +212,20 @@ def driver_error(exc: Exception, node: Any, interface: str, method: str) -> Driv
         interface=interface,
         method=method,
     )
+
+
+_HISTORY_KINDS: dict[type, bool] = {}
+
+
+def keeps_history(store: Store) -> TypeGuard[HistoryStore]:
+    """Whether ``store`` is a HistoryStore, asked once per class (a Protocol check is slow)."""
+    kind = type(store)
+    known = _HISTORY_KINDS.get(kind)
+    if known is None:
+        known = _HISTORY_KINDS[kind] = isinstance(store, HistoryStore)
+    return known
+
+
+def wrong_state(node: Node, message: str, **details: Any) -> InvalidStateRequested:
+    """The refusal of a request the node's provision state does not allow."""
+    return InvalidStateRequested(message, node=node.uuid, **details, state=node.provision_state)

@@ -19,7 +19,7 @@ from ironic_fsm import history as h
 from ironic_fsm import states as s
 from ironic_fsm.conductor.common import check_ident, describe_exc, scrub_node, shown
 from ironic_fsm.conductor.plans import Plans
-from ironic_fsm.conductor.runtime import LOG, Job
+from ironic_fsm.conductor.runtime import LOG, Job, wrong_state
 from ironic_fsm.events import STEP_END, STEP_FAIL, STEP_START
 from ironic_fsm.exceptions import IronicFSMError, StepFailed
 from ironic_fsm.node import Node
@@ -181,6 +181,25 @@ PHASE_BY_STATE: Final = {
 
 class StepEngine(Plans):
     """Runs a phase's planned steps, saving before each one so recovery can resume it."""
+
+    def _call_quietly(self, job: Job, func: Callable[[Task], Any], what: str) -> None:
+        """Tidy-up after a failure: its own failure is noted, never raised."""
+        try:
+            func(job.task)
+        except Exception as exc:
+            node = job.node
+            node.last_error = (node.last_error or "") + f" Also failed {what}: {describe_exc(exc)}"
+            LOG.warning(
+                "Node %s: %s failed: %s", node.uuid, what, scrub_node(node, describe_exc(exc))
+            )
+
+    def _require_state_of(self, node: Node, state: str, action: str) -> None:
+        if node.provision_state != state:
+            raise wrong_state(
+                node,
+                f"Cannot {action} on node {node.uuid} in provision state "
+                f"{node.provision_state!r}; it must be in {state!r}",
+            )
 
     # -- start and run ----------------------------------------------------------------------
 

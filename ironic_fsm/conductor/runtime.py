@@ -26,20 +26,28 @@ import threading
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeGuard
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import attrs
 
 from ironic_fsm import history as h
 from ironic_fsm import states as s
-from ironic_fsm.conductor.common import check_ident, describe_exc, driver_error, scrub_node
+from ironic_fsm.conductor.common import (
+    INSPECTING_STATES,
+    check_ident,
+    describe_exc,
+    driver_error,
+    inspection_times,
+    keeps_history,
+    scrub_node,
+    wrong_state,
+)
 from ironic_fsm.conductor.draining import Draining
 from ironic_fsm.conductor.registry import HardwareRegistry
 from ironic_fsm.config import Config
 from ironic_fsm.events import PROVISION_END, PROVISION_ERROR, PROVISION_START, Event
 from ironic_fsm.exceptions import (
     InvalidParameterValue,
-    InvalidStateRequested,
     IronicFSMError,
     NodeNotFound,
     StoreError,
@@ -47,9 +55,8 @@ from ironic_fsm.exceptions import (
 from ironic_fsm.hardware import HardwareType
 from ironic_fsm.machine import Lifecycle
 from ironic_fsm.masking import mask_secrets
-from ironic_fsm.node import Node, check_name
+from ironic_fsm.node import Node, check_name, check_storable
 from ironic_fsm.stores import MemoryStore, Store
-from ironic_fsm.stores.base import HistoryStore
 from ironic_fsm.task import Task
 
 __all__ = [
@@ -89,6 +96,9 @@ _FAILURE_TYPES: Final = {
     s.RESCUEFAIL: h.RESCUING,
     s.UNRESCUEFAIL: h.RESCUING,
 }
+#: A move that is a failure: by the event, or into one of these states.
+_FAIL: Final = s.FAIL_EVENT
+_ERROR_STATES: Final = s.FAILURE_STATES | {s.ERROR}
 #: How an abort names the operation, by its event type.
 _OPERATIONS: Final = {h.RESCUING: "rescue", h.INSPECTING: "inspection", h.DEPLOYING: "deployment"}
 
@@ -99,7 +109,7 @@ class Job:
     A plain slotted class: one is made per request, on the hot path.
     """
 
-    __slots__ = ("announce", "detached", "events", "history", "task")
+    __slots__ = ("announce", "detached", "events", "history", "name_ok", "task")
 
     def __init__(self, task: Task) -> None:
         self.task = task
@@ -112,6 +122,9 @@ class Job:
         self.detached = False
         #: The node was queued: announce it once the release has been saved.
         self.announce = False
+        #: The name last found to follow Ironic's rules (a str never changes: one check
+        #: per name, not per save).
+        self.name_ok: str | None = None
 
     # Read on every line of every flow: C-level getters, no Python call.
     if TYPE_CHECKING:
@@ -134,30 +147,24 @@ class Job:
         driver = property(attrgetter("task.driver"))
 
 
-def _check_name_as_before(node: Node) -> None:
+def _check_name_as_before(job: Job) -> None:
     """Ironic's name rules; a bad name raises what :meth:`Node.check_types` would."""
+    node = job.node
+    name = node.name
+    if name is None or name is job.name_ok:
+        return
     try:
-        check_name(node.name)
+        check_name(name)
     except Exception:
         node.check_types()  # a field of the wrong type is named first, as it always was
         raise
+    job.name_ok = name
 
 
-_HISTORY_KINDS: dict[type, bool] = {}
-
-
-def _keeps_history(store: Store) -> TypeGuard[HistoryStore]:
-    """Whether ``store`` is a HistoryStore, asked once per class (a Protocol check is slow)."""
-    kind = type(store)
-    known = _HISTORY_KINDS.get(kind)
-    if known is None:
-        known = _HISTORY_KINDS[kind] = isinstance(store, HistoryStore)
-    return known
-
-
-def wrong_state(node: Node, message: str, **details: Any) -> InvalidStateRequested:
-    """The refusal of a request the node's provision state does not allow."""
-    return InvalidStateRequested(message, node=node.uuid, **details, state=node.provision_state)
+def _check_types(job: Job) -> None:
+    """:meth:`Node.check_types`, the name checked once per job (see :attr:`Job.name_ok`)."""
+    check_storable(job.node)
+    _check_name_as_before(job)
 
 
 def driver_call(job: Job, kind: str, method: str, *args: Any, **kwargs: Any) -> Any:
@@ -270,10 +277,10 @@ class Runtime(Draining):
                 node.maintenance_reason = scrub_node(node, node.maintenance_reason)
         store = self.store
         if type(store) is not MemoryStore:
-            node.check_types()
-        elif node.name is not None:  # MemoryStore checks the rest first, in the same words
-            _check_name_as_before(node)
-        if job.history and _keeps_history(store):
+            _check_types(job)
+        else:  # MemoryStore checks the rest first, in the same words
+            _check_name_as_before(job)
+        if job.history and keeps_history(store):
             history = self._history_entries(node, job.history, now=node.updated_at)
             store.save(node, history=history)
         else:
@@ -313,7 +320,7 @@ class Runtime(Draining):
         Never raises: a request refused for its own reason must not fail
         for its history instead.
         """
-        if not self.config.node_history or not _keeps_history(self.store):
+        if not self.config.node_history or not keeps_history(self.store):
             return
         try:
             self.store.add_history(
@@ -353,33 +360,30 @@ class Runtime(Draining):
         target_state: str | None = None,
         last_error: Any = UNSET,
     ) -> None:
-        """Fire ``event`` on the job's node; the next checkpoint saves and announces it."""
+        """Fire ``event`` on the job's node; the next checkpoint saves and announces it.
+
+        Every transition passes here, so the inspection times follow the
+        state whichever path moved it (:func:`~.common.inspection_times`).
+        """
         node = job.node
         previous = node.provision_state
         node.provision_state, node.target_provision_state = self.lifecycle.advance(
             previous, node.target_provision_state, event, target_state
         )
-        node.provision_updated_at = self._clock()
+        now = node.provision_updated_at = self._clock()
         if last_error is not UNSET:
             node.last_error = None if last_error is None else scrub_node(node, last_error)
         state = node.provision_state
-        if event == s.FAIL_EVENT or state in s.FAILURE_STATES or state == s.ERROR:
-            name = PROVISION_ERROR
-            kind = _FAILURE_TYPES.get(state, h.PROVISIONING)
-            if event == s.ABORT_EVENT:  # by request: news, not an error
-                text = None
-                if last_error is UNSET or not last_error:  # never an older last_error
-                    operation = _OPERATIONS.get(kind, kind)
-                    text = f"By request, the {operation} operation was aborted."
-                self._record(job, h.INFO, kind, text)
-            else:
-                # Text from last_error as the checkpoint saves it (often set after this).
-                self._record(job, h.ERROR, kind, None)
-        elif self.lifecycle.is_stable(state):
-            name = PROVISION_END
-        else:
-            name = PROVISION_START
+        if state in INSPECTING_STATES or previous in INSPECTING_STATES:
+            inspection_times(node, previous, state, now)
+        failed = event == _FAIL or state in _ERROR_STATES
+        if failed:
+            self._record_failure(job, event, state, last_error)
         if self._listeners:
+            if failed:
+                name = PROVISION_ERROR
+            else:
+                name = PROVISION_END if self.lifecycle.is_stable(state) else PROVISION_START
             job.events.append(
                 Event(
                     name=name,
@@ -388,10 +392,23 @@ class Runtime(Draining):
                     event=event,
                     state=state,
                     target=node.target_provision_state,
-                    error=node.last_error if name == PROVISION_ERROR else None,
-                    timestamp=node.provision_updated_at,
+                    error=node.last_error if failed else None,
+                    timestamp=now,
                 )
             )
+
+    def _record_failure(self, job: Job, event: str, state: str, last_error: Any) -> None:
+        """Note the history entry of a move into a failure state (an abort is news)."""
+        kind = _FAILURE_TYPES.get(state, h.PROVISIONING)
+        if event == s.ABORT_EVENT:  # by request: news, not an error
+            text = None
+            if last_error is UNSET or not last_error:  # never an older last_error
+                operation = _OPERATIONS.get(kind, kind)
+                text = f"By request, the {operation} operation was aborted."
+            self._record(job, h.INFO, kind, text)
+        else:
+            # Text from last_error as the checkpoint saves it (often set after this).
+            self._record(job, h.ERROR, kind, None)
 
     def _step_event(
         self, name: str, job: Job, step: Mapping[str, Any], error: str | None = None
@@ -534,10 +551,10 @@ class Runtime(Draining):
         """
         try:
             work(job)
-            job.node.check_types()  # what the final save will need
+            _check_types(job)  # what the final save will need
         except Exception as exc:
             try:
-                job.node.check_types()
+                _check_types(job)
             except InvalidParameterValue:
                 job.node = self.store.get(job.node.uuid)  # still reserved by us
                 job.events = []  # they told of changes now dropped
@@ -552,25 +569,6 @@ class Runtime(Draining):
             node.last_error = message
             if s.FAIL_EVENT in self.lifecycle.allowed_events(node.provision_state):
                 self._process(job, s.FAIL_EVENT)
-
-    def _call_quietly(self, job: Job, func: Callable[[Task], Any], what: str) -> None:
-        """Tidy-up after a failure: its own failure is noted, never raised."""
-        try:
-            func(job.task)
-        except Exception as exc:
-            node = job.node
-            node.last_error = (node.last_error or "") + f" Also failed {what}: {describe_exc(exc)}"
-            LOG.warning(
-                "Node %s: %s failed: %s", node.uuid, what, scrub_node(node, describe_exc(exc))
-            )
-
-    def _require_state_of(self, node: Node, state: str, action: str) -> None:
-        if node.provision_state != state:
-            raise wrong_state(
-                node,
-                f"Cannot {action} on node {node.uuid} in provision state "
-                f"{node.provision_state!r}; it must be in {state!r}",
-            )
 
     # -- power ----------------------------------------------------------------------------
 
