@@ -9,7 +9,7 @@ of the entries' ``INSERT``), on SQLite one short transaction. Refusals
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import psycopg
@@ -119,21 +119,21 @@ def test_a_duplicate_entry_uuid_on_postgresql_refuses_the_whole_save(
 
 
 class _Recording(psycopg.Cursor[Any]):
-    """Notes every statement sent, and whether it ran inside an open transaction."""
+    """Notes every statement sent, its parameters, and whether it ran in an open transaction."""
 
-    sent: list[tuple[str, bool]] = []
+    sent: list[tuple[str, bool, Any]] = []
 
     def execute(self, query: Any, params: Any = None, **kw: Any) -> Any:
-        self._note(query)
+        self._note(query, params)
         return super().execute(query, params, **kw)
 
     def executemany(self, query: Any, params_seq: Any, **kw: Any) -> None:
-        self._note(query)
+        self._note(query, params_seq)
         super().executemany(query, params_seq, **kw)
 
-    def _note(self, query: Any) -> None:
+    def _note(self, query: Any, params: Any) -> None:
         status = self.connection.info.transaction_status
-        _Recording.sent.append((str(query), status != TransactionStatus.IDLE))
+        _Recording.sent.append((str(query), status != TransactionStatus.IDLE, params))
 
 
 @pytest.fixture
@@ -154,9 +154,45 @@ def test_a_save_with_history_is_one_autocommit_statement_on_postgresql(
     _Recording.sent = []
     store.save(node, history=[entry(node, "fault"), entry(node, "failure")])
     assert len(_Recording.sent) == 1, _Recording.sent
-    sql, in_transaction = _Recording.sent[0]
+    sql, in_transaction, params = _Recording.sent[0]
     assert not in_transaction
     assert sql.startswith("WITH saved AS (UPDATE nodes")
+    # No array parameters: psycopg dumps those in Python, at more than the INSERT's cost.
+    assert not any(isinstance(p, (list, tuple)) for p in params), params
     assert [e.event for e in store.node_history(node.uuid)] == ["fault", "failure"]
     assert counts(store, node) == (2, 2)
     assert store.get(node.uuid).provision_state == "clean failed"
+
+
+def test_entry_times_and_texts_come_back_exactly(store: Store) -> None:
+    node = Node(driver="fake-hardware")
+    store.create(node)
+    plus_two = timezone(timedelta(hours=2))
+    odd = new_entry(
+        node.uuid,
+        datetime(2026, 3, 1, 10, 0, 0, 123456, tzinfo=plus_two),
+        "WARNING",
+        "power",
+        'quotes " and \\ backslash, é, 😀, tab\t, newline\n',
+        conductor=None,
+        user="bob",
+    )
+    plain = entry(node, "plain")
+    store.save(node, history=[odd, plain])
+    got = store.node_history(node.uuid)
+    assert got == [plain, odd]  # oldest first: ``odd`` is 123456 µs later
+    back = got[1]
+    assert back.created_at == datetime(2026, 3, 1, 8, 0, 0, 123456, tzinfo=timezone.utc)
+    assert (back.event, back.conductor, back.user) == (odd.event, None, "bob")
+
+
+def test_an_entry_text_that_is_not_unicode_is_refused_with_nothing_written(sql_url: str) -> None:
+    with SQLStore(sql_url) as store:
+        node = Node(driver="fake-hardware")
+        store.create(node)
+        node.provision_state = "clean failed"
+        with pytest.raises(InvalidParameterValue):
+            store.save(node, history=[entry(node, "ok"), entry(node, "half \ud800 a pair")])
+        assert store.get(node.uuid).provision_state == "enroll"
+        assert store.node_history(node.uuid) == []
+        assert counts(store, node) == (0, 0)

@@ -13,6 +13,9 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any, Final
 
+import orjson
+
+from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.stores._statements import _SQLStatements
 from ironic_fsm.stores.base import check_history, check_time
@@ -59,28 +62,29 @@ class _SQLHistory(_SQLStatements):
         self._execute_many(conn, self._q_history_insert, rows)
 
     def _history_arrays(self, entries: Sequence[HistoryEntry]) -> builtins.list[Any]:
-        """The parameters of ``_q_history_after_save``: the count, then one array per field.
+        """The parameters of ``_q_history_after_save``: the count, then the entries as JSON.
 
         Entries of one save share their time as a rule: it is bound once.
+
+        Raises:
+            InvalidParameterValue: a text is not valid Unicode (a lone surrogate).
         """
         bind = self._db.bind_time
-        times: builtins.list[Any] = []
+        rows: builtins.list[tuple[Any, ...]] = []
         last: Any = None
         bound: Any = None
         for e in entries:
             if e.created_at is not last:
                 last, bound = e.created_at, bind(e.created_at)
-            times.append(bound)
-        return [
-            len(entries),
-            [e.uuid for e in entries],
-            times,
-            [e.severity for e in entries],
-            [e.event_type for e in entries],
-            [e.event for e in entries],
-            [e.conductor for e in entries],
-            [e.user for e in entries],
-        ]
+            rows.append((e.uuid, bound, e.severity, e.event_type, e.event, e.conductor, e.user))
+        try:
+            document = orjson.dumps(rows)
+        except orjson.JSONEncodeError as exc:
+            raise InvalidParameterValue(
+                f"History of node {entries[0].node_uuid} cannot be stored: {exc}",
+                node=entries[0].node_uuid,
+            ) from exc
+        return [len(rows), document.decode()]
 
     def _write_history(self, conn: Any, entries: Sequence[HistoryEntry]) -> None:
         """Count and insert ``entries`` of any nodes, in the caller's transaction.
