@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from cli_harness import Result, Run, isolate_cli_env
-from helpers import stopped_after
 
 from ironic_fsm import cli, fleetfile
 from ironic_fsm.conductor import Conductor
@@ -358,23 +358,24 @@ def test_node_in_maintenance_is_blocked_and_exits_1(run: Run, tmp_path: Path) ->
 
 
 @pytest.fixture
-def ipmi_bmc(tmp_path: Path) -> Iterator[BMC]:
-    yield from stopped_after(start_bmc(tmp_path))
-
-
-@pytest.fixture
-def redfish_bmc(tmp_path: Path) -> Iterator[Emulator]:
-    yield from stopped_after(start_emulator(tmp_path, password="Redfish-Apply-42"))
+def bmcs(tmp_path: Path) -> Iterator[tuple[BMC, Emulator]]:
+    """A fleet's two BMCs, IPMI and Redfish, each stopped afterwards however the test ended."""
+    with ExitStack() as stack:
+        ipmi = start_bmc(tmp_path)
+        stack.callback(ipmi.stop)
+        redfish = start_emulator(tmp_path, password="Redfish-Apply-42")
+        stack.callback(redfish.stop)
+        yield ipmi, redfish
 
 
 def test_bmc_fleet_to_active_and_back_to_available(
     run: Run,
     db: Path,
     tmp_path: Path,
-    ipmi_bmc: BMC,
-    redfish_bmc: Emulator,
+    bmcs: tuple[BMC, Emulator],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    ipmi_bmc, redfish_bmc = bmcs
     monkeypatch.setenv("IPMI_PASSWORD", ipmi_bmc.password)
     monkeypatch.setenv("REDFISH_PASSWORD", redfish_bmc.password)
     ipmi = {
