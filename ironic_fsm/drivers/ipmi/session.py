@@ -565,14 +565,19 @@ class _Connection:
 def _check_reply(node: Node, info: IPMIInfo, what: str, reply: Any) -> Any:
     """pyghmi reports some failures as ``{'error': ...}`` instead of raising."""
     if isinstance(reply, Mapping) and "error" in reply:
-        raise BMCRequestFailed(
-            f"Node {node.uuid}: the BMC at {info.endpoint} refused IPMI {what}: "
-            f"{scrubbed(str(reply['error']), info.password)}",
-            node=node.uuid,
-            address=info.endpoint,
-            code=reply.get("code"),
-        )
+        text = scrubbed(str(reply["error"]), info.password)
+        raise _refused(node, info, f"IPMI {what}", text, reply.get("code"))
     return reply
+
+
+def _refused(node: Node, info: IPMIInfo, what: str, text: str, code: Any) -> BMCRequestFailed:
+    """The error for a request the BMC answered with a refusal (``code``: its completion code)."""
+    return BMCRequestFailed(
+        f"Node {node.uuid}: the BMC at {info.endpoint} refused {what}: {text}",
+        node=node.uuid,
+        address=info.endpoint,
+        code=code,
+    )
 
 
 class _IPMIInterface(DriverInfoValidation):

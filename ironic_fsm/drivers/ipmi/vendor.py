@@ -8,9 +8,14 @@ from typing import TYPE_CHECKING, Final
 
 from ironic_fsm.drivers.common import parse_bool
 from ironic_fsm.drivers.ipmi.driver_info import IPMIInfo, parse_driver_info
-from ironic_fsm.drivers.ipmi.session import _check_reply, _Connection, _IPMIInterface, _pyghmi
+from ironic_fsm.drivers.ipmi.session import (
+    _check_reply,
+    _Connection,
+    _IPMIInterface,
+    _pyghmi,
+    _refused,
+)
 from ironic_fsm.exceptions import (
-    BMCRequestFailed,
     BMCTimeout,
     BMCUnreachable,
     InvalidParameterValue,
@@ -115,12 +120,8 @@ class IPMIVendor(_IPMIInterface, VendorInterface):
             if code:
                 # A refusal: the BMC did not reset, so its sessions are still valid.
                 text = _pyghmi().session.get_ipmi_error(reply) or f"completion code 0x{code:02X}"
-                raise BMCRequestFailed(
-                    f"Node {node.uuid}: the BMC at {info.endpoint} refused the {what}: {text} "
-                    f"(completion code 0x{code:02X})",
-                    node=node.uuid,
-                    address=info.endpoint,
-                    code=code,
+                raise _refused(
+                    node, info, f"the {what}", f"{text} (completion code 0x{code:02X})", code
                 )
             bmc.drop("the BMC was reset")  # it forgets every session
         if reply is None:
