@@ -173,6 +173,21 @@ def _c(id: str, call: Call, raises: type[IronicFSMError] | None = IPV, **kw: Any
     return Case(id, call, raises, **kw)
 
 
+def _driver(
+    id: str, call: Call, outcome: type[IronicFSMError] | str, hostile: str = "", **kw: Any
+) -> Case:
+    """A case on the hostile hardware: ``outcome`` is the exception or the failure state;
+    ``hostile`` names what the driver turns against the caller (its node's extra)."""
+    fields = {"extra": {"hostile": hostile}} if hostile else {}
+    if isinstance(outcome, str):
+        return Case(id, call, None, state=outcome, driver=HOSTILE_HW, fields=fields, **kw)
+    return Case(id, call, outcome, driver=HOSTILE_HW, fields=fields, **kw)
+
+
+def _power(state: str) -> Call:
+    return lambda x: x.conductor.set_power_state(x.u, state)
+
+
 def _create(**fields: Any) -> Call:
     return lambda x: x.conductor.create_node(driver=fields.pop("driver", TEST_HW), **fields)
 
@@ -537,106 +552,44 @@ CASES: list[Case] = [
     _c("check-timeouts-str", lambda x: x.conductor.check_timeouts("now")),
     _c("check-timeouts-naive", lambda x: x.conductor.check_timeouts(datetime(2030, 1, 1))),
     # -- custom drivers raising anything -------------------------------------------------
-    _c(
-        "driver-set-power",
-        lambda x: x.conductor.set_power_state(x.u, states.POWER_ON),
-        DriverError,
-        driver=HOSTILE_HW,
-        fields={"extra": {"hostile": "power"}},
+    _driver("driver-set-power", _power(states.POWER_ON), DriverError, "power"),
+    _driver("driver-reboot", _power(states.REBOOT), DriverError, "power"),
+    _driver(
+        "driver-validate-deploy", _verb("deploy"), DriverError, "validate", start=states.AVAILABLE
     ),
-    _c(
-        "driver-reboot",
-        lambda x: x.conductor.set_power_state(x.u, states.REBOOT),
-        DriverError,
-        driver=HOSTILE_HW,
-        fields={"extra": {"hostile": "power"}},
+    _driver(
+        "driver-get-clean-steps", lambda x: x.conductor.get_clean_steps(x.u), DriverError, "steps"
     ),
-    _c(
-        "driver-validate-deploy",
-        _verb("deploy"),
-        DriverError,
-        start=states.AVAILABLE,
-        driver=HOSTILE_HW,
-        fields={"extra": {"hostile": "validate"}},
-    ),
-    _c(
-        "driver-get-clean-steps",
-        lambda x: x.conductor.get_clean_steps(x.u),
-        DriverError,
-        driver=HOSTILE_HW,
-        fields={"extra": {"hostile": "steps"}},
-    ),
-    _c(
+    _driver(
         "driver-validate-clean-steps",
         lambda x: x.conductor.validate_clean_steps(x.u, [_step("vendor", "explode")]),
         DriverError,
-        driver=HOSTILE_HW,
-        fields={"extra": {"hostile": "steps"}},
+        "steps",
     ),
-    _c(
-        "driver-step-raises",
-        _clean([_step("vendor", "explode")]),
-        None,
-        state=states.CLEANFAIL,
-        driver=HOSTILE_HW,
-    ),
-    _c(
-        "driver-step-names-node",
-        _clean([_step("vendor", "names_node")]),
-        None,
-        state=states.CLEANFAIL,
-        driver=HOSTILE_HW,
-    ),
-    _c(
+    # a driver failing in a flow: the node ends in the documented failure state, saved
+    _driver("driver-step-raises", _clean([_step("vendor", "explode")]), states.CLEANFAIL),
+    _driver("driver-step-names-node", _clean([_step("vendor", "names_node")]), states.CLEANFAIL),
+    _driver(
         "driver-manual-clean-steps-raise",
         _clean([_step("vendor", "explode")]),
-        None,
-        state=states.CLEANFAIL,
-        driver=HOSTILE_HW,
-        fields={"extra": {"hostile": "steps"}},
+        states.CLEANFAIL,
+        "steps",
     ),
-    _c(
-        "driver-inspect-raises", _verb("inspect"), None, state=states.INSPECTFAIL, driver=HOSTILE_HW
+    _driver("driver-inspect-raises", _verb("inspect"), states.INSPECTFAIL),
+    _driver(
+        "driver-verify-raises", _verb("manage"), states.ENROLL, "validate", start=states.ENROLL
     ),
-    _c(
-        "driver-verify-raises",
-        _verb("manage"),
-        None,
-        state=states.ENROLL,
-        start=states.ENROLL,
-        driver=HOSTILE_HW,
-        fields={"extra": {"hostile": "validate"}},
+    _driver(
+        "driver-power-step-raises", _clean([_step("power", "power_on")]), states.CLEANFAIL, "power"
     ),
-    _c(
-        "driver-power-step-raises",
-        _clean([_step("power", "power_on")]),
-        None,
-        state=states.CLEANFAIL,
-        driver=HOSTILE_HW,
-        fields={"extra": {"hostile": "power"}},
-    ),
-    _c(
-        "driver-step-corrupts-record",
-        _clean([_step("vendor", "corrupts")]),
-        None,
-        state=states.CLEANFAIL,
-        driver=HOSTILE_HW,
-    ),
-    _c(
+    _driver("driver-step-corrupts-record", _clean([_step("vendor", "corrupts")]), states.CLEANFAIL),
+    _driver(
         "driver-deploy-step-raises",
         _deploy([_dstep("deploy", "leak_deploy", 150)]),
-        None,
-        state=states.DEPLOYFAIL,
+        states.DEPLOYFAIL,
         start=states.AVAILABLE,
-        driver=HOSTILE_HW,
     ),
-    _c(
-        "driver-take-over-raises",
-        _verb("adopt"),
-        None,
-        state=states.ADOPTFAIL,
-        driver=HOSTILE_HW,
-    ),
+    _driver("driver-take-over-raises", _verb("adopt"), states.ADOPTFAIL),
 ]
 
 
