@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from helpers import recording_step
 
 from ironic_fsm.conductor.plans import gather_steps
 from ironic_fsm.config import Config
@@ -36,41 +37,35 @@ from ironic_fsm.task import Task
 # -- a hardware type with equal priorities across kinds ----------------------------
 
 
-class Vendor(VendorInterface):
-    @clean_step(priority=10)
-    def v_ten(self, task: Task) -> None: ...
+def _clean(name: str, priority: int, **declared: Any) -> Any:
+    """A clean step method that the planner orders; these tests never run one."""
+    return recording_step(name, clean_step(priority=priority, **declared))
 
-    @clean_step(priority=0)
-    def v_off(self, task: Task) -> None: ...
+
+class Vendor(VendorInterface):
+    v_ten = _clean("v_ten", 10)
+    v_off = _clean("v_off", 0)
 
 
 class Power(PowerInterface):
-    @clean_step(priority=10)
-    def p_ten(self, task: Task) -> None: ...
-
-    @clean_step(priority=50)
-    def p_fifty(self, task: Task) -> None: ...
+    p_ten = _clean("p_ten", 10)
+    p_fifty = _clean("p_fifty", 50)
 
 
 class Management(ManagementInterface):
-    @clean_step(priority=10)
-    def m_ten(self, task: Task) -> None: ...
+    m_ten = _clean("m_ten", 10)
 
 
 class Firmware(FirmwareInterface):
-    @clean_step(priority=10)
-    def f_ten(self, task: Task) -> None: ...
+    f_ten = _clean("f_ten", 10)
 
 
 class Deploy(DeployInterface):
     @deploy_step(priority=100)
     def deploy(self, task: Task) -> None: ...
 
-    @clean_step(priority=10)
-    def d_ten(self, task: Task) -> None: ...
-
-    @clean_step(priority=99)
-    def erase_devices(self, task: Task) -> None: ...
+    d_ten = _clean("d_ten", 10)
+    erase_devices = _clean("erase_devices", 99)
 
     @clean_step(
         priority=0,
@@ -81,29 +76,23 @@ class Deploy(DeployInterface):
     )
     def wipe(self, task: Task, size: int, mode: str = "zero") -> None: ...
 
-    @clean_step(priority=0, requires_ramdisk=False)
-    def no_ramdisk(self, task: Task) -> None: ...
+    no_ramdisk = _clean("no_ramdisk", 0, requires_ramdisk=False)
 
 
 class Bios(BIOSInterface):
-    @clean_step(priority=10)
-    def b_ten(self, task: Task) -> None: ...
-
-    @clean_step(priority=1)
-    def b_one(self, task: Task) -> None: ...
+    b_ten = _clean("b_ten", 10)
+    b_one = _clean("b_one", 1)
 
 
 class Raid(RAIDInterface):
-    @clean_step(priority=10)
-    def r_ten(self, task: Task) -> None: ...
+    r_ten = _clean("r_ten", 10)
 
     @clean_step(priority=0)
     def create_configuration(self, task: Task, **kwargs: Any) -> None: ...
 
 
 class Boot(BootInterface):
-    @clean_step(priority=500)
-    def boot_step(self, task: Task) -> None: ...
+    boot_step = _clean("boot_step", 500)
 
 
 def _hw() -> HardwareType:
@@ -492,6 +481,15 @@ def _bios_driver() -> list[dict[str, Any]]:
     ]
 
 
+def _templated(templates: dict[str, list[dict[str, Any]]], **kwargs: Any) -> list[dict[str, Any]]:
+    """``plan_deploy`` on the BIOS driver with ``templates``; unless told otherwise, the
+    node has, and its instance asks for, every template's trait."""
+    traits = list(templates)
+    kwargs.setdefault("node_traits", traits)
+    kwargs.setdefault("instance_traits", traits)
+    return plan_deploy(_bios_driver(), templates=templates, **kwargs)
+
+
 def _user(iface: str, name: str, prio: Any, args: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"interface": iface, "step": name, "priority": prio, "args": args or {}}
 
@@ -502,24 +500,18 @@ def test_plan_deploy_driver_only() -> None:
 
 
 def test_plan_deploy_reference_example() -> None:
-    plan = plan_deploy(
-        _bios_driver(),
-        templates={"CUSTOM_BIOS": [_user("bios", "b1", 90), _user("bios", "b2", 10)]},
+    plan = _templated(
+        {"CUSTOM_BIOS": [_user("bios", "b1", 90), _user("bios", "b2", 10)]},
         user_steps=[_user("bios", "b2", 95), _user("bios", "b3", 0)],
-        node_traits=["CUSTOM_BIOS"],
-        instance_traits=["CUSTOM_BIOS"],
     )
     assert _ids(plan) == ["deploy.deploy", "bios.b4", "bios.b2", "bios.b1"]
     assert [s["priority"] for s in plan] == [100, 100, 95, 90]
 
 
 def test_user_overrides_template_overrides_driver() -> None:
-    plan = plan_deploy(
-        _bios_driver(),
-        templates={"CUSTOM_A": [_user("bios", "b3", 20, None), _user("bios", "b4", 30)]},
+    plan = _templated(
+        {"CUSTOM_A": [_user("bios", "b3", 20, None), _user("bios", "b4", 30)]},
         user_steps=[_user("bios", "b4", 5)],
-        node_traits=["CUSTOM_A"],
-        instance_traits=["CUSTOM_A"],
     )
     prios = {f"{s['interface']}.{s['step']}": s["priority"] for s in plan}
     assert prios == {"deploy.deploy": 100, "bios.b3": 20, "bios.b4": 5}
@@ -527,10 +519,8 @@ def test_user_overrides_template_overrides_driver() -> None:
 
 
 def test_template_not_named_by_instance_traits_is_ignored() -> None:
-    plan = plan_deploy(
-        _bios_driver(),
-        templates={"CUSTOM_OTHER": [_user("bios", "b1", 90)]},
-        node_traits=["CUSTOM_OTHER"],
+    plan = _templated(
+        {"CUSTOM_OTHER": [_user("bios", "b1", 90)]},
         instance_traits=[],
     )
     assert "bios.b1" not in _ids(plan)
@@ -572,12 +562,7 @@ def test_core_step_cannot_be_reprioritised(prio: int) -> None:
 
 def test_core_step_cannot_be_reprioritised_by_template() -> None:
     with pytest.raises(InvalidParameterValue, match="core"):
-        plan_deploy(
-            _bios_driver(),
-            templates={"CUSTOM_T": [_user("deploy", "deploy", 10)]},
-            node_traits=["CUSTOM_T"],
-            instance_traits=["CUSTOM_T"],
-        )
+        _templated({"CUSTOM_T": [_user("deploy", "deploy", 10)]})
 
 
 def test_duplicate_user_steps_rejected() -> None:
@@ -587,26 +572,20 @@ def test_duplicate_user_steps_rejected() -> None:
 
 def test_duplicates_across_templates_rejected() -> None:
     with pytest.raises(InvalidParameterValue) as info:
-        plan_deploy(
-            _bios_driver(),
-            templates={
+        _templated(
+            {
                 "CUSTOM_A": [_user("bios", "b1", 10)],
                 "CUSTOM_B": [_user("bios", "b1", 20)],
             },
-            node_traits=["CUSTOM_A", "CUSTOM_B"],
-            instance_traits=["CUSTOM_A", "CUSTOM_B"],
         )
     assert "bios.b1" in str(info.value)
     assert "template" in str(info.value)
 
 
 def test_same_step_in_template_and_user_is_an_override() -> None:
-    plan = plan_deploy(
-        _bios_driver(),
-        templates={"CUSTOM_A": [_user("bios", "b1", 10)]},
+    plan = _templated(
+        {"CUSTOM_A": [_user("bios", "b1", 10)]},
         user_steps=[_user("bios", "b1", 20)],
-        node_traits=["CUSTOM_A"],
-        instance_traits=["CUSTOM_A"],
     )
     assert next(s for s in plan if s["step"] == "b1")["priority"] == 20
 
@@ -618,21 +597,14 @@ def test_unknown_user_step_rejected_not_dropped() -> None:
 
 def test_unknown_template_step_rejected() -> None:
     with pytest.raises(InvalidParameterValue, match=r"raid\.nothing"):
-        plan_deploy(
-            _bios_driver(),
-            templates={"CUSTOM_A": [_user("raid", "nothing", 10)]},
-            node_traits=["CUSTOM_A"],
-            instance_traits=["CUSTOM_A"],
-        )
+        _templated({"CUSTOM_A": [_user("raid", "nothing", 10)]})
 
 
 def test_instance_traits_must_be_node_traits() -> None:
     with pytest.raises(InvalidParameterValue) as info:
-        plan_deploy(
-            _bios_driver(),
-            templates={"CUSTOM_X": [_user("bios", "b1", 10)]},
+        _templated(
+            {"CUSTOM_X": [_user("bios", "b1", 10)]},
             node_traits=["CUSTOM_Y"],
-            instance_traits=["CUSTOM_X"],
         )
     assert "CUSTOM_X" in str(info.value)
 
@@ -646,11 +618,8 @@ def test_user_deploy_step_needs_valid_priority(prio: Any) -> None:
 def test_disallowed_user_deploy_step_rejected_template_filtered() -> None:
     with pytest.raises(InvalidParameterValue, match="not allowed"):
         plan_deploy(_bios_driver(), user_steps=[_user("bios", "b1", 10)], disallowed=["bios.b1"])
-    plan = plan_deploy(
-        _bios_driver(),
-        templates={"CUSTOM_A": [_user("bios", "b1", 10)]},
-        node_traits=["CUSTOM_A"],
-        instance_traits=["CUSTOM_A"],
+    plan = _templated(
+        {"CUSTOM_A": [_user("bios", "b1", 10)]},
         disallowed=["bios.b1", "bios.b3"],
     )
     assert _ids(plan) == ["deploy.deploy", "bios.b4"]
