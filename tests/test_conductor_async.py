@@ -14,6 +14,7 @@ from helpers import (
     FAKE_HW,
     PHASE_CASES,
     PHASE_IDS,
+    SERVICE_CASE,
     Clock,
     PhaseCase,
     StepDeploy,
@@ -531,11 +532,9 @@ def test_rescue_wait_times_out() -> None:
 def test_unknown_service_step_fails_before_any_step() -> None:
     # Ironic 39 runs unvalidated service steps (bug 7); the contract validates first.
     conductor = make_conductor()
-    node = new_node(conductor, states.ACTIVE)
-    conductor.do_provisioning_action(
-        node.uuid, "service", service_steps=[step("vendor", "step_a"), step("vendor", "nope")]
-    )
-    node = conductor.get_node(node.uuid)
+    uuid = SERVICE_CASE.new_node(conductor).uuid
+    SERVICE_CASE.run(conductor, uuid, "step_a", "nope")
+    node = conductor.get_node(uuid)
     assert node.provision_state == states.SERVICEFAIL
     assert node.target_provision_state == states.ACTIVE
     assert "vendor.nope" in node.last_error
