@@ -13,12 +13,13 @@ import math
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeVar
 
 from ironic_fsm import states
 from ironic_fsm.hardware import HardwareType
 from ironic_fsm.interfaces import INTERFACE_KINDS, BaseInterface
 from ironic_fsm.masking import MASK, is_secret_key, scrub
+from ironic_fsm.steps import clean_step, deploy_step, service_step
 
 if TYPE_CHECKING:
     from ironic_fsm.node import Node
@@ -34,6 +35,7 @@ __all__ = [
     "capabilities",
     "check_driver_info",
     "bmc_hardware",
+    "bmc_step",
     "fake_alternatives",
     "number",
     "parse_bool",
@@ -52,6 +54,8 @@ SETTABLE_POWER_STATES: Final = (
     states.SOFT_POWER_OFF,
     states.SOFT_REBOOT,
 )
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 #: Bytes in a GiB (Redfish reports capacities in bytes, Ironic in GiB).
 GIB: Final = 1024**3
@@ -115,6 +119,27 @@ def fake_alternatives() -> dict[str, list[str]]:
     Say, to rehearse a flow without touching a BMC: ``node.<kind>_interface = "fake"``.
     """
     return {kind: ["fake"] for kind in INTERFACE_KINDS}
+
+
+def bmc_step(
+    also: Literal["deploy", "service"], argsinfo: dict[str, dict[str, Any]] | None = None
+) -> Callable[[_F], _F]:
+    """A step the BMC runs alone, no ramdisk needed: a manual clean step (priority 0).
+
+    It is also a deploy step (priority 0: run by a template or on request)
+    or a service step, with the same arguments, as Ironic's out-of-band steps are.
+    """
+    clean = clean_step(priority=0, argsinfo=argsinfo, requires_ramdisk=False)
+    other = (
+        deploy_step(priority=0, argsinfo=argsinfo)
+        if also == "deploy"
+        else service_step(argsinfo=argsinfo, requires_ramdisk=False)
+    )
+
+    def mark(method: _F) -> _F:
+        return clean(other(method))
+
+    return mark
 
 
 def bmc_hardware(interfaces: Iterable[BaseInterface], description: str) -> HardwareType:

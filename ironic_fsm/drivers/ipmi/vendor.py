@@ -6,7 +6,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Final
 
-from ironic_fsm.drivers.common import parse_bool
+from ironic_fsm.drivers.common import bmc_step, parse_bool
 from ironic_fsm.drivers.ipmi.driver_info import IPMIInfo, parse_driver_info
 from ironic_fsm.drivers.ipmi.session import (
     _check_reply,
@@ -21,7 +21,6 @@ from ironic_fsm.exceptions import (
     InvalidParameterValue,
 )
 from ironic_fsm.interfaces import VendorInterface
-from ironic_fsm.steps import clean_step, service_step
 from ironic_fsm.task import Task
 
 if TYPE_CHECKING:
@@ -95,8 +94,7 @@ _RAW_ARG: Final = {
 class IPMIVendor(_IPMIInterface, VendorInterface):
     """BMC reset and raw IPMI commands, as manual clean and service steps."""
 
-    @clean_step(priority=0, argsinfo=_WARM_ARG, requires_ramdisk=False)
-    @service_step(argsinfo=_WARM_ARG, requires_ramdisk=False)
+    @bmc_step("service", _WARM_ARG)
     def bmc_reset(self, task: Task, warm: bool = False) -> None:
         """Reset the BMC, then wait (``ipmi_reset_wait``) until it answers again.
 
@@ -155,8 +153,7 @@ class IPMIVendor(_IPMIInterface, VendorInterface):
                     ) from error
                 time.sleep(min(0.2, max(deadline - time.monotonic(), 0)))
 
-    @clean_step(priority=0, argsinfo=_RAW_ARG, requires_ramdisk=False)
-    @service_step(argsinfo=_RAW_ARG, requires_ramdisk=False)
+    @bmc_step("service", _RAW_ARG)
     def send_raw(self, task: Task, raw_bytes: str) -> None:
         """Send one raw IPMI command; the reply lands in ``driver_internal_info``.
 

@@ -12,13 +12,12 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from ironic_fsm import states
-from ironic_fsm.drivers.common import secrets_of
+from ironic_fsm.drivers.common import bmc_step, secrets_of
 from ironic_fsm.drivers.redfish.driver_info import RedfishInfo, _info, _RedfishValidation
 from ironic_fsm.drivers.redfish.session import _bmc, _get_system, _sushy, _value, _wait_for
 from ironic_fsm.exceptions import BMCRequestFailed, InvalidParameterValue
 from ironic_fsm.interfaces import BIOSInterface
 from ironic_fsm.masking import scrub
-from ironic_fsm.steps import clean_step, deploy_step
 from ironic_fsm.task import Task
 
 __all__ = ["BIOSSettingsRejected", "RedfishBIOS"]
@@ -218,9 +217,8 @@ class RedfishBIOS(_RedfishValidation, BIOSInterface):
         if was == states.POWER_OFF:
             power.set_power_state(task, states.POWER_OFF)
 
-    @clean_step(priority=0, argsinfo=_SETTINGS_ARG, requires_ramdisk=False)
-    @deploy_step(priority=0, argsinfo=_SETTINGS_ARG)
-    def apply_configuration(self, task: Task, settings: list[dict[str, Any]]) -> str | None:
+    @bmc_step("deploy", _SETTINGS_ARG)
+    def apply_configuration(self, task: Task, settings: list[dict[str, Any]]) -> None:
         """Set the attributes, and make sure the BMC really applied them."""
         wanted = _check_bios_settings(task, settings)
         info = _info(task)
@@ -247,11 +245,9 @@ class RedfishBIOS(_RedfishValidation, BIOSInterface):
 
         self._apply_with_reboot(task, info, applied, "apply the BIOS settings", describe)
         task.node.driver_internal_info["redfish_bios_settings"] = state["current"]
-        return None
 
-    @clean_step(priority=0, requires_ramdisk=False)
-    @deploy_step(priority=0)
-    def factory_reset(self, task: Task) -> str | None:
+    @bmc_step("deploy")
+    def factory_reset(self, task: Task) -> None:
         """``Bios.ResetBios``; reboot when the BMC holds the reset as pending settings."""
         info = _info(task)
         with _bmc(task, info, "reset BIOS to factory defaults"):
@@ -278,4 +274,3 @@ class RedfishBIOS(_RedfishValidation, BIOSInterface):
             task, info, applied, "apply the BIOS factory reset", lambda: "settings pending"
         )
         self.cache_bios_settings(task)
-        return None

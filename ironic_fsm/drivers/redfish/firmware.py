@@ -8,7 +8,7 @@ import time
 from typing import Any, Final
 from urllib.parse import urlparse
 
-from ironic_fsm.drivers.common import number
+from ironic_fsm.drivers.common import bmc_step, number
 from ironic_fsm.drivers.redfish.driver_info import RedfishInfo, _info, _RedfishValidation
 from ironic_fsm.drivers.redfish.session import (
     _bmc,
@@ -21,7 +21,6 @@ from ironic_fsm.drivers.redfish.session import (
 )
 from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.interfaces import FirmwareInterface
-from ironic_fsm.steps import clean_step, service_step
 from ironic_fsm.task import Task
 
 __all__ = ["RedfishFirmware"]
@@ -100,8 +99,7 @@ class RedfishFirmware(_RedfishValidation, FirmwareInterface):
     it reports one.
     """
 
-    @clean_step(priority=0, argsinfo=_FIRMWARE_ARG, requires_ramdisk=False)
-    @service_step(argsinfo=_FIRMWARE_ARG, requires_ramdisk=False)
+    @bmc_step("service", _FIRMWARE_ARG)
     def update(self, task: Task, settings: list[dict[str, Any]]) -> str | None:
         updates = _check_firmware_settings(task, settings)
         info = _info(task)

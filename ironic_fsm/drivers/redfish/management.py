@@ -6,7 +6,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ironic_fsm.drivers.common import capabilities
+from ironic_fsm.drivers.common import bmc_step, capabilities
 from ironic_fsm.drivers.redfish.driver_info import (
     BOOT_MODES,
     BOOT_MODES_REV,
@@ -32,7 +32,6 @@ from ironic_fsm.exceptions import (
     UnsupportedOperation,
 )
 from ironic_fsm.interfaces import ManagementInterface
-from ironic_fsm.steps import clean_step, service_step
 from ironic_fsm.task import Task
 
 __all__ = ["BOOT_DEVICE_MAP", "PERSISTENT_BOOT_DEVICE_KEY", "RedfishManagement"]
@@ -289,8 +288,7 @@ class RedfishManagement(_RedfishValidation, ManagementInterface):
             task.node.uuid, "on" if state else "off", info.address,
         )  # fmt: skip
 
-    @clean_step(priority=0, argsinfo=_RESET_BMC_ARG, requires_ramdisk=False)
-    @service_step(argsinfo=_RESET_BMC_ARG, requires_ramdisk=False)
+    @bmc_step("service", _RESET_BMC_ARG)
     def reset_bmc(self, task: Task, reset_type: str = "GracefulRestart") -> None:
         """Restart the BMC (``Manager.Reset``) and wait until it answers again."""
         if reset_type not in ("GracefulRestart", "ForceRestart"):

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ironic_fsm.drivers.common import GIB
+from ironic_fsm.drivers.common import GIB, bmc_step
 from ironic_fsm.drivers.redfish.driver_info import RedfishInfo, _info, _RedfishValidation
 from ironic_fsm.drivers.redfish.session import (
     _bmc,
@@ -19,7 +19,6 @@ from ironic_fsm.drivers.redfish.session import (
 )
 from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.interfaces import RAIDInterface
-from ironic_fsm.steps import clean_step, deploy_step
 from ironic_fsm.task import Task
 
 __all__ = ["RedfishRAID"]
@@ -263,11 +262,10 @@ class RedfishRAID(_RedfishValidation, RAIDInterface):
             volume_id = self._new_volume(task, info, storage, payload["Name"], before)
         return str(volume_id)
 
-    @clean_step(priority=0, argsinfo=_RAID_ARGS, requires_ramdisk=False)
-    @deploy_step(priority=0, argsinfo=_RAID_ARGS)
+    @bmc_step("deploy", _RAID_ARGS)
     def create_configuration(
         self, task: Task, create_root_volume: bool = True, create_nonroot_volumes: bool = True
-    ) -> str | None:
+    ) -> None:
         node = task.node
         target = node.target_raid_config or {}
         self.validate_raid_config(task, target)
@@ -316,11 +314,9 @@ class RedfishRAID(_RedfishValidation, RAIDInterface):
                     info.address,
                 )
         node.raid_config = {"logical_disks": created}
-        return None
 
-    @clean_step(priority=0, requires_ramdisk=False)
-    @deploy_step(priority=0)
-    def delete_configuration(self, task: Task) -> str | None:
+    @bmc_step("deploy")
+    def delete_configuration(self, task: Task) -> None:
         """Delete every volume of every storage subsystem."""
         info = _info(task)
         with _bmc(task, info, "delete RAID configuration"):
@@ -332,4 +328,3 @@ class RedfishRAID(_RedfishValidation, RAIDInterface):
                         task, info, "RAID volume deletion", result, info.task_timeout
                     )
         task.node.raid_config = {}
-        return None
