@@ -335,6 +335,10 @@ class Lifecycle:
         self._spec(state)
         return self._allowed[state]
 
+    def accepts(self, state: str, event: str) -> bool:
+        """Whether ``state`` has a transition for ``event`` (``False`` for an unknown state)."""
+        return (state, event) in self._next
+
     def next_state(self, state: str, event: str) -> str:
         """Where ``event`` leads from ``state``.
 

@@ -173,6 +173,8 @@ SERVICE: Final = PhaseInfo(
 )  # fmt: skip
 
 PHASES: Final = {phase.name: phase for phase in (CLEAN, DEPLOY, SERVICE)}
+#: The interface method that runs one of a phase's steps.
+_EXECUTE: Final = {name: f"execute_{name}_step" for name in PHASES}
 #: The phase a node is in, by its working, wait or hold state.
 PHASE_BY_STATE: Final = {
     state: phase for phase in PHASES.values() for state in (phase.working, phase.wait, phase.hold)
@@ -243,10 +245,11 @@ class StepEngine(Plans):
             step = steps[index]
             info[phase.index_key] = index
             setattr(node, phase.step_field, dict(step))
-            if self.draining:
+            if self._drain.is_set():  # draining
                 self._queue(job, {"flow": "resume"})
                 return
-            self._step_event(STEP_START, job, step)
+            if self._listeners:
+                self._step_event(STEP_START, job, step)
             # Recorded before it starts; this save also records that the
             # previous step ended. Recovery re-runs the recorded step.
             self._checkpoint(job)
@@ -256,7 +259,8 @@ class StepEngine(Plans):
                 self._step_failed(job, phase, step, exc)
                 return
             if result is None:
-                self._step_event(STEP_END, job, step)
+                if self._listeners:
+                    self._step_event(STEP_END, job, step)
                 index += 1
                 continue
             if result in (phase.wait, phase.hold):
@@ -282,7 +286,7 @@ class StepEngine(Plans):
         if step["step"] in RESERVED_STEPS:
             return self._reserved_step(job, phase, step)
         iface = getattr(job.driver, step["interface"])
-        result: str | None = getattr(iface, f"execute_{phase.name}_step")(job.task, step)
+        result: str | None = getattr(iface, _EXECUTE[phase.name])(job.task, step)
         return result
 
     def _reserved_step(self, job: Job, phase: PhaseInfo, step: Step) -> str | None:

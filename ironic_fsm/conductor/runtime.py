@@ -278,14 +278,15 @@ class Runtime(Draining):
         store = self.store
         if type(store) is not MemoryStore:
             _check_types(job)
-        else:  # MemoryStore checks the rest first, in the same words
+        elif node.name is not job.name_ok:  # MemoryStore checks the rest first, in its words
             _check_name_as_before(job)
-        if job.history and keeps_history(store):
-            history = self._history_entries(node, job.history, now=node.updated_at)
-            store.save(node, history=history)
+        if not job.history:
+            store.save(node)
+        elif keeps_history(store):
+            store.save(node, history=self._history_entries(node, job.history, now=node.updated_at))
+            job.history = []
         else:
             store.save(node)  # a store without history drops entries: never written apart
-        if job.history:
             job.history = []
         pending = job.events
         if pending:
@@ -509,13 +510,16 @@ class Runtime(Draining):
         if queued is not None and (self._hand_off or self._drain.is_set()):
             self._queue(job, queued)
             return
-        self._flow_count(1)
         if self._executor is None:
+            with self._flows_lock:  # as _flow_count(), without a call on every verb
+                self._flows_running += 1
             try:
                 self._guarded(job, work)
             finally:
-                self._flow_count(-1)
+                with self._flows_lock:
+                    self._flows_running -= 1
             return
+        self._flow_count(1)
         try:
             self._checkpoint(job)  # the caller sees the first transition saved
         except BaseException:

@@ -312,7 +312,9 @@ class Verbs(Flows):
             self._plan_deploy(node, self._driver_steps(job, "deploy"), request.deploy_steps)
 
     def _check_verb(self, node: Node, verb: str, event: str) -> None:
-        if event not in self.lifecycle.allowed_events(node.provision_state):
+        lifecycle = self.lifecycle
+        if not lifecycle.accepts(node.provision_state, event):
+            lifecycle.allowed_events(node.provision_state)  # an unknown state: InvalidState
             raise wrong_state(
                 node,
                 f'The requested action "{verb}" can not be performed on node '
