@@ -196,3 +196,62 @@ def test_an_entry_text_that_is_not_unicode_is_refused_with_nothing_written(sql_u
         assert store.get(node.uuid).provision_state == "enroll"
         assert store.node_history(node.uuid) == []
         assert counts(store, node) == (0, 0)
+
+
+# -- entries: made cheaply, checked cheaply, the same objects and refusals as ever ----------------
+
+
+def test_new_entry_makes_what_the_class_makes() -> None:
+    import uuid
+
+    import attrs
+
+    made = new_entry("n-1", T0, "INFO", "power", "on", conductor="c", user="u")
+    assert type(made) is HistoryEntry
+    assert made == HistoryEntry(**attrs.asdict(made))
+    assert hash(made) == hash(HistoryEntry(**attrs.asdict(made)))
+    assert repr(made).startswith("HistoryEntry(uuid=")
+    assert uuid.UUID(made.uuid).version == 4
+    assert made.uuid != new_entry("n-1", T0, "INFO", "power", "on").uuid
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        made.event = "changed"  # type: ignore[misc]
+    # new_entry sets the slots directly: only sound while the class checks nothing itself.
+    assert all(f.validator is None and f.converter is None for f in attrs.fields(HistoryEntry))
+
+
+class _Text(str):
+    pass
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("uuid", ""),
+        ("uuid", "u" * 37),
+        ("uuid", 5),
+        ("node_uuid", None),
+        ("node_uuid", "a\x00b"),
+        ("severity", "FATAL"),
+        ("event", b"bytes"),
+        ("event", "nul \x00 inside"),
+        ("event_type", "t" * 256),
+        ("event_type", None),
+        ("conductor", 0),  # falsy, but not text
+        ("conductor", "c" * 256),
+        ("user", False),
+        ("user", "u" * 65),
+        ("created_at", datetime(2026, 1, 1)),
+        ("created_at", "2026-01-01T00:00:00+00:00"),
+    ],
+)
+def test_every_bad_field_is_refused_by_name(field: str, value: object) -> None:
+    import attrs
+
+    from ironic_fsm.history import check_entry
+
+    good = new_entry("n-1", T0, "INFO", "power", "on", conductor="c", user="u")
+    check_entry(good)
+    check_entry(attrs.evolve(good, conductor=None, user=None, event=_Text("sub")))
+    with pytest.raises(InvalidParameterValue) as refused:
+        check_entry(attrs.evolve(good, **{field: value}))
+    assert refused.value.details.get("field") == field

@@ -43,13 +43,12 @@ class _SQLHistory(_SQLStatements):
 
     def _insert_history(self, conn: Any, entries: Sequence[HistoryEntry], *, last: int) -> None:
         """Insert one node's ``entries``, counted already: the last one gets ``seq`` ``last``."""
-        bind = self._db.bind_time
         first = last - len(entries) + 1
         rows = [
             (
                 e.uuid,
                 e.node_uuid,
-                bind(e.created_at),
+                self._bind_entry_time(e.created_at),
                 first + i,
                 e.severity,
                 e.event_type,
@@ -59,7 +58,16 @@ class _SQLHistory(_SQLStatements):
             )
             for i, e in enumerate(entries)
         ]
-        self._execute_many(conn, self._q_history_insert, rows)
+        if len(rows) == 1:
+            conn.execute(self._q_history_insert, rows[0])
+        else:
+            self._execute_many(conn, self._q_history_insert, rows)
+
+    def _bind_entry_time(self, created: datetime) -> Any:
+        """``created`` as the database takes it; a save's entries are made at the node's
+        ``updated_at``, which the save bound a moment ago (the store keeps it)."""
+        bound = self._bound.get(created)
+        return self._db.bind_time(created) if bound is None else bound
 
     def _history_arrays(self, entries: Sequence[HistoryEntry]) -> builtins.list[Any]:
         """The parameters of ``_q_history_after_save``: the count, then the entries as JSON.
@@ -69,7 +77,7 @@ class _SQLHistory(_SQLStatements):
         Raises:
             InvalidParameterValue: a text is not valid Unicode (a lone surrogate).
         """
-        bind = self._db.bind_time
+        bind = self._bind_entry_time
         rows: builtins.list[tuple[Any, ...]] = []
         last: Any = None
         bound: Any = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, Final
 
 from ironic_fsm.node import Node
@@ -37,6 +38,8 @@ class _SQLStatements:
     _db: _Database
     _echo: bool
     dialect: str
+    #: Instants the store bound lately (see ``SQLStore._time``), as the database takes them.
+    _bound: dict[datetime, Any]
 
     def _build_statements(self, q: str) -> None:
         """Every statement, written once with this dialect's placeholder."""
