@@ -7,27 +7,17 @@ baremetal`` and openstacksdk against the server run as a process.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import openstack
 import pytest
-from api_helpers import api_client, api_process, error_text
+from api_helpers import api_process, error_text
 from api_helpers import openstack as osc
+from test_api_nodes import api_fixture, at  # noqa: F401  (the fixture "api")
 
 from ironic_fsm import Conductor
 from ironic_fsm import states as s
-
-
-def _v(version: str) -> dict[str, str]:
-    return {"X-OpenStack-Ironic-API-Version": version}
-
-
-@pytest.fixture
-def api(tmp_path: Path) -> Iterator[tuple[Conductor, httpx.Client]]:
-    with api_client(tmp_path / "nodes.sqlite") as pair:
-        yield pair
 
 
 def _node(conductor: Conductor) -> str:
@@ -39,12 +29,12 @@ def test_fields_from_1_75_and_in_states(api: tuple[Conductor, httpx.Client]) -> 
     uuid = _node(conductor)
     conductor.set_boot_mode(uuid, "bios")
     conductor.set_secure_boot_state(uuid, True)
-    assert "boot_mode" not in client.get(f"/v1/nodes/{uuid}", headers=_v("1.74")).json()
-    shown = client.get(f"/v1/nodes/{uuid}", headers=_v("1.75")).json()
+    assert "boot_mode" not in client.get(f"/v1/nodes/{uuid}", headers=at("1.74")).json()
+    shown = client.get(f"/v1/nodes/{uuid}", headers=at("1.75")).json()
     assert (shown["boot_mode"], shown["secure_boot"]) == ("bios", True)
     states = client.get(f"/v1/nodes/{uuid}/states").json()
     assert (states["boot_mode"], states["secure_boot"]) == ("bios", True)
-    assert "boot_mode" not in client.get(f"/v1/nodes/{uuid}/states", headers=_v("1.74")).json()
+    assert "boot_mode" not in client.get(f"/v1/nodes/{uuid}/states", headers=at("1.74")).json()
     listed = client.get("/v1/nodes", params={"fields": "uuid,boot_mode,secure_boot"}).json()
     [row] = listed["nodes"]
     assert (row["uuid"], row["boot_mode"], row["secure_boot"]) == (uuid, "bios", True)
@@ -108,7 +98,7 @@ def test_setters_are_404_below_1_76_and_fields_read_only(
     uuid = _node(conductor)
     for endpoint, target in (("boot_mode", "bios"), ("secure_boot", True)):
         response = client.put(
-            f"/v1/nodes/{uuid}/states/{endpoint}", json={"target": target}, headers=_v("1.75")
+            f"/v1/nodes/{uuid}/states/{endpoint}", json={"target": target}, headers=at("1.75")
         )
         assert response.status_code == 404, response.text
     patch = [{"op": "replace", "path": "/boot_mode", "value": "bios"}]

@@ -15,13 +15,20 @@ from ironic_fsm import Conductor
 from ironic_fsm import states as s
 
 
-@pytest.fixture
-def api(tmp_path: Any) -> Iterator[tuple[Conductor, httpx.Client]]:
+def at(version: str) -> dict[str, str]:
+    """The header that asks for API ``version``."""
+    return {"X-OpenStack-Ironic-API-Version": version}
+
+
+@pytest.fixture(name="api")
+def api_fixture(tmp_path: Any) -> Iterator[tuple[Conductor, httpx.Client]]:
+    """A conductor and a client of its API (in this process, latest version)."""
     with api_client(tmp_path / "nodes.sqlite") as pair:
         yield pair
 
 
-def _create(client: httpx.Client, **fields: Any) -> dict[str, Any]:
+def create(client: httpx.Client, **fields: Any) -> dict[str, Any]:
+    """Create a fake-hardware node with ``fields``; its view."""
     response = client.post("/v1/nodes", json={"driver": "fake-hardware", **fields})
     assert response.status_code == 201, response.text
     return response.json()  # type: ignore[no-any-return]
@@ -61,7 +68,9 @@ def test_create_below_1_11_is_available(api: tuple[Conductor, httpx.Client]) -> 
         ({"driver": "no-such-driver"}, 400, "no-such-driver"),
         ({"driver": "fake-hardware", "name": "detail"}, 400, "detail"),
         ({"driver": "fake-hardware", "name": "has space"}, 400, "has space"),
-        ({"driver": "fake-hardware", "shard": "s1"}, 400, "shard"),
+        ({"driver": "fake-hardware", "shard": "s" * 256}, 400, "shard"),
+        ({"driver": "fake-hardware", "parent_node": "no-such-node"}, 400, "parent_node"),
+        ({"driver": "fake-hardware", "network_data": []}, 400, "network_data"),
         ({"driver": "fake-hardware", "instance_uuid": "not-a-uuid"}, 400, "instance_uuid"),
         ({"driver": "fake-hardware", "uuid": "not-a-uuid"}, 400, "not-a-uuid"),
     ],
@@ -78,7 +87,7 @@ def test_bad_create_is_refused_and_stores_nothing(
 
 def test_duplicate_name_is_409(api: tuple[Conductor, httpx.Client]) -> None:
     conductor, client = api
-    _create(client, name="twin")
+    create(client, name="twin")
     response = client.post("/v1/nodes", json={"driver": "fake-hardware", "name": "twin"})
     assert response.status_code == 409
     assert len(conductor.list_nodes()) == 1
@@ -103,7 +112,7 @@ def test_oversized_body_is_refused(api: tuple[Conductor, httpx.Client]) -> None:
 def test_secrets_are_masked(api: tuple[Conductor, httpx.Client]) -> None:
     _, client = api
     info = {"ipmi_address": "10.0.0.1", "ipmi_password": "hunter2", "auth_token": "tok"}
-    created = _create(client, name="secret", driver_info=info, extra={"api_key": "hunter2"})
+    created = create(client, name="secret", driver_info=info, extra={"api_key": "hunter2"})
     shown = client.get("/v1/nodes/secret").json()
     for body in (created, shown):
         assert body["driver_info"] == {
@@ -116,7 +125,7 @@ def test_secrets_are_masked(api: tuple[Conductor, httpx.Client]) -> None:
 
 def test_get_by_uuid_or_name_and_fields(api: tuple[Conductor, httpx.Client]) -> None:
     _, client = api
-    node = _create(client, name="n1")
+    node = create(client, name="n1")
     assert client.get(f"/v1/nodes/{node['uuid']}").json()["name"] == "n1"
     some = client.get("/v1/nodes/n1", params={"fields": "uuid,provision_state"}).json()
     assert set(some) == {"uuid", "provision_state", "links"}
@@ -126,7 +135,7 @@ def test_get_by_uuid_or_name_and_fields(api: tuple[Conductor, httpx.Client]) -> 
 
 def test_fields_leave_out_newer_fields(api: tuple[Conductor, httpx.Client]) -> None:
     _, client = api
-    node = _create(client, name="n1")
+    node = create(client, name="n1")
     old = client.get(f"/v1/nodes/{node['uuid']}", headers={"X-OpenStack-Ironic-API-Version": "1.1"})
     assert "name" not in old.json()
     assert "traits" not in old.json()
@@ -135,8 +144,8 @@ def test_fields_leave_out_newer_fields(api: tuple[Conductor, httpx.Client]) -> N
 
 def test_list_filters_and_summary(api: tuple[Conductor, httpx.Client]) -> None:
     _conductor, client = api
-    a = _create(client, name="a")
-    _create(client, name="b", resource_class="gold")
+    a = create(client, name="a")
+    create(client, name="b", resource_class="gold")
     client.put(f"/v1/nodes/{a['uuid']}/maintenance", json={"reason": "r"})
     listed = client.get("/v1/nodes").json()["nodes"]
     assert {n["name"] for n in listed} == {"a", "b"}
@@ -165,7 +174,7 @@ def test_list_filters_and_summary(api: tuple[Conductor, httpx.Client]) -> None:
 
 def test_pagination_follows_next(api: tuple[Conductor, httpx.Client]) -> None:
     _, client = api
-    made = [_create(client, name=f"p{i}")["uuid"] for i in range(5)]
+    made = [create(client, name=f"p{i}")["uuid"] for i in range(5)]
     seen: list[str] = []
     url: str | None = "/v1/nodes?limit=2&fields=uuid,name"
     pages = 0
@@ -202,7 +211,7 @@ def test_detail_path_with_fields_is_400(api: tuple[Conductor, httpx.Client]) -> 
 
 def test_detail_shows_full_nodes(api: tuple[Conductor, httpx.Client]) -> None:
     _, client = api
-    _create(client, name="d")
+    create(client, name="d")
     for response in (client.get("/v1/nodes/detail"), client.get("/v1/nodes?detail=True")):
         node = response.json()["nodes"][0]
         assert node["driver"] == "fake-hardware"
@@ -211,7 +220,7 @@ def test_detail_shows_full_nodes(api: tuple[Conductor, httpx.Client]) -> None:
 
 def test_patch_changes_what_it_names(api: tuple[Conductor, httpx.Client]) -> None:
     conductor, client = api
-    node = _create(client, name="n1", extra={"foo": "bar"})
+    node = create(client, name="n1", extra={"foo": "bar"})
     response = client.patch(
         "/v1/nodes/n1",
         json=[
@@ -246,8 +255,8 @@ def test_refused_patch_changes_nothing(
     api: tuple[Conductor, httpx.Client], operations: Any, status: int
 ) -> None:
     conductor, client = api
-    _create(client, name="taken")
-    node = _create(client, name="n1", extra={"k": "v"})
+    create(client, name="taken")
+    node = create(client, name="n1", extra={"k": "v"})
     before = conductor.get_node(node["uuid"])
     response = client.patch("/v1/nodes/n1", json=operations)
     assert response.status_code == status, response.text
@@ -258,7 +267,7 @@ def test_refused_patch_changes_nothing(
 
 def test_retired_on_available_is_409(api: tuple[Conductor, httpx.Client]) -> None:
     conductor, client = api
-    node = _create(client, name="n1")
+    node = create(client, name="n1")
     for verb in ("manage", "provide"):
         assert client.put("/v1/nodes/n1/states/provision", json={"target": verb}).status_code == 202
         _wait_settled(conductor, node["uuid"])
@@ -281,7 +290,7 @@ def _wait_settled(conductor: Conductor, uuid: str, timeout: float = 30.0) -> Non
 
 def test_delete_rules(api: tuple[Conductor, httpx.Client]) -> None:
     conductor, client = api
-    node = _create(client, name="n1")
+    node = create(client, name="n1")
     for verb in ("manage", "provide", "active"):
         assert client.put("/v1/nodes/n1/states/provision", json={"target": verb}).status_code == 202
         _wait_settled(conductor, node["uuid"])
@@ -296,7 +305,7 @@ def test_delete_rules(api: tuple[Conductor, httpx.Client]) -> None:
     assert conductor.get_node("n1").protected is True
     undeploy = client.put("/v1/nodes/n1/states/provision", json={"target": "deleted"})
     assert undeploy.status_code == 403
-    other = _create(client, name="n2")
+    other = create(client, name="n2")
     assert client.delete("/v1/nodes/n2").status_code == 204
     assert client.get(f"/v1/nodes/{other['uuid']}").status_code == 404
 
@@ -306,7 +315,7 @@ def test_patch_takes_booleans_written_as_text(
     api: tuple[Conductor, httpx.Client], text: str, expected: bool
 ) -> None:
     conductor, client = api
-    _create(client, name="n1")
+    create(client, name="n1")
     response = client.patch(
         "/v1/nodes/n1", json=[{"op": "replace", "path": "/maintenance", "value": text}]
     )
@@ -316,7 +325,7 @@ def test_patch_takes_booleans_written_as_text(
 
 def test_fields_may_name_the_conductor(api: tuple[Conductor, httpx.Client]) -> None:
     conductor, client = api
-    _create(client, name="n1")
+    create(client, name="n1")
     response = client.get("/v1/nodes/n1", params={"fields": "uuid,conductor"})
     assert response.status_code == 200, response.text
     assert response.json()["conductor"] == conductor.config.host
@@ -325,7 +334,7 @@ def test_fields_may_name_the_conductor(api: tuple[Conductor, httpx.Client]) -> N
 
 def test_interfaces_change_only_in_quiet_states(api: tuple[Conductor, httpx.Client]) -> None:
     conductor, client = api
-    node = _create(client, name="n1")
+    node = create(client, name="n1")
     for verb in ("manage", "provide", "active"):
         assert client.put("/v1/nodes/n1/states/provision", json={"target": verb}).status_code == 202
         _wait_settled(conductor, node["uuid"])
@@ -355,7 +364,7 @@ def test_patch_errors_never_show_secrets(
 ) -> None:
     conductor, client = api
     info = {"ipmi_address": "10.0.0.9", "ipmi_password": "Very-Secret-77"}
-    node = _create(client, name="n1", driver_info=info)
+    node = create(client, name="n1", driver_info=info)
     response = client.patch("/v1/nodes/n1", json=operations)
     assert response.status_code == 400, response.text
     assert "Very-Secret-77" not in response.text
@@ -366,7 +375,7 @@ def test_patch_errors_never_show_secrets(
 
 def test_interfaces_show_the_drivers_defaults(api: tuple[Conductor, httpx.Client]) -> None:
     conductor, client = api
-    fake = _create(client, name="f1")
+    fake = create(client, name="f1")
     assert (fake["power_interface"], fake["boot_interface"]) == ("fake", "fake")
     ipmi = client.post("/v1/nodes", json={"driver": "ipmi", "name": "i1"}).json()
     assert (ipmi["power_interface"], ipmi["deploy_interface"]) == ("ipmi", "disk-boot")
@@ -380,8 +389,8 @@ def test_conductor_group_is_stored_shown_set_and_filtered(
     api: tuple[Conductor, httpx.Client],
 ) -> None:
     conductor, client = api
-    node = _create(client, name="g1", conductor_group="Rack-1")
-    _create(client, name="g2")
+    node = create(client, name="g1", conductor_group="Rack-1")
+    create(client, name="g2")
     assert node["conductor_group"] == "rack-1"  # Ironic lowers groups
     assert conductor.get_node("g1").conductor_group == "rack-1"
     listed = client.get("/v1/nodes", params={"conductor_group": "RACK-1"}).json()["nodes"]
@@ -411,7 +420,7 @@ def test_column_listings_decode_no_record(
 ) -> None:
     _, client = api
     for name in ("c1", "c2"):
-        _create(client, name=name, conductor_group="rack")
+        create(client, name=name, conductor_group="rack")
     counter = DecodeCounter(monkeypatch)
     summary = client.get("/v1/nodes").json()["nodes"]
     assert [n["name"] for n in summary] == ["c1", "c2"]
@@ -431,8 +440,8 @@ def test_tenancy_fields_and_instance_are_stored_and_filtered(
     api: tuple[Conductor, httpx.Client],
 ) -> None:
     _, client = api
-    _create(client, name="t1", owner="p1", lessee="p2", description="by the door")
-    _create(client, name="t2", owner="p3")
+    create(client, name="t1", owner="p1", lessee="p2", description="by the door")
+    create(client, name="t2", owner="p3")
     shown = client.get("/v1/nodes/t1").json()
     assert (shown["owner"], shown["lessee"], shown["description"]) == ("p1", "p2", "by the door")
     patched = client.patch(
@@ -471,7 +480,7 @@ def test_refused_tenancy_patches_change_nothing(
     api: tuple[Conductor, httpx.Client], operations: Any, status: int
 ) -> None:
     conductor, client = api
-    node = _create(client, name="held", instance_uuid=INSTANCE, owner="p1")
+    node = create(client, name="held", instance_uuid=INSTANCE, owner="p1")
     before = conductor.get_node(node["uuid"])
     response = client.patch("/v1/nodes/held", json=operations)
     assert response.status_code == status, response.text
@@ -483,7 +492,7 @@ def test_refused_tenancy_patches_change_nothing(
 
 def test_an_associated_node_is_not_deleted(api: tuple[Conductor, httpx.Client]) -> None:
     conductor, client = api
-    node = _create(client, name="busy", instance_uuid=INSTANCE)
+    node = create(client, name="busy", instance_uuid=INSTANCE)
     before = conductor.get_node(node["uuid"])
     refused = client.delete("/v1/nodes/busy")
     assert refused.status_code == 409

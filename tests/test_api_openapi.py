@@ -62,3 +62,17 @@ def test_document_refuses_what_the_server_refuses(served: tuple[httpx.Client, An
     create = fastjsonschema.compile(schema["schema"])
     with pytest.raises(fastjsonschema.JsonSchemaValueException):
         create({"driver": "fake-hardware", "provision_state": "active"})
+
+
+def test_shards_and_children_match_the_document(served: tuple[httpx.Client, Any]) -> None:
+    client, doc = served
+    assert {"/v1/shards", "/v1/nodes/{ident}/children"} <= doc["paths"].keys()
+    parent = client.post("/v1/nodes", json={"driver": "fake-hardware", "name": "p1", "shard": "a"})
+    assert parent.status_code == 201
+    child = client.post(
+        "/v1/nodes", json={"driver": "fake-hardware", "shard": "a", "parent_node": "p1"}
+    )
+    assert child.status_code == 201
+    _validator(doc, "Node")(child.json())
+    _validator(doc, "Shards")(client.get("/v1/shards").json())
+    _validator(doc, "Children")(client.get("/v1/nodes/p1/children").json())

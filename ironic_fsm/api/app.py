@@ -7,7 +7,7 @@ from typing import Any
 
 import falcon
 
-from ironic_fsm.api import actions, catalog, nodes, openapi, resources, traits
+from ironic_fsm.api import actions, catalog, nodes, openapi, resources, shards, traits
 from ironic_fsm.api.auth import BasicAuth
 from ironic_fsm.api.common import send, version_of
 from ironic_fsm.api.errors import ApiError, install_error_handlers
@@ -105,6 +105,7 @@ def make_app(
         (f"{node}/history/{{entry}}", history, {"suffix": "entry"}),
         *resources.routes(conductor),
         *catalog.routes(conductor),
+        *shards.routes(conductor),
     ]  # fmt: skip
     for path, resource, options in routes:
         app.add_route(path, resource, **options)

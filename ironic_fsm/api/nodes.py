@@ -38,7 +38,7 @@ from ironic_fsm.api.views import (
     node_view,
 )
 from ironic_fsm.conductor import Conductor
-from ironic_fsm.exceptions import InvalidStateRequested, NodeNotFound
+from ironic_fsm.exceptions import InvalidParameterValue, InvalidStateRequested, NodeNotFound
 from ironic_fsm.interfaces import INTERFACE_KINDS
 from ironic_fsm.masking import is_secret_key
 from ironic_fsm.node import NODE_FIELDS, Node, is_uuid_like
@@ -71,6 +71,9 @@ _SETTABLE: Final[dict[str, dict[str, Any]]] = {
     "lessee": _OPTIONAL_TEXT,
     "description": {"type": ["string", "null"], "maxLength": 4096},
     "instance_uuid": {"type": ["string", "null"], "maxLength": 36},
+    "network_data": {"type": ["object", "null"]},
+    "shard": _OPTIONAL_TEXT,
+    "parent_node": {"type": ["string", "null"], "maxLength": 36},  # a UUID or a name: Ironic's
     **{f"{kind}_interface": _OPTIONAL_TEXT for kind in INTERFACE_KINDS},
 }
 _PATCH_ONLY: Final[dict[str, dict[str, Any]]] = {
@@ -81,7 +84,6 @@ _PATCH_ONLY: Final[dict[str, dict[str, Any]]] = {
 _UNSTORED_SETTABLE: Final = frozenset(
     {
         "chassis_uuid", "network_interface", "console_interface", "storage_interface",
-        "network_data", "shard", "parent_node",
     }
 )  # fmt: skip
 
@@ -110,8 +112,10 @@ PATCH_SCHEMA: Final = {
 }
 _check_create = compile_schema(CREATE_SCHEMA)
 _check_patch = compile_schema(PATCH_SCHEMA)
+#: Each field's check, on ``{name: value}`` so that a refusal names the field.
 _check_settable = {
-    name: compile_schema(schema) for name, schema in {**_SETTABLE, **_PATCH_ONLY}.items()
+    name: compile_schema({"type": "object", "properties": {name: schema}})
+    for name, schema in {**_SETTABLE, **_PATCH_ONLY}.items()
 }
 
 #: Provision states in which Ironic lets a node be updated while it has a target.
@@ -127,7 +131,7 @@ _FLAG_FILTERS: Final = (("maintenance", (1, 1)), ("retired", (1, 61)))
 _TEXT_FILTERS: Final = (
     ("provision_state", (1, 9)), ("driver", (1, 16)), ("resource_class", (1, 21)),
     ("fault", (1, 42)), ("instance_uuid", (1, 1)), ("chassis_uuid", (1, 1)),
-    ("conductor_group", (1, 46)), ("owner", (1, 50)), ("lessee", (1, 65)), ("shard", (1, 82)),
+    ("conductor_group", (1, 46)), ("owner", (1, 50)), ("lessee", (1, 65)),
 )  # fmt: skip
 _BOOLEAN_FIELDS: Final = frozenset({"maintenance", "retired", "protected", "automated_clean"})
 _NAME_CHARS: Final = re.compile(r"^[A-Za-z0-9\-._~]+$")
@@ -161,6 +165,30 @@ def _check_unstored(values: dict[str, Any]) -> None:
     for name in _UNSTORED_SETTABLE & values.keys():
         if values[name] != ABSENT_FIELDS[name]:
             raise ApiError(400, f"The field {name!r} is not supported by this server")
+
+
+def _resolve_links(conductor: Conductor, fields: dict[str, Any], own: str | None = None) -> None:
+    """Store what Ironic stores for ``parent_node`` (the UUID of the node named) and
+    ``network_data`` (``{}`` for null).
+
+    An unknown parent is refused in Ironic's words, which do not say whether
+    it exists; a node cannot be its own parent (Ironic does not check).
+    """
+    if "network_data" in fields and fields["network_data"] is None:
+        fields["network_data"] = {}
+    parent = fields.get("parent_node")
+    if parent is None:
+        return
+    try:
+        found = conductor.get_node(parent).uuid
+    except (NodeNotFound, InvalidParameterValue):
+        found = None
+    if found is None or found == own:
+        raise ApiError(
+            400, f"Unable to apply the requested parent_node '{parent}'. Requested value was "
+            "invalid."
+        )  # fmt: skip
+    fields["parent_node"] = found
 
 
 def _refuse_duplicate(conductor: Conductor, key: str, value: str | None) -> None:
@@ -297,10 +325,10 @@ class NodeCollection:
             if flag is not None:
                 require_version(req, since, f"The {name} filter")
                 filters[name] = flag
-        empty = False
         associated = query_bool(req, "associated")
         if associated is not None:
             filters["associated"] = associated
+        empty = _shard_filters(req, filters) | _family_filters(req, filters)
         for name, since in _TEXT_FILTERS:
             value = req.get_param(name)
             if value is None:
@@ -322,6 +350,7 @@ class NodeCollection:
             raise ApiError(400, f"Invalid UUID {fields['uuid']!r}")
         _refuse_duplicate(self._conductor, "UUID", fields.get("uuid"))
         _refuse_duplicate(self._conductor, "name", fields.get("name"))
+        _resolve_links(self._conductor, fields)
         if version_of(req) < (1, 11):
             fields["provision_state"] = s.AVAILABLE
         node = self._conductor.create_node(**fields)
@@ -333,10 +362,53 @@ class NodeCollection:
         resp.location = f"{req.prefix}/v1/nodes/{node.uuid}"
 
 
+#: The dict fields a patch reaches into: stored values, not the view's masked ones.
+_DICT_FIELDS: Final = (
+    "driver_info", "instance_info", "driver_internal_info", "properties", "extra", "network_data",
+)  # fmt: skip
+
+
+def _shard_filters(req: falcon.Request, filters: dict[str, Any]) -> bool:
+    """``shard`` (any of a comma-separated list) and ``sharded`` (1.82); True: none can match."""
+    sharded = query_bool(req, "sharded")
+    if sharded is not None:
+        require_version(req, (1, 82), "The sharded filter")
+        filters["sharded"] = sharded
+    raw = req.get_param("shard")
+    if raw is None:
+        return False
+    require_version(req, (1, 82), "The shard filter")
+    names = sorted({name.strip() for name in raw.split(",") if name.strip()})
+    if len(names) == 1:
+        filters["shard"] = names[0]
+    elif names:
+        filters["shard"] = names
+    return not names
+
+
+def _family_filters(req: falcon.Request, filters: dict[str, Any]) -> bool:
+    """Ironic lists child nodes only with ``include_children`` (which then ignores
+    ``parent_node``) or the children of the ``parent_node`` given (1.83).
+
+    At every version, as Ironic's database layer: children stay out of a
+    plain listing. True: no node can match (a parent that is not a UUID).
+    """
+    include = query_bool(req, "include_children")
+    parent = req.get_param("parent_node")
+    if include is not None or parent is not None:
+        require_version(req, (1, 83), "The include_children and parent_node filters")
+    if include:
+        return False
+    if parent is not None and not is_uuid_like(parent):
+        return True
+    filters["parent_node"] = parent
+    return False
+
+
 def _patch_document(node: Node) -> dict[str, Any]:
     """Every root field a patch may name, with its stored (unmasked) value."""
     doc: dict[str, Any] = {name: getter(node) for name, (_, getter) in NODE_FIELD_VERSIONS.items()}
-    for name in ("driver_info", "instance_info", "driver_internal_info", "properties", "extra"):
+    for name in _DICT_FIELDS:
         doc[name] = getattr(node, name)
     return doc
 
@@ -344,7 +416,7 @@ def _patch_document(node: Node) -> dict[str, Any]:
 def _default(name: str) -> Any:
     if name in ("maintenance", "retired", "protected"):
         return False
-    if name in ("driver_info", "properties", "extra", "instance_info"):
+    if name in _DICT_FIELDS:
         return {}
     return None
 
@@ -424,12 +496,13 @@ class NodeItem:
             if name in _BOOLEAN_FIELDS and isinstance(value, str):
                 # The CLI sends "True" for --retired and friends, as Ironic accepts.
                 changed[name] = value = text_bool(value, f"/{name}")
-            _check_settable[name](value)
+            _check_settable[name]({name: value})
         if "name" in changed:
             _check_name(changed["name"])
             _refuse_duplicate(self._conductor, "name", changed["name"])
         _refuse_during_transition(node)
         _refuse_interface_change(node, changed)
+        _resolve_links(self._conductor, changed, own=node.uuid)
         if changed.get("instance_uuid") is not None and node.instance_uuid is not None:
             raise ApiError(
                 409,

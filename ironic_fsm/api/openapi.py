@@ -16,7 +16,7 @@ from ironic_fsm.api.common import send
 from ironic_fsm.api.versions import MAX_VERSION, MIN_VERSION, version_text
 from ironic_fsm.api.views import NODE_FIELD_VERSIONS
 
-__all__ = ["ERROR_SCHEMA", "NODE_SCHEMA", "OpenApi", "document"]
+__all__ = ["CHILDREN_SCHEMA", "ERROR_SCHEMA", "NODE_SCHEMA", "SHARDS_SCHEMA", "OpenApi", "document"]
 
 _TEXT: Final = {"type": ["string", "null"]}
 _OBJECT: Final = {"type": "object"}
@@ -61,21 +61,49 @@ NODE_SCHEMA: Final = {
     "required": ["uuid", "links"],
     "additionalProperties": False,
 }
-ERROR_SCHEMA: Final = {
-    "type": "object",
-    "properties": {"error_message": {"type": "string"}},
-    "required": ["error_message"],
-    "additionalProperties": False,
-}
-NODE_LIST_SCHEMA: Final = {
-    "type": "object",
-    "properties": {
+
+
+def _closed(properties: dict[str, Any], *required: str) -> dict[str, Any]:
+    """An object schema with exactly these properties: what a response may hold, no more."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
+ERROR_SCHEMA: Final = _closed({"error_message": {"type": "string"}}, "error_message")
+NODE_LIST_SCHEMA: Final = _closed(
+    {
         "nodes": {"type": "array", "items": {"$ref": "#/components/schemas/Node"}},
         "next": {"type": "string"},
     },
-    "required": ["nodes"],
-    "additionalProperties": False,
-}
+    "nodes",
+)
+#: ``GET /v1/shards`` (1.82), as Ironic's own response schema has it.
+SHARDS_SCHEMA: Final = _closed(
+    {
+        "shards": {
+            "type": "array",
+            "items": _closed(
+                {"name": {"type": "string"}, "count": {"type": "integer", "minimum": 1}},
+                "name",
+                "count",
+            ),
+        }
+    },
+    "shards",
+)
+#: ``GET /v1/nodes/{ident}/children`` (1.83): child UUIDs and one link (Ironic's shape).
+CHILDREN_SCHEMA: Final = _closed(
+    {
+        "children": {"type": "array", "items": {"type": "string"}},
+        "links": _closed({"href": {"type": "string"}, "rel": {"type": "string"}}, "href", "rel"),
+    },
+    "children",
+    "links",
+)
 
 
 def _json(schema: dict[str, Any]) -> dict[str, Any]:
@@ -95,7 +123,13 @@ _ERRORS: Final = {
         **_json({"$ref": "#/components/schemas/Error"}),
     }
 }
-_NODE: Final = {"$ref": "#/components/schemas/Node"}
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+_NODE: Final = _ref("Node")
 _IDENT: Final = {"name": "ident", "in": "path", "required": True, "schema": {"type": "string"},
                  "description": "node UUID or name"}  # fmt: skip
 
@@ -177,6 +211,10 @@ def _node_paths() -> dict[str, Any]:
         },
         f"{item}/history": {"parameters": [_IDENT],
                             "get": _op("Node history", _answer("200", "entries", _OBJECT))},
+        f"{item}/children": {
+            "parameters": [_IDENT],
+            "get": _op("Child nodes (1.83+)", _answer("200", "children", _ref("Children"))),
+        },
     }  # fmt: skip
 
 
@@ -200,6 +238,7 @@ def document(base: str) -> dict[str, Any]:
             **_node_paths(),
             "/v1/drivers": {"get": _op("Drivers", _answer("200", "drivers", _OBJECT))},
             "/v1/conductors": {"get": _op("Conductors", _answer("200", "conductors", _OBJECT))},
+            "/v1/shards": {"get": _op("Shards (1.82+)", _answer("200", "shards", _ref("Shards")))},
             **{
                 f"/v1/{kind}": {
                     "get": _op(f"List {kind}", _answer("200", kind, _OBJECT)),
@@ -214,7 +253,13 @@ def document(base: str) -> dict[str, Any]:
             },
         },
         "components": {
-            "schemas": {"Node": NODE_SCHEMA, "NodeList": NODE_LIST_SCHEMA, "Error": ERROR_SCHEMA}
+            "schemas": {
+                "Node": NODE_SCHEMA,
+                "NodeList": NODE_LIST_SCHEMA,
+                "Error": ERROR_SCHEMA,
+                "Shards": SHARDS_SCHEMA,
+                "Children": CHILDREN_SCHEMA,
+            }
         },
     }
 

@@ -116,6 +116,7 @@ _RESOURCES: Final[tuple[tuple[str, Version], ...]] = (
     ("drivers", (1, 1)),
     ("conductors", (1, 49)),
     ("deploy_templates", (1, 55)),
+    ("shards", (1, 82)),
     ("runbooks", (1, 92)),
 )
 

@@ -1,8 +1,8 @@
 """A node as Ironic's API shows it at a given microversion.
 
 Fields newer than the request's version are left out, as Ironic does.
-Ironic fields that ironic_fsm does not store (chassis, network data,
-shard, ...) are shown with the value Ironic gives a node that never had
+Ironic fields that ironic_fsm does not store (chassis, console,
+allocation, ...) are shown with the value Ironic gives a node that never had
 them, and cannot be set (see ``docs/api-server.rst``). Values under
 secret-looking keys are masked in every dict field, not only in
 ``driver_info`` as Ironic does.
@@ -51,15 +51,10 @@ Getter = Callable[[Any], Any]
 ABSENT_FIELDS: Final[dict[str, Any]] = {
     "chassis_uuid": None,
     "console_enabled": False,
-    "inspection_started_at": None,
-    "inspection_finished_at": None,
     "network_interface": "noop",
     "console_interface": "no-console",
     "storage_interface": "noop",
     "allocation_uuid": None,
-    "network_data": {},
-    "shard": None,
-    "parent_node": None,
 }
 
 
@@ -96,8 +91,8 @@ NODE_FIELD_VERSIONS: Final[dict[str, tuple[Version, Getter]]] = {
     "updated_at": ((1, 1), lambda n: stamp(n.updated_at)),
     "driver_internal_info": ((1, 3), lambda n: mask_secrets(n.driver_internal_info)),
     "name": ((1, 5), _attr("name")),
-    "inspection_started_at": ((1, 6), _absent("inspection_started_at")),
-    "inspection_finished_at": ((1, 6), _absent("inspection_finished_at")),
+    "inspection_started_at": ((1, 6), lambda n: stamp(n.inspection_started_at)),
+    "inspection_finished_at": ((1, 6), lambda n: stamp(n.inspection_finished_at)),
     "clean_step": ((1, 7), lambda n: _step(n.clean_step)),
     "raid_config": ((1, 12), _attr("raid_config")),
     "target_raid_config": ((1, 12), _attr("target_raid_config")),
@@ -124,11 +119,11 @@ NODE_FIELD_VERSIONS: Final[dict[str, tuple[Version, Getter]]] = {
     "retired": ((1, 61), _attr("retired")),
     "retired_reason": ((1, 61), _attr("retired_reason")),
     "lessee": ((1, 65), _attr("lessee")),
-    "network_data": ((1, 66), _absent("network_data")),
+    "network_data": ((1, 66), lambda n: mask_secrets(n.network_data)),
     "boot_mode": ((1, 75), _attr("boot_mode")),
     "secure_boot": ((1, 75), _attr("secure_boot")),
-    "shard": ((1, 82), _absent("shard")),
-    "parent_node": ((1, 83), _absent("parent_node")),
+    "shard": ((1, 82), _attr("shard")),
+    "parent_node": ((1, 83), _attr("parent_node")),
     "firmware_interface": ((1, 86), _attr("firmware_interface")),
     "service_step": ((1, 87), lambda n: _step(n.service_step)),
 }
