@@ -179,6 +179,37 @@ def test_a_refused_update_leaves_the_record_as_it_was() -> None:
     assert after.reservation is None
 
 
+@ON_EVERY_STORE
+def test_conductor_lists_by_shard_and_parent() -> None:
+    conductor = make_conductor()
+    host = conductor.create_node(driver="fake-hardware", name="host", shard="a")
+    conductor.create_node(driver="fake-hardware", name="dpu", shard="b", parent_node=host.uuid)
+    conductor.create_node(driver="fake-hardware", name="spare")
+
+    def names(**filters: Any) -> list[str]:
+        return sorted(n.name or "" for n in conductor.list_nodes(**filters))
+
+    assert names(shard=["a", "b"]) == ["dpu", "host"]
+    assert names(sharded=True) == ["dpu", "host"]
+    assert names(sharded=False) == ["spare"]
+    assert names(parent_node=host.uuid.upper()) == ["dpu"]
+    assert names(parent_node=None) == ["host", "spare"]
+    with pytest.raises(InvalidParameterValue, match="sharded"):
+        conductor.list_nodes(sharded="yes")
+    with pytest.raises(InvalidParameterValue, match="parent_node"):
+        conductor.list_nodes(parent_node="host")
+
+
+@ON_EVERY_STORE
+@pytest.mark.parametrize("field", ["inspection_started_at", "inspection_finished_at"])
+def test_the_inspection_times_are_the_lifecycles_to_set(field: str) -> None:
+    conductor = make_conductor()
+    node = conductor.create_node(driver="fake-hardware")
+    with pytest.raises(InvalidParameterValue, match=field):
+        conductor.update_node(node.uuid, **{field: T})
+    assert conductor.get_node(node.uuid) == node
+
+
 # -- the inspection times, as Ironic's database layer sets them ---------------------------
 
 
