@@ -22,7 +22,9 @@ and :func:`waking`: they call the store's own method when it has one, and
 otherwise fall back to one ``list()`` filtered and sorted here. The
 fallback decodes the fleet, as the first release did; a store that wants
 scans to cost what is due implements the methods (or inherits
-:class:`ListScans`, which is correct but not faster).
+:class:`ListScans`, which is correct but not faster). The built-in stores
+inherit :class:`PagedList` and :class:`ListScans` too, overriding only
+how they read: the arguments are checked here, once, the same way for all.
 
 Filters, for every store: the fields of :data:`FILTER_FIELDS`, each equal to
 a value (``None`` for "not set"); a list, tuple or set of strings means any
