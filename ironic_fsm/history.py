@@ -135,34 +135,41 @@ def _random_uuid() -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-def _plainly_good(entry: HistoryEntry) -> bool:
-    """The usual entry, in one expression: stores check every entry they write, so the
-    detailed walk (:func:`check_entry`) runs only to say what is wrong."""
-    uuid, node_uuid, event_type = entry.uuid, entry.node_uuid, entry.event_type
-    conductor = "" if entry.conductor is None else entry.conductor
-    user = "" if entry.user is None else entry.user
-    created = entry.created_at
-    try:  # join refuses anything but text, in C
-        text = "".join((uuid, node_uuid, entry.event, event_type, conductor, user))
-    except TypeError:
-        return False
-    return (
-        "\x00" not in text
-        and 0 < len(uuid) <= 36
-        and 0 < len(node_uuid) <= 36
-        and len(event_type) <= 255
-        and len(conductor) <= 255
-        and len(user) <= 64
-        and entry.severity in SEVERITIES
-        and type(created) is datetime
-        and created.utcoffset() is not None
-    )
-
-
 def check_entry(entry: HistoryEntry) -> None:
-    """Refuse, naming the field, an entry no store keeps: checked before anything is written."""
-    if type(entry) is HistoryEntry and _plainly_good(entry):
-        return
+    """Refuse, naming the field, an entry no store keeps: checked before anything is written.
+
+    Stores check every entry they write: the usual one passes in one frame,
+    and only a refusal walks the fields to say what is wrong.
+    """
+    if type(entry) is HistoryEntry:
+        uuid, node_uuid, event_type = entry.uuid, entry.node_uuid, entry.event_type
+        conductor = "" if entry.conductor is None else entry.conductor
+        user = "" if entry.user is None else entry.user
+        created = entry.created_at
+        try:  # join refuses anything but text, in C
+            text = "".join((uuid, node_uuid, entry.event, event_type, conductor, user))
+        except TypeError:
+            text = "\x00"
+        if (
+            "\x00" not in text
+            and 0 < len(uuid) <= 36
+            and 0 < len(node_uuid) <= 36
+            and len(event_type) <= 255
+            and len(conductor) <= 255
+            and len(user) <= 64
+            and entry.severity in SEVERITIES
+            and type(created) is datetime
+            and created.utcoffset() is not None
+        ):
+            return
+    refusal = _refusal(entry)
+    if refusal is not None:
+        raise refusal
+
+
+def _refusal(entry: HistoryEntry) -> InvalidParameterValue | None:
+    """What is wrong with an entry, naming the field; ``None``: nothing (a subclass of
+    ``str`` or ``datetime``, say, which the usual path leaves to this one)."""
 
     def refuse(field: str, why: str) -> InvalidParameterValue:
         return InvalidParameterValue(
@@ -171,21 +178,22 @@ def check_entry(entry: HistoryEntry) -> None:
         )
 
     if not isinstance(entry, HistoryEntry):
-        raise InvalidParameterValue(f"Not a HistoryEntry: {type(entry).__name__}")
+        return InvalidParameterValue(f"Not a HistoryEntry: {type(entry).__name__}")
     for field in ("uuid", "node_uuid"):
         value = getattr(entry, field)
         if not isinstance(value, str) or not value or len(value) > 36 or "\x00" in value:
-            raise refuse(field, "must be a UUID")
+            return refuse(field, "must be a UUID")
     if entry.severity not in SEVERITIES:
-        raise refuse("severity", f"must be one of {', '.join(SEVERITIES)}")
+        return refuse("severity", f"must be one of {', '.join(SEVERITIES)}")
     if not isinstance(entry.event, str) or "\x00" in entry.event:
-        raise refuse("event", "must be text without NUL")
+        return refuse("event", "must be text without NUL")
     for field, width in _WIDTHS.items():
         value = getattr(entry, field)
         if value is None and field != "event_type":
             continue
         if not isinstance(value, str) or len(value) > width or "\x00" in value:
-            raise refuse(field, f"must be text of at most {width} characters without NUL")
+            return refuse(field, f"must be text of at most {width} characters without NUL")
     created = entry.created_at
     if not isinstance(created, datetime) or created.utcoffset() is None:
-        raise refuse("created_at", "must be a timezone-aware datetime")
+        return refuse("created_at", "must be a timezone-aware datetime")
+    return None

@@ -198,6 +198,30 @@ def test_an_entry_text_that_is_not_unicode_is_refused_with_nothing_written(sql_u
         assert counts(store, node) == (0, 0)
 
 
+def test_history_of_one_node_alone_is_one_autocommit_statement_on_postgresql(
+    recorded_postgres: SQLStore,
+) -> None:
+    store = recorded_postgres
+    node, other = Node(driver="fake-hardware"), Node(driver="fake-hardware")
+    store.create(node)
+    store.create(other)
+    _Recording.sent = []
+    store.add_history([entry(node, "refused"), entry(node, "again")])
+    assert [(sql[:15], in_transaction) for sql, in_transaction, _ in _Recording.sent] == [
+        ("WITH saved AS (", False)
+    ]
+    # Several nodes: all or none, in one transaction; an unknown node's entries are dropped.
+    _Recording.sent = []
+    ghost = Node(driver="fake-hardware")
+    store.add_history([entry(other, "o"), entry(ghost, "g"), entry(node, "third")])
+    assert [in_transaction for _, in_transaction, _ in _Recording.sent] == [True] * 3
+    assert [e.event for e in store.node_history(node.uuid)] == ["refused", "again", "third"]
+    assert [e.event for e in store.node_history(other.uuid)] == ["o"]
+    assert store.node_history(ghost.uuid) == []
+    assert (counts(store, node), counts(store, other)) == ((3, 3), (1, 1))
+    assert seqs(store, node) == [("refused", 1), ("again", 2), ("third", 3)]
+
+
 # -- entries: made cheaply, checked cheaply, the same objects and refusals as ever ----------------
 
 
@@ -220,6 +244,10 @@ def test_new_entry_makes_what_the_class_makes() -> None:
 
 
 class _Text(str):
+    pass
+
+
+class _Moment(datetime):
     pass
 
 
@@ -252,6 +280,7 @@ def test_every_bad_field_is_refused_by_name(field: str, value: object) -> None:
     good = new_entry("n-1", T0, "INFO", "power", "on", conductor="c", user="u")
     check_entry(good)
     check_entry(attrs.evolve(good, conductor=None, user=None, event=_Text("sub")))
+    check_entry(attrs.evolve(good, created_at=_Moment(2026, 1, 1, tzinfo=timezone.utc)))
     with pytest.raises(InvalidParameterValue) as refused:
         check_entry(attrs.evolve(good, **{field: value}))
     assert refused.value.details.get("field") == field

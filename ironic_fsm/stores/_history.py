@@ -94,31 +94,39 @@ class _SQLHistory(_SQLStatements):
             ) from exc
         return [len(rows), document.decode()]
 
-    def _write_history(self, conn: Any, entries: Sequence[HistoryEntry]) -> None:
-        """Count and insert ``entries`` of any nodes, in the caller's transaction.
+    def _write_history(self, conn: Any, groups: dict[str, builtins.list[HistoryEntry]]) -> None:
+        """Count and insert the entries of each node, in the caller's transaction.
 
         Entries of a node that is not stored (deleted meanwhile) are dropped:
         counting in the node's row finds none, and the row lock it takes
         makes a concurrent delete wait for the entries, then take them along.
+        On PostgreSQL a node's count and entries are one statement.
         """
-        by_node: dict[str, builtins.list[HistoryEntry]] = {}
-        for entry in entries:
-            by_node.setdefault(entry.node_uuid, []).append(entry)
-        for node_uuid, group in by_node.items():
+        for node_uuid, group in groups.items():
+            if self._history_cte:
+                params = [len(group), len(group), node_uuid, *self._history_arrays(group)]
+                conn.execute(self._q_history_add, params)
+                continue
             last = self._count_history(conn, node_uuid, len(group))
             if last is not None:
                 self._insert_history(conn, group, last=last)
 
     def add_history(self, entries: Sequence[HistoryEntry]) -> None:
-        """Write entries that go with no node change, in one transaction; unknown nodes: none.
+        """Write entries that go with no node change, all or none; unknown nodes: none.
 
         The node's version stays: its count is bookkeeping, not the node.
+        Entries of one node on PostgreSQL: one statement in autocommit.
         """
         check_history(entries)
         if not entries:
             return
-        with self._db.transaction() as conn:
-            self._write_history(conn, entries)
+        groups: dict[str, builtins.list[HistoryEntry]] = {}
+        for entry in entries:
+            groups.setdefault(entry.node_uuid, []).append(entry)
+        alone = self._history_cte and len(groups) == 1
+        opened = self._db.connection() if alone else self._db.transaction()
+        with opened as conn:
+            self._write_history(conn, groups)
 
     def node_history(self, node_uuid: str) -> builtins.list[HistoryEntry]:
         """The node's entries, oldest first: one range of the ``(node_uuid, created_at)`` index."""

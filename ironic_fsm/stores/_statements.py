@@ -126,6 +126,10 @@ class _SQLStatements:
             f"saved.history_last_seq - {q} + x.n, x.e->>2, x.e->>3, x.e->>4, x.e->>5, x.e->>6 "
             f"FROM saved, jsonb_array_elements({q}::jsonb) WITH ORDINALITY AS x(e, n)"
         )
+        self._q_history_add = (
+            f"WITH saved AS (UPDATE nodes SET {', '.join(self._history_sets)} WHERE uuid = {q} "
+            "RETURNING uuid, history_last_seq) " + self._q_history_after_save
+        )
         self._q_history = (
             f"SELECT {_HISTORY_FIELDS} FROM node_history WHERE node_uuid = {q} "
             "ORDER BY created_at, seq"
