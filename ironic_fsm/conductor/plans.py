@@ -2,8 +2,8 @@
 
 :mod:`ironic_fsm.planner` is pure (step lists in, a plan out). This module
 is the part that talks to plugins: it gathers the driver's steps
-(:func:`gather_steps`), caches automated-clean plans per set of interface
-classes (:func:`plan_automated_clean_for`), and holds the conductor's
+(:func:`gather_steps`), caches declared steps, automated-clean and plain
+deploy plans per set of interface classes, and holds the conductor's
 deploy templates and runbooks.
 """
 
