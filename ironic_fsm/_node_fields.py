@@ -29,8 +29,6 @@ def _new_uuid() -> str:
     return str(_uuid.uuid4())
 
 
-_DATETIME_FIELDS: Final = frozenset({"provision_updated_at", "created_at", "updated_at"})
-
 #: How deeply JSON containers may nest inside a dict field. Real records
 #: nest a handful of levels; the bound keeps hostile input from exhausting
 #: the recursion limit of the JSON codec or of the database.

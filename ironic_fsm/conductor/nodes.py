@@ -34,6 +34,8 @@ from ironic_fsm.node import NODE_FIELDS, Node, check_field
 from ironic_fsm.stores.base import (
     ASSOCIATED,
     RESERVED,
+    SHARDED,
+    STRING_FILTERS,
     NodeFields,
     check_fields,
     list_fields,
@@ -50,7 +52,7 @@ _READ_ONLY_FIELDS: Final = frozenset(
         "uuid", "provision_state", "target_provision_state", "reservation", "version",
         "created_at", "updated_at", "provision_updated_at", "clean_step", "deploy_step",
         "service_step", "power_state", "target_power_state", "driver_internal_info", "fault",
-        "boot_mode", "secure_boot",
+        "boot_mode", "secure_boot", "inspection_started_at", "inspection_finished_at",
     }
 )  # fmt: skip
 
@@ -356,7 +358,7 @@ class Nodes(Runtime):
         wanted = None if fields is None else check_fields(fields)
         checked: dict[str, Any] = {}
         for key, value in filters.items():
-            if key in (RESERVED, ASSOCIATED):  # Ironic's "held", "has an instance": not fields
+            if key in (RESERVED, ASSOCIATED, SHARDED):  # "held", "has an instance", "in a shard"
                 if type(value) is not bool:
                     raise InvalidParameterValue(
                         f"The {key} filter must be True or False, not {shown(value)}",
@@ -368,6 +370,9 @@ class Nodes(Runtime):
                 raise InvalidParameterValue(
                     f"Cannot filter nodes on unknown field {key!r}", fields=[key]
                 )
+            if key in STRING_FILTERS and isinstance(value, (list, tuple, set, frozenset)):
+                checked[key] = frozenset(check_field(key, item) for item in value)  # any of
+                continue
             checked[key] = check_field(key, value)
         for key in ("provision_state", "target_provision_state"):
             value = checked.get(key)

@@ -421,13 +421,12 @@ def oldest_due(
     """
     chosen = []
     for record in records:
-        if not matches(record, filters):
-            continue
-        if before is not None:
+        if before is not None:  # first: a record's time is cheaper to read than the filters
             when = when_of(record)
             if when is None or when > before or (when == before and not inclusive):
                 continue
-        chosen.append(record)
+        if matches(record, filters):
+            chosen.append(record)
     far = datetime.max.replace(tzinfo=_UTC)
     chosen.sort(key=lambda r: when_of(r) or far)
     return chosen if limit is None else chosen[:limit]
