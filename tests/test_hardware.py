@@ -208,3 +208,28 @@ def test_load_unknown_hardware_type_lists_installed() -> None:
     assert "fake-hardware" in message
     assert isinstance(info.value, IronicFSMError)
     assert "fake-hardware" in info.value.installed
+
+
+def test_of_keys_each_interface_by_its_kind() -> None:
+    hw = HardwareType.of(FakeVendor(), FakePower(), FakeDeploy(), description="three")
+    assert type(hw.power) is FakePower
+    assert type(hw.deploy) is FakeDeploy
+    assert type(hw.vendor) is FakeVendor
+    assert hw.description == "three"
+
+
+def test_of_refuses_two_interfaces_of_one_kind() -> None:
+    with pytest.raises(InvalidParameterValue, match="two power interfaces") as caught:
+        HardwareType.of(FakePower(), FakeDeploy(), FakePower())
+    assert caught.value.kind == "power"
+
+
+def test_fake_hardware_has_a_fake_of_every_kind() -> None:
+    hw = fake_hardware()
+    kinds = {kind: type(iface).__name__ for kind, iface in hw.interfaces()}
+    assert kinds == {
+        "power": "FakePower", "management": "FakeManagement", "deploy": "FakeDeploy",
+        "boot": "FakeBoot", "bios": "FakeBIOS", "raid": "FakeRAID", "inspect": "FakeInspect",
+        "rescue": "FakeRescue", "vendor": "FakeVendor", "firmware": "FakeFirmware",
+    }  # fmt: skip
+    assert all(iface.interface_type == kind for kind, iface in hw.interfaces())
