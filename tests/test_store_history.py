@@ -284,3 +284,25 @@ def test_every_bad_field_is_refused_by_name(field: str, value: object) -> None:
     with pytest.raises(InvalidParameterValue) as refused:
         check_entry(attrs.evolve(good, **{field: value}))
     assert refused.value.details.get("field") == field
+
+
+def test_a_forked_child_never_hands_out_its_parents_entry_uuids() -> None:
+    import os
+
+    from ironic_fsm.history import _random_uuid
+
+    _random_uuid()  # the parent now holds drawn UUIDs it has not handed out
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report the next few it would hand out
+        try:
+            os.write(write, " ".join(_random_uuid() for _ in range(5)).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        child = set(pipe.read().split())
+    os.waitpid(pid, 0)
+    parent = {_random_uuid() for _ in range(200)}
+    assert len(child) == 5
+    assert not child & parent
