@@ -111,8 +111,7 @@ class Conductor(Fleet, History, Reconcile, Verbs, Work, PowerSync, Recovery, Nod
         self._catalog = self.store if isinstance(self.store, CatalogStore) else MemoryCatalog()
         self._hand_off = hand_off
         self._drain = threading.Event()
-        self._flows_lock = threading.Lock()
-        self._flows_running = 0
+        self._flows_running = []
         #: This conductor's identity in reservations: host, process and instance.
         # The token carries the process start time, so that a reused PID is
         # not mistaken for this process after it is gone.
