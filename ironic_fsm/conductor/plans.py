@@ -12,13 +12,12 @@ from __future__ import annotations
 import re
 import uuid as _uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import chain
-from operator import attrgetter
 from typing import Any, Final, cast
 
 import attrs
 
 from ironic_fsm.conductor.common import check_ident, driver_error, shown
+from ironic_fsm.conductor.registry import declared_steps_of
 from ironic_fsm.conductor.runtime import Job, Runtime
 from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError, StepNotAllowed
 from ironic_fsm.hardware import HardwareType
@@ -58,7 +57,7 @@ def gather_steps(
     handed to users.
     """
     if not fresh:
-        found = _declared_for(phase, driver)
+        found = declared_steps_of(phase, driver)
         if found is not None:
             return list(found[1])
     steps: list[Step] = []
@@ -81,42 +80,9 @@ def gather_steps(
     return steps
 
 
-#: Each phase's interfaces of a hardware type, read all at once, in the phase's table order.
-_INTERFACES_OF: Final = {phase: attrgetter(*order) for phase, order in INTERFACE_ORDER.items()}
-_CACHE_SIZE: Final = 256
-#: The declared steps of a phase's interfaces, by the interfaces' classes (None: some
-#: interface's steps depend on the node).
-_DECLARED: dict[tuple[Phase, tuple[type, ...]], tuple[Step, ...] | None] = {}
-
-
-def _declared_for(
-    phase: Phase, driver: HardwareType
-) -> tuple[tuple[type, ...], tuple[Step, ...]] | None:
-    """The driver's declared ``phase`` steps, shared, and the classes they depend on.
-
-    Declared steps are settled when an interface class is made, so they
-    are found once per set of classes (a hardware type registered later
-    has its own). ``None`` when an interface learns its steps from the
-    node, or the driver lacks an interface kind: ask the interfaces then.
-    """
-    try:
-        interfaces = _INTERFACES_OF[phase](driver)
-    except AttributeError:
-        return None
-    classes = tuple(map(type, interfaces))
-    key = (phase, classes)
-    try:
-        steps = _DECLARED[key]
-    except KeyError:
-        found = [iface.declared_steps(phase) for iface in interfaces if iface is not None]
-        steps = None if any(d is None for d in found) else tuple(chain.from_iterable(found))
-        if len(_DECLARED) >= _CACHE_SIZE:
-            _DECLARED.clear()
-        _DECLARED[key] = steps
-    return None if steps is None else (classes, steps)
-
-
+#: Plans that depend only on interface classes and settings, by those (see ``_cached_plan``).
 _PLAN_CACHE: dict[tuple[Any, ...], tuple[Step, ...]] = {}
+_CACHE_SIZE: Final = 256
 
 
 def _cached_plan(key: tuple[Any, ...], plan: Callable[[], list[Step]]) -> list[Step]:
@@ -149,7 +115,7 @@ def plan_automated_clean_for(
     Interfaces whose steps depend on the node (agent-style ones that
     override ``get_clean_steps``) are asked every time.
     """
-    found = _declared_for("clean", driver)
+    found = declared_steps_of("clean", driver)
     if found is None:
         return plan_automated_clean(
             gather_steps("clean", driver, task), overrides=overrides, disallowed=disallowed
@@ -166,7 +132,7 @@ def plan_automated_clean_for(
 def _plan_deploy_for(driver: HardwareType, disallowed: Iterable[str]) -> list[Step] | None:
     """The deploy plan of the driver's own steps alone (no template, no user steps), once
     per classes; ``None`` when some interface's steps depend on the node."""
-    found = _declared_for("deploy", driver)
+    found = declared_steps_of("deploy", driver)
     if found is None:
         return None
     classes, steps = found
