@@ -277,7 +277,7 @@ class Runtime(Draining):
         store = self.store
         if type(store) is not MemoryStore:
             _check_types(job)
-        elif node.name is not job.name_ok:  # MemoryStore checks the rest first, in its words
+        elif node.name is not job.name_ok:  # MemoryStore checks the rest first, in the same words
             _check_name_as_before(job)
         if not job.history:
             store.save(node)
