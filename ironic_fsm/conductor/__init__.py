@@ -14,7 +14,8 @@ and current step are saved before each step starts and after it ends, so
 
 The package's modules, each importing only those listed before it (see
 ``docs/architecture.rst``): ``common`` (pure helpers), ``registry``
-(hardware types), ``runtime`` (reserve, checkpoint, events, spawn, power),
+(hardware types and their declared steps), ``jobs`` (a reserved node at
+work), ``runtime`` (reserve, checkpoint, events, spawn, power),
 ``plans`` (steps asked of drivers, templates, runbooks), ``engine`` (the
 step engine and its per-phase table), ``flows`` (what each verb sets off),
 ``nodes`` (records and power), ``verbs`` (``do_provisioning_action``),

@@ -25,8 +25,7 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from operator import attrgetter
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import Any, Final, Protocol
 
 import attrs
 
@@ -36,13 +35,13 @@ from ironic_fsm.conductor.common import (
     INSPECTING_STATES,
     check_ident,
     describe_exc,
-    driver_error,
     inspection_times,
     keeps_history,
     scrub_node,
     wrong_state,
 )
 from ironic_fsm.conductor.draining import Draining
+from ironic_fsm.conductor.jobs import Job, check_fields, check_name_once, driver_call
 from ironic_fsm.conductor.registry import HardwareRegistry
 from ironic_fsm.config import Config
 from ironic_fsm.events import PROVISION_END, PROVISION_ERROR, PROVISION_START, Event
@@ -55,7 +54,7 @@ from ironic_fsm.exceptions import (
 from ironic_fsm.hardware import HardwareType
 from ironic_fsm.machine import Lifecycle
 from ironic_fsm.masking import mask_secrets
-from ironic_fsm.node import Node, check_name, check_storable
+from ironic_fsm.node import NODE_FIELDS, Node
 from ironic_fsm.stores import MemoryStore, Store
 from ironic_fsm.task import Task
 
@@ -101,85 +100,6 @@ _FAIL: Final = s.FAIL_EVENT
 _ERROR_STATES: Final = s.FAILURE_STATES | {s.ERROR}
 #: How an abort names the operation, by its event type.
 _OPERATIONS: Final = {h.RESCUING: "rescue", h.INSPECTING: "inspection", h.DEPLOYING: "deployment"}
-
-
-class Job:
-    """One reserved node at work: the task drivers get, and the conductor's notes on it.
-
-    A plain slotted class: one is made per request, on the hot path.
-    """
-
-    __slots__ = ("announce", "detached", "events", "history", "name_ok", "task")
-
-    def __init__(self, task: Task) -> None:
-        self.task = task
-        #: Events waiting for the save that records them.
-        self.events: list[Event] = []
-        #: History waiting for the save that records it: (severity, event type, text or
-        #: ``None`` for the node's ``last_error`` as saved, user).
-        self.history: list[tuple[str, str, str | None, str | None]] = []
-        #: The reservation went elsewhere (a background worker) or the node is gone.
-        self.detached = False
-        #: The node was queued: announce it once the release has been saved.
-        self.announce = False
-        #: The name last found to follow Ironic's rules (a str never changes: one check
-        #: per name, not per save).
-        self.name_ok: str | None = None
-
-    # Read on every line of every flow: C-level getters, no Python call.
-    if TYPE_CHECKING:
-
-        @property
-        def node(self) -> Node: ...
-
-        @node.setter
-        def node(self, node: Node) -> None: ...
-
-        @property
-        def driver(self) -> HardwareType: ...
-
-    else:
-
-        def _set_node(self, node):
-            self.task.node = node
-
-        node = property(attrgetter("task.node"), _set_node)
-        driver = property(attrgetter("task.driver"))
-
-
-def _check_name_as_before(job: Job) -> None:
-    """Ironic's name rules; a bad name raises what :meth:`Node.check_types` would."""
-    node = job.node
-    name = node.name
-    if name is None or name is job.name_ok:
-        return
-    try:
-        check_name(name)
-    except Exception:
-        node.check_types()  # a field of the wrong type is named first, as it always was
-        raise
-    job.name_ok = name
-
-
-def _check_types(job: Job) -> None:
-    """:meth:`Node.check_types`, the name checked once per job (see :attr:`Job.name_ok`)."""
-    check_storable(job.node)
-    _check_name_as_before(job)
-
-
-def driver_call(job: Job, kind: str, method: str, *args: Any, **kwargs: Any) -> Any:
-    """Call ``driver.<kind>.<method>(task, ...)``; foreign errors become DriverError.
-
-    Third-party interfaces raise whatever they like, often with the
-    credentials they were given in the text: callers get one typed,
-    scrubbed error, with the original chained.
-    """
-    try:
-        return getattr(getattr(job.driver, kind), method)(job.task, *args, **kwargs)
-    except IronicFSMError:
-        raise
-    except Exception as exc:
-        raise driver_error(exc, job.node, kind, method) from exc
 
 
 class _Reserved:
@@ -276,9 +196,9 @@ class Runtime(Draining):
                 node.maintenance_reason = scrub_node(node, node.maintenance_reason)
         store = self.store
         if type(store) is not MemoryStore:
-            _check_types(job)
+            check_fields(job)
         elif node.name is not job.name_ok:  # MemoryStore checks the rest first, in the same words
-            _check_name_as_before(job)
+            check_name_once(job)
         if not job.history:
             store.save(node)
         elif keeps_history(store):
@@ -467,7 +387,11 @@ class Runtime(Draining):
         node = job.node
         node.reservation = None
         try:
-            self._checkpoint(job)
+            try:
+                self._checkpoint(job)
+            except InvalidParameterValue:
+                if not (job.ran_flow and self._failed_unstorable(job)):
+                    raise
         except BaseException as exc:
             self._drop_reservation(node.uuid)
             if isinstance(exc, Exception) and not isinstance(exc, IronicFSMError):
@@ -549,28 +473,53 @@ class Runtime(Draining):
 
         A flow whose driver assigned a field a value the record cannot hold
         fails too, from the last saved copy of the node: the failure state
-        is what gets saved, never the bad value.
+        is what gets saved, never the bad value. The final save finds such
+        a value (:meth:`_release`), as it checks every field anyway.
         """
+        job.ran_flow = True
         try:
             work(job)
-            _check_types(job)  # what the final save will need
         except Exception as exc:
-            try:
-                _check_types(job)
-            except InvalidParameterValue:
-                job.node = self.store.get(job.node.uuid)  # still reserved by us
-                job.events = []  # they told of changes now dropped
-                job.history = []
-            node = job.node
-            message = scrub_node(
-                node,
-                f"Unexpected error on node {node.uuid} in {node.provision_state}: "
-                + describe_exc(exc),
-            )
-            LOG.error("%s", message)
-            node.last_error = message
-            if s.FAIL_EVENT in self.lifecycle.allowed_events(node.provision_state):
-                self._process(job, s.FAIL_EVENT)
+            self._fail_flow(job, exc)
+
+    def _fail_flow(self, job: Job, exc: Exception) -> None:
+        """Fail the flow's node for ``exc``: from its saved copy if it holds a bad value."""
+        try:
+            check_fields(job)
+        except InvalidParameterValue:
+            self._reread(job)
+        node = job.node
+        message = scrub_node(
+            node,
+            f"Unexpected error on node {node.uuid} in {node.provision_state}: " + describe_exc(exc),
+        )
+        LOG.error("%s", message)
+        node.last_error = message
+        if s.FAIL_EVENT in self.lifecycle.allowed_events(node.provision_state):
+            self._process(job, s.FAIL_EVENT)
+
+    def _failed_unstorable(self, job: Job) -> bool:
+        """After a flow's final save was refused: if for a value the record cannot hold,
+        fail the node from its saved copy and save that; ``False`` if for another reason."""
+        try:
+            check_fields(job)
+        except InvalidParameterValue as exc:
+            self._fail_flow(job, exc)
+            job.node.reservation = None
+            self._checkpoint(job)
+            return True
+        return False
+
+    def _reread(self, job: Job) -> None:
+        """The node as last saved (still reserved by us), in place: whoever holds it sees it."""
+        node = job.node
+        saved = self.store.get(node.uuid)
+        for name in NODE_FIELDS:
+            setattr(node, name, getattr(saved, name))
+        if job.took_entry:  # taken at the claim; the saved copy still has it
+            node.driver_internal_info.pop(QUEUED_KEY, None)
+        job.events = []  # they told of changes now dropped
+        job.history = []
 
     # -- power ----------------------------------------------------------------------------
 

@@ -98,6 +98,7 @@ class Work(Recovery):
         flow: dict[str, Any] | None = found if isinstance(found, dict) else None
         try:
             job = Job(Task(node=node, driver=self._registry.driver_for(node), config=self.config))
+            job.took_entry = True  # a copy re-read after a failure drops the stale entry too
         except IronicFSMError as exc:
             LOG.info("Node %s: not claimed: %s", node.uuid, exc)
             self._drop_reservation(node.uuid)
@@ -130,8 +131,6 @@ class Work(Recovery):
                 self._queue(job, flow or _RESUME)
             else:
                 self._guarded(job, lambda j: self._run_flow(j, flow))
-                if job.node is not node:  # failed and re-read: the stored entry is stale
-                    job.node.driver_internal_info.pop(QUEUED_KEY, None)
         finally:
             try:
                 self._release(job)
