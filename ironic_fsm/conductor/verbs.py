@@ -167,14 +167,14 @@ _USER_STEP_VERBS: Mapping[str, tuple[str, str]] = {
 }
 
 
-def _check_read_version(node: Node, verb: str, read_version: int | None) -> None:
+def _check_read_version(node: Node, verb: str, read_version: int) -> None:
     """Refuse a verb decided on an older read of the node (one verb per step).
 
     A verb the node's new state accepts too (``rescue`` in ``rescue``) would
     otherwise be issued again by a caller that read the node before
     another caller's verb.
     """
-    if read_version is not None and node.version != read_version:
+    if node.version != read_version:
         raise InvalidStateRequested(
             f"Node {node.uuid} changed since reconcile read it; {verb!r} was not issued",
             node=node.uuid,
@@ -258,11 +258,13 @@ class Verbs(Flows):
         current = self.store.get(ident)
         if current.reservation is None:
             self._check_verb(current, verb, event)
-            _check_read_version(current, verb, read_version)
+            if read_version is not None:  # reconcile's: no call for the usual verb
+                _check_read_version(current, verb, read_version)
             self._precheck_verb(current, request, event)
         with self._reserved(ident, checked=True) as job:
             self._check_verb(job.node, verb, event)
-            _check_read_version(job.node, verb, read_version)
+            if read_version is not None:
+                _check_read_version(job.node, verb, read_version)
             if self._guards:
                 self._ask_guards(job.node, verb, event)
             self._HANDLERS.get(event, Verbs._verb_generic)(self, job, request)
