@@ -52,34 +52,16 @@ FLOW_STATES: Final = {
 }
 
 
-#: The states an inspection runs in: leaving them ends it.
-_INSPECTING: Final = frozenset({s.INSPECTING, s.INSPECTWAIT})
+#: The flows that take no arguments: each flow's name and the method that runs it.
+_SIMPLE_FLOWS: Final = {
+    "verify": "_do_verify", "inspect": "_do_inspect", "adopt": "_do_adopt",
+    "rescue": "_do_rescue", "unrescue": "_do_unrescue", "tear_down": "_do_tear_down",
+    "deploy": "_do_deploy",
+}  # fmt: skip
 
 
 class Flows(StepEngine):
     """The work behind each verb, run in the caller or in the executor."""
-
-    def _process(self, job: Job, event: str, **options: Any) -> None:
-        """Fire ``event``, and keep the inspection times as Ironic's database layer does.
-
-        Every transition passes here (verbs, flows, aborts, timeouts), so the
-        times follow the state whichever path moved it: entering ``inspecting``
-        starts an inspection (``inspection_finished_at`` cleared); reaching
-        ``manageable`` from it finishes one (``inspection_started_at``
-        cleared); failing clears the start and keeps the last success.
-        """
-        node = job.node
-        previous = node.provision_state
-        super()._process(job, event, **options)
-        state = node.provision_state
-        if state == s.INSPECTING and previous != s.INSPECTING:
-            node.inspection_started_at = node.provision_updated_at
-            node.inspection_finished_at = None
-        elif previous in _INSPECTING and state == s.MANAGEABLE:
-            node.inspection_finished_at = node.provision_updated_at
-            node.inspection_started_at = None
-        elif previous in _INSPECTING and state == s.INSPECTFAIL:
-            node.inspection_started_at = None
 
     def _validate_interface(self, job: Job, kind: str) -> None:
         driver_call(job, kind, "validate")
@@ -106,13 +88,9 @@ class Flows(StepEngine):
             else:
                 self._do_service(job, steps or [], disable_ramdisk=disable)
         else:
-            simple: dict[str, Callable[[Job], None]] = {
-                "verify": self._do_verify, "inspect": self._do_inspect,
-                "adopt": self._do_adopt, "rescue": self._do_rescue,
-                "unrescue": self._do_unrescue, "tear_down": self._do_tear_down,
-                "deploy": self._do_deploy,
-            }  # fmt: skip
-            simple.get(name or "", self._resume)(job)
+            method = _SIMPLE_FLOWS.get(name or "")
+            run: Callable[[Job], None] = self._resume if method is None else getattr(self, method)
+            run(job)
 
     def _resume(self, job: Job) -> None:
         """Continue whatever the node was doing when its flow stopped (crash, drain, queue)."""

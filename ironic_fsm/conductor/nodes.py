@@ -35,7 +35,6 @@ from ironic_fsm.stores.base import (
     ASSOCIATED,
     RESERVED,
     SHARDED,
-    STRING_FILTERS,
     NodeFields,
     check_fields,
     list_fields,
@@ -370,8 +369,9 @@ class Nodes(Runtime):
                 raise InvalidParameterValue(
                     f"Cannot filter nodes on unknown field {key!r}", fields=[key]
                 )
-            if key in STRING_FILTERS and isinstance(value, (list, tuple, set, frozenset)):
-                checked[key] = frozenset(check_field(key, item) for item in value)  # any of
+            if key == "shard" and isinstance(value, (list, tuple, set, frozenset)):
+                # Ironic's shard filter alone takes several values (any of)
+                checked[key] = frozenset(check_field(key, item) for item in value)
                 continue
             checked[key] = check_field(key, value)
         for key in ("provision_state", "target_provision_state"):
