@@ -225,11 +225,15 @@ def _timestamp(inst: object, attribute: attrs.Attribute[Any], value: object) -> 
         raise _bad(attribute.name, "a timezone-aware datetime or None", value)
 
 
+def _good_trait(trait: object) -> bool:
+    return type(trait) is str and 0 < len(trait) <= MAX_NAME_LENGTH and "\x00" not in trait
+
+
 def _traits(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if type(value) is not list:
         raise _bad(attribute.name, "a list of trait names", value)
     for trait in value:
-        if type(trait) is not str or not trait or len(trait) > MAX_NAME_LENGTH or "\x00" in trait:
+        if not _good_trait(trait):
             raise InvalidParameterValue(
                 f"Node field 'traits' must hold non-empty strings of at most "
                 f"{MAX_NAME_LENGTH} characters, not {reprlib.repr(trait)}",

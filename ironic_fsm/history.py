@@ -130,9 +130,9 @@ _UUID4_CLEAR: Final = int.from_bytes(
 _UUID4_SET: Final = int.from_bytes(
     ((0x4 << 76) | (0x2 << 62)).to_bytes(16, "big") * _UUID_BATCH, "big"
 )
-#: A batch's 16-byte UUIDs as the ints of their text's groups (the last one in two parts).
-_UUID_FIELDS: Final = struct.Struct(">" + "IHHHHI" * _UUID_BATCH)
-_UUID_TEXT: Final = "%08x-%04x-%04x-%04x-%04x%08x " * _UUID_BATCH
+#: A batch's UUIDs in hex, cut into the groups of their text, and the text of them all.
+_UUID_GROUPS: Final = struct.Struct("8s4s4s4s12s" * _UUID_BATCH)
+_UUID_TEXT: Final = b"%s-%s-%s-%s-%s " * _UUID_BATCH
 #: Drawn and not handed out yet; emptied in a forked child, which must not repeat them.
 _uuids: list[str] = []
 if hasattr(os, "register_at_fork"):
@@ -145,15 +145,16 @@ def _random_uuid() -> str:
     Entry UUIDs need to be unique, not secret: Python's generator (seeded
     from the OS, and again in every forked child) gives 122 random bits per
     UUID in a fraction of ``uuid4()``'s time. Drawn and formatted 64 at a
-    time: one tight loop costs a failing lifecycle less than a cold one per
-    entry did (threads may take from the list and refill it at once).
+    time, in C: the batch in hex, cut and joined by byte formatting (a
+    third of the cost of formatting each group's number); threads may take
+    from the list and refill it at once.
     """
     try:
         return _uuids.pop()
     except IndexError:
         bits = _random.getrandbits(128 * _UUID_BATCH) & _UUID4_CLEAR | _UUID4_SET
-        fields = _UUID_FIELDS.unpack(bits.to_bytes(16 * _UUID_BATCH, "big"))
-        drawn = (_UUID_TEXT % fields).split()
+        groups = _UUID_GROUPS.unpack(bits.to_bytes(16 * _UUID_BATCH, "big").hex().encode())
+        drawn = (_UUID_TEXT % groups).decode().split()
         uuid = drawn.pop()
         _uuids.extend(drawn)
         return uuid

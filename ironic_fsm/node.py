@@ -25,6 +25,7 @@ from ironic_fsm._node_fields import (
     _bad,
     _flag,
     _good_name,
+    _good_trait,
     _group,
     _json_dict,
     _long_text,
@@ -59,6 +60,7 @@ __all__ = [
     "check_name",
     "check_storable",
     "encode_stored",
+    "freeze_checked",
     "is_uuid_like",
 ]
 
@@ -438,37 +440,73 @@ def _dumps(value: Any) -> bytes:
 Snapshot = tuple[tuple[Any, ...], bytes]
 
 
-def _generate_snapshot_codec() -> tuple[Any, Any]:
-    """``freeze(node) -> Snapshot`` and ``thaw(Snapshot) -> Node``, straight-line code."""
+def _field_checks() -> list[tuple[str, str]]:
+    """Each field's test for a value no store can write and read back, over ``{v}``."""
+    flag = "{v} is not True and {v} is not False"
+    rules: dict[str, tuple[str, ...]] = {
+        '{v} is not None and (type({v}) is not str or "\\x00" in {v})': (
+            *_OPTIONAL_TEXT_FIELDS,
+            "name",
+        ),
+        'type({v}) is not str or not {v} or "\\x00" in {v}': ("driver", "provision_state"),
+        "type({v}) is not dict": tuple(n for n in _DICT_FIELDS if n not in _STEP_FIELDS),
+        "{v} is not None and type({v}) is not dict": tuple(sorted(_STEP_FIELDS)),
+        flag: ("maintenance", "retired", "protected"),
+        "{v} is not None and " + flag: ("automated_clean", "secure_boot"),
+        "{v} is not None and (type({v}) is not datetime or {v}.tzinfo is None)": _TIMESTAMP_FIELDS,
+        "type({v}) is not int or {v} < 0": ("version",),
+        "type({v}) is not str or not canonical({v})": ("uuid",),
+        "type({v}) is not str or not group({v})": ("conductor_group",),
+        "type({v}) is not list or ({v} and not traits_ok({v}))": ("traits",),
+    }
+    checks = [(name, bad) for bad, names in rules.items() for name in names]
+    assert sorted(name for name, _ in checks) == sorted(NODE_FIELDS), "each field, once"
+    return checks
+
+
+def _generate_snapshot_codec() -> tuple[Any, Any, Any, Any]:
+    """``freeze``, ``thaw``, ``shapes_ok(node) -> bool`` and ``freeze_checked``.
+
+    Straight-line code, generated once: these run on every save and read.
+    ``freeze_checked(node, since)`` is ``freeze`` with the checks of
+    ``shapes_ok``, reading each field once; a scalar that is the very object
+    of the stored snapshot's ``since`` was checked when it was stored (a
+    checked scalar is immutable), so only the changed ones are checked again.
+    """
     scalars = [name for name in NODE_FIELDS if name not in _CONTAINER_FIELDS]
-    held = ", ".join(f"node.{name}" for name in scalars)
-    boxes = ", ".join(f"node.{name}" for name in _CONTAINER_FIELDS)
-    lines = [
-        "def freeze(node):",
-        f"    boxes = [{boxes}]",
-        "    blob = dumps(boxes)",
-        "    if loads(blob) != boxes:",
-        "        raise ValueError(NOT_EXACT)",
-        f"    return ({held},), blob",
-        "",
-        "def thaw(snapshot):",
-        "    node = new(Node)",
-        f"    ({held},) = snapshot[0]",
-        f"    ({boxes},) = loads(snapshot[1])",
-        "    return node",
-    ]
+    held, olds, into = (", ".join(f"{p}{n}" for n in scalars) for p in ("v_", "o_", "node."))
+    boxes, unboxed = (", ".join(f"{p}{n}" for n in _CONTAINER_FIELDS) for p in ("v_", "node."))
+    ok = ["def shapes_ok(node):"]
+    checked = ["def freeze_checked(node, since):", f"    ({olds},) = since"]
+    for name, bad in _field_checks():
+        ok += [f"    v = node.{name}", f"    if {bad.format(v='v')}:", "        return False"]
+        same = f"v_{name} is not o_{name} and " if name in scalars else ""
+        checked += [f"    v_{name} = node.{name}", f"    if {same}({bad.format(v=f'v_{name}')}):"]
+        checked.append("        return None")
+    tail = [f"    boxes = [{boxes}]", "    blob = dumps(boxes)", "    if loads(blob) != boxes:"]
+    tail += ["        raise ValueError(NOT_EXACT)", f"    return ({held},), blob", ""]
+    read = [f"    v_{name} = node.{name}" for name in NODE_FIELDS]
+    lines = [*ok, "    return True", "", *checked, *tail, "def freeze(node):", *read, *tail]
+    lines += ["def thaw(snapshot):", "    node = new(Node)", f"    ({into},) = snapshot[0]"]
+    lines += [f"    ({unboxed},) = loads(snapshot[1])", "    return node"]
     namespace: dict[str, Any] = {
         "Node": Node,
         "new": object.__new__,
+        "datetime": datetime,
+        "canonical": _CANONICAL_UUID.fullmatch,
+        "group": STORED_GROUP.fullmatch,
+        "traits_ok": lambda traits: all(map(_good_trait, traits)),
         "dumps": _dumps,
         "loads": orjson.loads,
         "NOT_EXACT": _NOT_EXACT,
     }
     exec(compile("\n".join(lines), "<ironic_fsm.node snapshot codec>", "exec"), namespace)
-    return namespace["freeze"], namespace["thaw"]
+    return tuple(namespace[f] for f in ("freeze", "thaw", "shapes_ok", "freeze_checked"))
 
 
-_freeze, _thaw = _generate_snapshot_codec()
+_freeze, _thaw, _shapes_ok, _freeze_checked = _generate_snapshot_codec()
+#: No field of a new record is the object of a stored one: ``since`` of a first save.
+_FRESH: Final = tuple(object() for name in NODE_FIELDS if name not in _CONTAINER_FIELDS)
 
 
 def freeze(node: Node) -> Snapshot:
@@ -484,61 +522,23 @@ def freeze(node: Node) -> Snapshot:
     return _freeze(node)  # type: ignore[no-any-return]
 
 
+def freeze_checked(node: Node, since: Snapshot | None = None) -> Snapshot | None:
+    """:func:`freeze` after :func:`check_storable`'s test; ``None`` if a field fails it.
+
+    ``since``: the stored snapshot the node was read from: fields still the
+    same objects as its own were checked when it was stored, and are not
+    checked again. On ``None`` or an exception, :func:`check_storable` and
+    :func:`freeze` say what is wrong.
+    """
+    return _freeze_checked(node, _FRESH if since is None else since[0])  # type: ignore[no-any-return]
+
+
 def thaw(snapshot: Snapshot) -> Node:
     """A new node, with new containers, from what :func:`freeze` returned."""
     return _thaw(snapshot)  # type: ignore[no-any-return]
 
 
 _FIELD_COUNT: Final = len(NODE_FIELDS)
-
-
-def _generate_shape_check() -> Any:
-    """``shapes_ok(node) -> bool``: every field of the type a store can write and read back.
-
-    Straight-line code, generated once: it runs on every save.
-    """
-    lines = ["def shapes_ok(node):"]
-
-    def check(name: str, bad: str) -> None:
-        lines.append(f"    value = node.{name}")
-        lines.append(f"    if {bad}:")
-        lines.append("        return False")
-
-    for name in _OPTIONAL_TEXT_FIELDS:
-        check(name, 'value is not None and (type(value) is not str or "\\x00" in value)')
-    for name in ("driver", "provision_state"):
-        check(name, 'type(value) is not str or not value or "\\x00" in value')
-    for name in _DICT_FIELDS:
-        none_ok = "value is not None and " if name in _STEP_FIELDS else ""
-        check(name, f"{none_ok}type(value) is not dict")
-    for name in ("maintenance", "retired", "protected"):
-        check(name, "value is not True and value is not False")
-    for name in ("automated_clean", "secure_boot"):
-        check(name, "value is not None and value is not True and value is not False")
-    for name in _TIMESTAMP_FIELDS:
-        check(name, "value is not None and (type(value) is not datetime or value.tzinfo is None)")
-    check("version", "type(value) is not int or value < 0")
-    check("uuid", "type(value) is not str or not canonical(value)")
-    check("name", 'value is not None and (type(value) is not str or "\\x00" in value)')
-    check("conductor_group", "type(value) is not str or not group(value)")
-    check("traits", "type(value) is not list")
-    lines.append("    for trait in value:")
-    too_long = f"len(trait) > {MAX_NAME_LENGTH}"
-    lines.append(
-        f'        if type(trait) is not str or not trait or {too_long} or "\\x00" in trait:'
-    )
-    lines.append("            return False")
-    lines.append("    return True")
-    namespace: dict[str, Any] = {
-        "datetime": datetime,
-        "canonical": _CANONICAL_UUID.fullmatch,
-        "group": STORED_GROUP.fullmatch,
-    }
-    exec(compile("\n".join(lines), "<ironic_fsm.node shape check>", "exec"), namespace)
-    return namespace["shapes_ok"]
-
-
-_shapes_ok = _generate_shape_check()
 
 
 def check_storable(node: Node) -> None:
