@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import reprlib
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Final
 
@@ -477,7 +478,10 @@ def _generate_snapshot_codec() -> tuple[Any, Any, Any, Any]:
     held, olds, into = (", ".join(f"{p}{n}" for n in scalars) for p in ("v_", "o_", "node."))
     boxes, unboxed = (", ".join(f"{p}{n}" for n in _CONTAINER_FIELDS) for p in ("v_", "node."))
     ok = ["def shapes_ok(node):"]
-    checked = ["def freeze_checked(node, since):", f"    ({olds},) = since"]
+    checked = [
+        "def freeze_checked(node, since):",
+        f"    ({olds},) = fresh if since is None else since[0]",
+    ]
     for name, bad in _field_checks():
         ok += [f"    v = node.{name}", f"    if {bad.format(v='v')}:", "        return False"]
         same = f"v_{name} is not o_{name} and " if name in scalars else ""
@@ -499,14 +503,13 @@ def _generate_snapshot_codec() -> tuple[Any, Any, Any, Any]:
         "dumps": _dumps,
         "loads": orjson.loads,
         "NOT_EXACT": _NOT_EXACT,
+        "fresh": tuple(object() for _ in scalars),  # the same as no stored field
     }
     exec(compile("\n".join(lines), "<ironic_fsm.node snapshot codec>", "exec"), namespace)
     return tuple(namespace[f] for f in ("freeze", "thaw", "shapes_ok", "freeze_checked"))
 
 
 _freeze, _thaw, _shapes_ok, _freeze_checked = _generate_snapshot_codec()
-#: No field of a new record is the object of a stored one: ``since`` of a first save.
-_FRESH: Final = tuple(object() for name in NODE_FIELDS if name not in _CONTAINER_FIELDS)
 
 
 def freeze(node: Node) -> Snapshot:
@@ -522,20 +525,17 @@ def freeze(node: Node) -> Snapshot:
     return _freeze(node)  # type: ignore[no-any-return]
 
 
-def freeze_checked(node: Node, since: Snapshot | None = None) -> Snapshot | None:
-    """:func:`freeze` after :func:`check_storable`'s test; ``None`` if a field fails it.
+# The two below run on every MemoryStore save and read: the generated code itself, no wrapper.
+_freeze_checked.__doc__ = """:func:`freeze` after :func:`check_storable`'s test; ``None``: failed.
 
-    ``since``: the stored snapshot the node was read from: fields still the
-    same objects as its own were checked when it was stored, and are not
-    checked again. On ``None`` or an exception, :func:`check_storable` and
-    :func:`freeze` say what is wrong.
-    """
-    return _freeze_checked(node, _FRESH if since is None else since[0])  # type: ignore[no-any-return]
-
-
-def thaw(snapshot: Snapshot) -> Node:
-    """A new node, with new containers, from what :func:`freeze` returned."""
-    return _thaw(snapshot)  # type: ignore[no-any-return]
+``since``: the stored snapshot the node was read from (or ``None``): fields
+still the same objects as its own were checked when it was stored, and are
+not checked again. On ``None`` or an exception, :func:`check_storable` and
+:func:`freeze` say what is wrong.
+"""
+freeze_checked: Final[Callable[[Node, Snapshot | None], Snapshot | None]] = _freeze_checked
+_thaw.__doc__ = "A new node, with new containers, from what :func:`freeze` returned."
+thaw: Final[Callable[[Snapshot], Node]] = _thaw
 
 
 _FIELD_COUNT: Final = len(NODE_FIELDS)

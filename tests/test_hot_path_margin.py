@@ -103,10 +103,10 @@ def test_create_checks_every_field() -> None:
 
 def test_freeze_checked_agrees_with_check_storable_and_freeze() -> None:
     node = Node(name="agree", traits=["CUSTOM_A"], extra={"k": [1, 2.5, None]})
-    assert freeze_checked(node) == freeze(node)
+    assert freeze_checked(node, None) == freeze(node)
     assert thaw(freeze(node)) == node
     node.retired_reason = "x\x00y"
-    assert freeze_checked(node) is None
+    assert freeze_checked(node, None) is None
     with pytest.raises(InvalidParameterValue):
         check_storable(node)
 
@@ -196,3 +196,13 @@ def test_history_uuids_are_random_version_4_and_distinct() -> None:
         assert str(parsed) == text
         assert parsed.version == 4
         assert parsed.variant == _uuid.RFC_4122
+
+
+def test_keys_seen_plain_before_do_not_hide_a_new_secret_key() -> None:
+    node = Node()
+    node.driver_info = {"ipmi_address": "10.0.0.1", "ipmi_username": "admin"}
+    assert scrub_node(node, "as admin at 10.0.0.1") == "as admin at 10.0.0.1"
+    node.driver_info = {"ipmi_address": "10.0.0.1", "ipmi_username": "admin", "Ipmi_Key": "k3y"}
+    assert scrub_node(node, "as admin with k3y") == f"as admin with {MASK}"
+    node.driver_info = {"ipmi_address": {"password": "nested-pw"}}
+    assert scrub_node(node, "nested-pw") == MASK

@@ -92,26 +92,34 @@ _MARKED: Final = re.compile("|".join(map(re.escape, SECRET_MARKERS)))
 #: Values that hold no other value: a dict of only these has no secret deeper down.
 _FLAT: Final = frozenset({str, int, float, bool, type(None)})
 _NO_SECRETS: Final[frozenset[str]] = frozenset()
+#: Keys already seen to name no secret (a fleet's dicts share a handful), up to a bound.
+_PLAIN_KEYS: set[str] = set()
+_PLAIN_KEYS_MAX: Final = 4096
 
 
 def _flat_secrets(container: object) -> frozenset[str] | None:
     """:func:`~ironic_fsm.masking.secret_values` of a flat dict of text keys, cheaply.
 
     Scrubbing runs on every error text and history entry: most nodes' dicts
-    are flat and name no secret, which the keys joined in one string (one
-    search, in C) tell. ``None``: anything else, which the full walk reads.
+    are flat and name no secret, which keys seen before tell in one set
+    lookup, and new ones joined in one string (one search, in C). ``None``:
+    anything else, which the full walk reads.
     """
     if type(container) is not dict:
         return None
     if not container:
         return _NO_SECRETS
+    if not _FLAT.issuperset(map(type, container.values())):
+        return None
+    if _PLAIN_KEYS.issuperset(container):
+        return _NO_SECRETS
     try:
         keys = "\n".join(container)
     except TypeError:  # a key that is not text
         return None
-    if not _FLAT.issuperset(map(type, container.values())):
-        return None
     if _MARKED.search(keys.lower()) is None:
+        if len(_PLAIN_KEYS) < _PLAIN_KEYS_MAX and all(type(k) is str for k in container):
+            _PLAIN_KEYS.update(container)
         return _NO_SECRETS
     return frozenset(
         v for k, v in container.items() if type(v) is str and len(v) >= 3 and is_secret_key(k)
@@ -125,9 +133,9 @@ def _mention_node_once(uuid: str, text: str) -> str:
     step's error), and each layer likes to say which node it is about.
     The first mention stays; later ones are folded away.
     """
-    first = text.find(uuid)
-    if first < 0 or text.find(uuid, first + len(uuid)) < 0:
+    if text.count(uuid) < 2:
         return text
+    first = text.find(uuid)
     head, tail = text[: first + len(uuid)], text[first + len(uuid) :]
     quoted = re.escape(uuid)
     for pattern, replacement in (

@@ -201,7 +201,7 @@ class Runtime(Draining):
             check_name_once(job)
         if not job.history:
             store.save(node)
-        elif keeps_history(store):
+        elif type(store) is MemoryStore or keeps_history(store):
             store.save(node, history=self._history_entries(node, job.history, now=node.updated_at))
             job.history = []
         else:

@@ -56,24 +56,10 @@ _WAKE: Final = attrgetter("wake")
 _WAITING: Final = WAIT_UNTIL_SUFFIX + "\n"
 
 
-def _wake(node: Node) -> datetime | None:
-    """:func:`~._query.wake_time`, skipped in one C-level search when no key names a wait.
-
-    Run after the node was frozen, so its keys are strings.
-    """
-    info = node.driver_internal_info
-    if not info or _WAITING not in "\n".join(info) + "\n":
-        return None
-    return wake_time(node)
-
-
-def _frozen(node: Node, since: Snapshot | None) -> Snapshot:
-    """The node's snapshot, its fields checked (those the same as ``since``'s were already).
-
-    A refusal comes from :func:`~.base.snapshot`, naming the field.
-    """
+def _frozen(node: Node) -> Snapshot:
+    """A new node's snapshot, every field checked; a refusal names the field."""
     try:
-        data = freeze_checked(node, since)
+        data = freeze_checked(node, None)
     except (TypeError, ValueError, RecursionError):
         data = None
     return snapshot(node) if data is None else data
@@ -98,7 +84,11 @@ class _Record:
         self.version = version
         self.seq = seq
         self.created_at = created  # as SQL: the node's, else the time it was stored
-        self.wake = _wake(node)
+        # The wake time is parsed only if a key ends like a waiting one: one search, in C.
+        # The node was frozen, so its keys are strings.
+        info = node.driver_internal_info
+        waiting = info and _WAITING in "\n".join(info) + "\n"
+        self.wake = wake_time(node) if waiting else None
         # One by one rather than a loop over _COPIED: this runs on every save.
         self.uuid = node.uuid
         self.name = node.name
@@ -164,7 +154,7 @@ class MemoryStore(MemoryCatalog, PagedList, ListScans):
         return uuid
 
     def create(self, node: Node) -> None:
-        data = _frozen(node, None)
+        data = _frozen(node)
         created = node.created_at or datetime.now(_UTC)
         with self._lock:
             if node.uuid in self._nodes:
@@ -179,9 +169,7 @@ class MemoryStore(MemoryCatalog, PagedList, ListScans):
 
     def create_many(self, nodes: builtins.list[Node]) -> None:
         """Create every node, all or none, with the checks of :meth:`create`."""
-        encoded = [
-            (node, _frozen(node, None), node.created_at or datetime.now(_UTC)) for node in nodes
-        ]
+        encoded = [(node, _frozen(node), node.created_at or datetime.now(_UTC)) for node in nodes]
         with self._lock:
             uuids: set[str] = set()
             names: set[str] = set()
@@ -266,7 +254,12 @@ class MemoryStore(MemoryCatalog, PagedList, ListScans):
         # First: a node that cannot be stored changes nothing. A stored snapshot (read
         # without the lock: any was checked) spares the checks of the fields it shares.
         stored = self._nodes.get(node.uuid)
-        data = _frozen(node, None if stored is None else stored.frozen)
+        try:
+            data = freeze_checked(node, None if stored is None else stored.frozen)
+        except (TypeError, ValueError, RecursionError):
+            data = None
+        if data is None:
+            data = snapshot(node)  # raises, naming the field
         if history:
             check_history(history, node)
         with self._lock:
