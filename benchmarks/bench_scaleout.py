@@ -26,6 +26,20 @@ feed, on paper, up to 1,000,000 nodes, with its assumptions printed.
 Goal (issue 11): 2 processes >= 1.6x one, on these 2 cores, PostgreSQL on
 the same box.
 
+What the box can give is measured, not assumed: "CPUs busy (box)" is every
+CPU's busy time over the run from ``/proc/stat``. Our processes' own CPU
+("ours") left out the kernel's loopback work and the rest of the shared
+box, and read as 1.3 of 2 CPUs at one service, which looked like a latency
+limit; the box figure was 1.9 of 2 there: a second service has nothing left
+to run on. It takes 2 / 1.6 = 1.25 CPUs busy at one service (and the same
+CPU per lifecycle at two) for 1.6x to fit at all.
+
+Since the first version: the operator has 32 callers, not 8 (each caller
+only queues a verb, but with 8 the services waited on the operator's
+validation); quick mode times 300 lifecycles, not 150, so that start-up
+and the last nodes weigh less. The lifecycle, the statements counted and
+the CPU reported per party are unchanged.
+
 Run alone: ``python benchmarks/bench_scaleout.py [--quick]``.
 """
 
@@ -49,7 +63,9 @@ from _harness import Section, SummaryRow, Table, run_alone
 HERE = Path(__file__).resolve().parent
 GOAL_2X = 1.6
 #: Threads of the benchmark's operator that queue verbs at once.
-OPERATOR_THREADS = 8
+OPERATOR_THREADS = 32
+#: Flow threads of each ``serve`` process (its ``--workers``).
+SERVE_WORKERS = 8
 #: The service settings of the benchmark (Ironic's names).
 CONFIG = {
     "heartbeat_interval": 1,
@@ -71,6 +87,20 @@ def _cpu_seconds(pid: int, children: bool = False) -> float:
     if children:
         ticks += int(fields[13]) + int(fields[14])  # cutime, cstime
     return ticks / _TICKS
+
+
+def _box_cpu() -> float:
+    """CPU seconds spent by the whole box so far, every CPU, every process and the kernel.
+
+    Our processes' ``/proc/<pid>/stat`` miss the kernel's loopback and
+    softirq work and whatever else shares the box (other users' tests): on a
+    shared 2-core machine that was half a CPU, enough to hide that the box
+    was already full at one service.
+    """
+    with open("/proc/stat", encoding="ascii") as stat:
+        ticks = [int(f) for f in stat.readline().split()[1:]]
+    idle = ticks[3] + ticks[4]  # idle, iowait
+    return (sum(ticks[:8]) - idle) / _TICKS  # guest time is already inside user
 
 
 def _children(pid: int) -> list[int]:
@@ -156,7 +186,7 @@ def _start_services(url: str, count: int, tmp: Path) -> list[subprocess.Popen[by
         with open(tmp / f"serve-{i}.err", "wb") as err:
             command = [
                 sys.executable, "-m", "ironic_fsm.cli", "serve", "--db", url,
-                "--config", str(config), "--workers", "8", "--log-level", "WARNING",
+                "--config", str(config), "--workers", str(SERVE_WORKERS), "--log-level", "WARNING",
             ]  # fmt: skip
             procs.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err))
     return procs
@@ -227,7 +257,7 @@ class _Observer:
 
 
 def _barrier(conductor: Any, nodes: list[str], timeout: float) -> None:
-    """manage, provide, deploy every node: each round queued (8 callers at once), then awaited.
+    """manage, provide, deploy every node: each round queued (many callers at once), then awaited.
 
     Several callers, as an API serves several clients: one caller queueing
     verbs one by one would be the bottleneck, not the conductors. The
@@ -250,8 +280,10 @@ def _pipelined(conductor: Any, nodes: list[str], timeout: float) -> None:
     """Each node's next verb as soon as it settled from the last: an API with many clients.
 
     Every node is managed at once; the observer looks every 10 ms for nodes
-    that became manageable or available and queues their next verb (8
-    callers), so the services always have work while the operator queues.
+    that became manageable or available and queues their next verb
+    (:data:`OPERATOR_THREADS` callers), so the services always have work
+    while the operator queues: every node is in flight from the start, so
+    the 10 ms look adds latency to a node, not a cap on throughput.
     """
     watch = _Observer(conductor.store)
     following = {target: verb for (_, target), (verb, _) in itertools.pairwise(VERBS)}
@@ -301,9 +333,11 @@ def one_run(
             pg_before = _postgres_cpu(postmaster)
             serve_before = sum(_cpu_seconds(p.pid) for p in procs)
             me_before = resource.getrusage(resource.RUSAGE_SELF)
+            box_before = _box_cpu()
             started = time.perf_counter()
             OPERATORS[operator](conductor, uuids, timeout=600)
             wall = time.perf_counter() - started
+            box = _box_cpu() - box_before
             me_after = resource.getrusage(resource.RUSAGE_SELF)
             serve_cpu = sum(_cpu_seconds(p.pid) for p in procs) - serve_before
             pg_cpu = _postgres_cpu(postmaster) - pg_before
@@ -323,6 +357,7 @@ def one_run(
         "operator_ms": operator_cpu / nodes * 1000,
         "pg_ms": pg_cpu / nodes * 1000,
         "statements": calls / nodes,
+        "box": box / wall,
     }
 
 
@@ -394,7 +429,8 @@ def _table(nodes: int, best: dict[tuple[str, int], dict[str, float]]) -> Table:
         f"P6 scale-out: {nodes} lifecycles (enroll -> active) on one PostgreSQL, same box",
         [
             "operator", "serve processes", "lifecycles/s", "ratio to 1", "conductor CPU/lc",
-            "operator CPU/lc", "PostgreSQL CPU/lc", "statements/lc", "CPUs busy",
+            "operator CPU/lc", "PostgreSQL CPU/lc", "statements/lc", "CPUs busy (ours)",
+            "CPUs busy (box)",
         ],
     )  # fmt: skip
     for (operator, services), r in best.items():
@@ -409,13 +445,16 @@ def _table(nodes: int, best: dict[tuple[str, int], dict[str, float]]) -> Table:
             f"{r['pg_ms']:.2f} ms",
             f"{r['statements']:.1f}",
             f"{r['rate'] * _cpu_ms(r) / 1000:.2f}",
+            f"{r['box']:.2f}",
         )
     table.notes += [
         f"{os.cpu_count()} CPUs shared by the services, this process (the operator: it "
         "validates and queues every verb) and PostgreSQL. Round trips = statements: each "
         "call is one (the pooled connections are in autocommit: no BEGIN or COMMIT). CPUs "
-        "busy: lifecycles/s times the CPU of one (services + operator + PostgreSQL); near "
-        "the CPU count, the box is the limit.",
+        "busy (ours): lifecycles/s times the CPU of one (services + operator + PostgreSQL); "
+        "CPUs busy (box): every CPU's busy time over the run (/proc/stat: the kernel's "
+        "loopback work and anything else on the box too). Near the CPU count, the box is "
+        "the limit.",
         "barrier: each verb queued for every node, then awaited (rounds); pipelined: each "
         "node's next verb queued as soon as it settled, as an API with many clients would. "
         f"Both with {OPERATOR_THREADS} caller threads; they watch the nodes with one "
@@ -431,6 +470,15 @@ def _verdicts(section: Section, best: dict[tuple[str, int], dict[str, float]]) -
     cpus = os.cpu_count() or 1
     for operator in OPERATORS:
         one, two = best[(operator, 1)], best[(operator, 2)]
+        section.summary.append(
+            SummaryRow(
+                f"{operator}: CPUs busy on the box with 1 service (a second service can only "
+                "use what is left)",
+                f"{one['box']:.2f} of {cpus}",
+                f"< {cpus / GOAL_2X:.2f} leaves room for {GOAL_2X}x",
+                None,
+            )
+        )
         ceiling = cpus * 1000 / _cpu_ms(two)
         section.summary.append(
             SummaryRow(
@@ -454,7 +502,7 @@ def _verdicts(section: Section, best: dict[tuple[str, int], dict[str, float]]) -
 
 def run(quick: bool = False) -> Section:
     started = time.perf_counter()
-    nodes = 150 if quick else 600
+    nodes = 300 if quick else 600
     best = _measure(nodes, repeats=1 if quick else 2)
     section = Section("P6. Scale-out", [_table(nodes, best), _projection(best[("pipelined", 1)])])
     section.seconds = time.perf_counter() - started
