@@ -78,12 +78,14 @@ def scrub_node(node: Node, text: str) -> str:
     driver must never make a record unsaveable.
     """
     info, instance = node.driver_info, node.instance_info
-    top, other = _flat_secrets(info), _flat_secrets(instance)
+    top = _flat_secrets(info)
+    other = _NO_SECRETS if type(instance) is dict and not instance else _flat_secrets(instance)
     if top is None or other is None:
         text = scrub(text, secret_values(info, instance))
     elif top or other:
         text = scrub(text, {*top, *other})
-    text = _mention_node_once(node.uuid, text)
+    if text.count(node.uuid) > 1:
+        text = _mention_node_once(node.uuid, text)
     return text.replace("\x00", "\\x00") if "\x00" in text else text
 
 
@@ -133,9 +135,9 @@ def _mention_node_once(uuid: str, text: str) -> str:
     step's error), and each layer likes to say which node it is about.
     The first mention stays; later ones are folded away.
     """
-    if text.count(uuid) < 2:
-        return text
     first = text.find(uuid)
+    if first < 0 or text.find(uuid, first + len(uuid)) < 0:
+        return text
     head, tail = text[: first + len(uuid)], text[first + len(uuid) :]
     quoted = re.escape(uuid)
     for pattern, replacement in (
