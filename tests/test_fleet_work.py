@@ -321,6 +321,48 @@ def test_each_worker_claims_only_the_nodes_it_owns(store: Store) -> None:
     assert sorted(first + second) == sorted(uuids)
 
 
+def test_a_limited_claim_reads_the_head_of_a_long_queue_not_all_of_it(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each wake claims a few nodes: reading the whole queue every time was the claim's cost."""
+    import ironic_fsm.conductor.work as work
+
+    api, worker = api_and_worker(store)
+    uuids = [api.create_node(driver=HW).uuid for _ in range(40)]
+    for uuid in uuids:
+        api.do_provisioning_action(uuid, "manage")
+    read: list[int] = []
+
+    def counted(*args: Any, **kwargs: Any) -> list[QueuedNode]:
+        rows = scan(*args, **kwargs)
+        read.append(len(rows))
+        return rows
+
+    scan = work.queued_work
+    monkeypatch.setattr(work, "queued_work", counted)
+    assert worker.claim_work(limit=2) == uuids[:2]  # the oldest first
+    assert sum(read) <= 4  # twice this lone conductor's share of the limit
+    assert {store.get(u).provision_state for u in uuids[2:]} == {states.VERIFYING}
+
+
+def test_a_limited_claim_looks_past_a_head_of_others_nodes(store: Store) -> None:
+    """A queue that starts with another conductor's nodes still gives this one its own."""
+    clock = Clock()
+    workers = fleet(store, 2, clock)
+    api = make(store, "api", clock, hand_off=True)
+    uuids = [api.create_node(driver=HW).uuid for _ in range(40)]
+    first, second = workers
+    theirs = [u for u in uuids if first.owns(u, HW, "")]
+    ours = [u for u in uuids if second.owns(u, HW, "")]
+    assert len(theirs) >= 8
+    assert ours
+    for uuid in [*theirs, *ours]:  # queued in that order: the head is all the first's
+        api.do_provisioning_action(uuid, "manage")
+        clock.advance(1)
+    assert second.claim_work(limit=1) == ours[:1]
+    assert all(store.get(u).provision_state == states.VERIFYING for u in theirs)
+
+
 def test_only_the_owner_takes_over_a_dead_holders_nodes(store: Store) -> None:
     clock = Clock()
     members = fleet(store, 2, clock)

@@ -272,6 +272,31 @@ def test_queued_work_lists_free_working_nodes_oldest_first_with_their_ring_keys(
     assert queued_work(store, []) == []
 
 
+def test_queued_work_with_a_limit_gives_only_the_oldest_of_the_queue(any_store: Store) -> None:
+    """A claim pass reads the head it needs, not the whole queue, in the same order."""
+    from datetime import datetime, timedelta, timezone
+
+    store = any_store
+    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    ages = [3, 0, 5, 1, 4]  # minutes in their state
+    nodes = [
+        Node(
+            driver=HW,
+            provision_state=states.DEPLOYING,
+            provision_updated_at=now - timedelta(minutes=age),
+        )
+        for age in ages
+    ]
+    never = Node(driver=HW, provision_state=states.CLEANING)  # no provision_updated_at: last
+    for node in [*nodes, never]:
+        store.create(node)
+    by_age = [n.uuid for _, n in sorted(zip(ages, nodes, strict=True), key=lambda p: -p[0])]
+    assert [q.uuid for q in queued_work(store, WORKING_STATES, limit=2)] == by_age[:2]
+    assert [q.uuid for q in queued_work(store, WORKING_STATES, limit=9)] == [*by_age, never.uuid]
+    whole = queued_work(store, WORKING_STATES)
+    assert [q.uuid for q in whole] == [*by_age, never.uuid]
+
+
 def test_reserve_queued_refuses_a_bad_holder_and_reserves_nothing(tmp_path: Path) -> None:
     with SQLStore(f"sqlite:///{tmp_path / 'holder.sqlite'}") as store:
         node = Node(driver=HW, provision_state=states.VERIFYING)

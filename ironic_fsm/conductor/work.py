@@ -28,13 +28,15 @@ from ironic_fsm.conductor.recovery import Recovery
 from ironic_fsm.conductor.runtime import LOG, QUEUED_KEY, WORKING_STATES, Job
 from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError
 from ironic_fsm.node import Node
-from ironic_fsm.stores._claim import queued_work, reserve_queued
+from ironic_fsm.stores._claim import QueuedNode, queued_work, reserve_queued
 from ironic_fsm.task import Task
 
 __all__ = ["Work"]
 
 #: What a claimed node without a queued flow does: what ``recover`` does.
 _RESUME = {"flow": "resume"}
+#: How many times its share of the queue a limited claim reads (see ``_queue_head``).
+_HEAD_MARGIN = 2
 
 
 class Work(Recovery):
@@ -50,10 +52,12 @@ class Work(Recovery):
         resumes as :meth:`recover` resumes one. With an executor the flows
         run there. ``limit`` caps how many nodes one call claims.
 
-        Reads the queue from indexed columns: it decodes only the nodes it
-        reserves, whatever the size of the queue or the fleet. A node another
-        conductor reserved first is skipped. A draining conductor, or one
-        that hands work off itself, claims nothing.
+        Reads the queue from indexed columns, and with ``limit`` only its
+        head (the whole queue only when the head is others'): it decodes
+        only the nodes it reserves, whatever the size of the queue or the
+        fleet. A node another conductor reserved first is skipped. A
+        draining conductor, or one that hands work off itself, claims
+        nothing.
 
         Raises:
             InvalidParameterValue: ``limit`` is not a positive integer.
@@ -64,18 +68,7 @@ class Work(Recovery):
             )
         if self.draining or self._hand_off:
             return []
-        queue = queued_work(self.store, WORKING_STATES)
-        if not queue:
-            return []
-        mine = [q.uuid for q in queue if self.owns(q.uuid, q.driver, q.conductor_group)]
-        if not mine:
-            # Rings younger than heartbeat_interval are trusted as they are: reading the
-            # registry on every wake was a round trip per claim. Only when all the queue
-            # looks like others' is a rebalance worth looking for now.
-            self.refresh_ring()
-            mine = [q.uuid for q in queue if self.owns(q.uuid, q.driver, q.conductor_group)]
-        if limit is not None:
-            del mine[limit:]
+        mine = self._claimable(limit)
         if not mine:
             return []
         rank = {uuid: i for i, uuid in enumerate(mine)}
@@ -91,6 +84,36 @@ class Work(Recovery):
                     self._drop_reservation(left.uuid)
                 raise
         return claimed
+
+    def _claimable(self, limit: int | None) -> list[str]:
+        """The queued nodes this conductor owns, oldest first, at most ``limit``."""
+        queue, whole = self._queue_head(limit)
+        mine = [q.uuid for q in queue if self.owns(q.uuid, q.driver, q.conductor_group)]
+        if not whole and len(mine) < (limit or 0):
+            # The head of the queue is mostly others': what is ours may be further back.
+            queue = queued_work(self.store, WORKING_STATES)
+            mine = [q.uuid for q in queue if self.owns(q.uuid, q.driver, q.conductor_group)]
+        if queue and not mine:
+            # Rings younger than heartbeat_interval are trusted as they are: reading the
+            # registry on every wake was a round trip per claim. Only when all the queue
+            # looks like others' is a rebalance worth looking for now.
+            self.refresh_ring()
+            mine = [q.uuid for q in queue if self.owns(q.uuid, q.driver, q.conductor_group)]
+        return mine[:limit]
+
+    def _queue_head(self, limit: int | None) -> tuple[list[QueuedNode], bool]:
+        """The oldest queued nodes, enough for ``limit`` of ours; and whether that is all.
+
+        This conductor's share of the queue is about one in as many as the
+        live conductors: reading twice that many leaves room for an uneven
+        split, and a short head sends the caller to the whole queue.
+        """
+        if limit is None:
+            return queued_work(self.store, WORKING_STATES), True
+        members = len(self._rings.members) if self._rings is not None else 1
+        want = limit * max(members, 1) * _HEAD_MARGIN
+        head = queued_work(self.store, WORKING_STATES, limit=want)
+        return head, len(head) < want
 
     def _start_claimed(self, node: Node) -> bool:
         """Hand a node just reserved to a flow thread (or run it here, without an executor)."""
