@@ -47,6 +47,7 @@ def _stored(store: MemoryStore, **fields: Any) -> Node:
         ("maintenance", 0),  # equal to False
         ("driver", "fake\x00hardware"),
         ("uuid", "NOT-A-UUID"),
+        ("uuid", ["unhashable"]),
         ("conductor_group", "Upper"),
         ("updated_at", datetime(2026, 1, 1)),  # naive
         ("last_error", 42),

@@ -253,7 +253,7 @@ class MemoryStore(MemoryCatalog, PagedList, ListScans):
         """Write ``node`` if its version is current, and ``history`` under the same lock."""
         # First: a node that cannot be stored changes nothing. A stored snapshot (read
         # without the lock: any was checked) spares the checks of the fields it shares.
-        stored = self._nodes.get(node.uuid)
+        stored = self._nodes.get(node.uuid) if type(node.uuid) is str else None
         try:
             data = freeze_checked(node, None if stored is None else stored.frozen)
         except (TypeError, ValueError, RecursionError):
