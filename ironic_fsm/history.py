@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import random as _random
 import struct
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Final
 
 import attrs
@@ -55,6 +55,7 @@ POWER: Final = "power"
 MAINTENANCE: Final = "maintenance"
 CONDUCTOR: Final = "conductor"
 
+_UTC: Final = timezone.utc
 #: Longest text of the bounded fields (Ironic's column widths).
 _WIDTHS: Final = {"event_type": 255, "conductor": 255, "user": 64}
 
@@ -171,9 +172,11 @@ def check_entry(entry: HistoryEntry) -> None:
     """
     if type(entry) is HistoryEntry:
         uuid, node_uuid, event_type = entry.uuid, entry.node_uuid, entry.event_type
-        conductor = "" if entry.conductor is None else entry.conductor
-        user = "" if entry.user is None else entry.user
-        created = entry.created_at
+        conductor, user, created = entry.conductor, entry.user, entry.created_at
+        if conductor is None:
+            conductor = ""
+        if user is None:
+            user = ""
         try:  # join refuses anything but text, in C
             text = "".join((uuid, node_uuid, entry.event, event_type, conductor, user))
         except TypeError:
@@ -187,7 +190,7 @@ def check_entry(entry: HistoryEntry) -> None:
             and len(user) <= 64
             and entry.severity in SEVERITIES
             and type(created) is datetime
-            and created.utcoffset() is not None
+            and (created.tzinfo is _UTC or created.utcoffset() is not None)  # the usual zone first
         ):
             return
     refusal = _refusal(entry)

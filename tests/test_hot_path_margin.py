@@ -10,7 +10,7 @@ those shortcuts where a wrong answer would show.
 from __future__ import annotations
 
 import uuid as _uuid
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Any
 
 import pytest
@@ -207,3 +207,28 @@ def test_keys_seen_plain_before_do_not_hide_a_new_secret_key() -> None:
     assert scrub_node(node, "as admin with k3y") == f"as admin with {MASK}"
     node.driver_info = {"ipmi_address": {"password": "nested-pw"}}
     assert scrub_node(node, "nested-pw") == MASK
+
+
+class _NoOffset(tzinfo):
+    """A zone that knows no offset: its times are naive, whatever ``tzinfo`` says."""
+
+    def utcoffset(self, dt: datetime | None) -> None:
+        return None
+
+    def dst(self, dt: datetime | None) -> None:
+        return None
+
+    def tzname(self, dt: datetime | None) -> str:
+        return "nowhere"
+
+
+def test_history_entries_other_than_utc_are_checked_by_their_offset() -> None:
+    store = MemoryStore()
+    node = _stored(store)
+    plus_two = datetime(2026, 1, 1, tzinfo=timezone(timedelta(hours=2)))
+    store.add_history([h.new_entry(node.uuid, plus_two, h.INFO, h.POWER, "fine")])
+    with pytest.raises(InvalidParameterValue, match="created_at"):
+        store.add_history(
+            [h.new_entry(node.uuid, datetime(2026, 1, 1, tzinfo=_NoOffset()), h.INFO, h.POWER, "x")]
+        )
+    assert [e.event for e in store.node_history(node.uuid)] == ["fine"]
