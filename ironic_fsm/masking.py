@@ -7,6 +7,7 @@ matching how operators name such things in ``driver_info``.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final
 
 __all__ = ["MASK", "SECRET_MARKERS", "is_secret_key", "mask_secrets", "scrub", "secret_values"]
@@ -41,21 +42,63 @@ def mask_secrets(value: Any) -> Any:
 def secret_values(*containers: Any) -> set[str]:
     """Every secret string value (at any depth) in the given dicts."""
     found: set[str] = set()
-
-    def walk(value: Any) -> None:
-        if isinstance(value, dict):
-            for k, v in value.items():
-                if is_secret_key(k) and isinstance(v, (str, bytes)) and len(v) >= 3:
-                    found.add(v.decode(errors="replace") if isinstance(v, bytes) else v)
-                else:
-                    walk(v)
-        elif isinstance(value, (list, tuple)):
-            for v in value:
-                walk(v)
-
     for container in containers:
-        walk(container)
+        flat = _flat_secrets(container)
+        if flat is None:
+            _walk(container, found)
+        else:
+            found.update(flat)
     return found
+
+
+def _walk(value: Any, found: set[str]) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if is_secret_key(k) and isinstance(v, (str, bytes)) and len(v) >= 3:
+                found.add(v.decode(errors="replace") if isinstance(v, bytes) else v)
+            else:
+                _walk(v, found)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _walk(v, found)
+
+
+#: Any secret marker, found in a dict's keys joined by newlines (no marker holds one).
+_MARKED: Final = re.compile("|".join(map(re.escape, SECRET_MARKERS)))
+#: Values that hold no other value: a dict of only these has no secret deeper down.
+_FLAT: Final = frozenset({str, int, float, bool, type(None)})
+_NONE: Final[frozenset[str]] = frozenset()
+#: Keys already seen to name no secret (a fleet's dicts share a handful), up to a bound.
+_PLAIN_KEYS: set[str] = set()
+_PLAIN_KEYS_MAX: Final = 4096
+
+
+def _flat_secrets(container: object) -> frozenset[str] | None:
+    """The secrets of a flat dict of text keys, cheaply; ``None``: anything else (walk it).
+
+    Scrubbing runs on every error text and history entry: most nodes' dicts
+    are flat and name no secret, which keys seen before tell in one set
+    lookup, and new ones joined in one string (one search, in C).
+    """
+    if type(container) is not dict:
+        return None
+    if not container:
+        return _NONE
+    if not _FLAT.issuperset(map(type, container.values())):
+        return None
+    if _PLAIN_KEYS.issuperset(container):
+        return _NONE
+    try:
+        keys = "\n".join(container)
+    except TypeError:  # a key that is not text
+        return None
+    if _MARKED.search(keys.lower()) is None:
+        if len(_PLAIN_KEYS) < _PLAIN_KEYS_MAX and all(type(k) is str for k in container):
+            _PLAIN_KEYS.update(container)
+        return _NONE
+    return frozenset(
+        v for k, v in container.items() if type(v) is str and len(v) >= 3 and is_secret_key(k)
+    )
 
 
 def scrub(text: str, secrets: set[str]) -> str:

@@ -22,7 +22,7 @@ from ironic_fsm.exceptions import (
     InvalidStateRequested,
     IronicFSMError,
 )
-from ironic_fsm.masking import SECRET_MARKERS, is_secret_key, scrub, secret_values
+from ironic_fsm.masking import scrub, secret_values
 from ironic_fsm.node import Node, is_uuid_like
 from ironic_fsm.stores import Store
 from ironic_fsm.stores.base import HistoryStore
@@ -77,55 +77,12 @@ def scrub_node(node: Node, text: str) -> str:
     NUL characters go too: no database stores them, and free text from a
     driver must never make a record unsaveable.
     """
-    info, instance = node.driver_info, node.instance_info
-    top = _flat_secrets(info)
-    other = _NO_SECRETS if type(instance) is dict and not instance else _flat_secrets(instance)
-    if top is None or other is None:
-        text = scrub(text, secret_values(info, instance))
-    elif top or other:
-        text = scrub(text, {*top, *other})
+    secrets = secret_values(node.driver_info, node.instance_info)
+    if secrets:
+        text = scrub(text, secrets)
     if text.count(node.uuid) > 1:
         text = _mention_node_once(node.uuid, text)
     return text.replace("\x00", "\\x00") if "\x00" in text else text
-
-
-#: Any secret marker, found in a dict's keys joined by newlines (no marker holds one).
-_MARKED: Final = re.compile("|".join(map(re.escape, SECRET_MARKERS)))
-#: Values that hold no other value: a dict of only these has no secret deeper down.
-_FLAT: Final = frozenset({str, int, float, bool, type(None)})
-_NO_SECRETS: Final[frozenset[str]] = frozenset()
-#: Keys already seen to name no secret (a fleet's dicts share a handful), up to a bound.
-_PLAIN_KEYS: set[str] = set()
-_PLAIN_KEYS_MAX: Final = 4096
-
-
-def _flat_secrets(container: object) -> frozenset[str] | None:
-    """:func:`~ironic_fsm.masking.secret_values` of a flat dict of text keys, cheaply.
-
-    Scrubbing runs on every error text and history entry: most nodes' dicts
-    are flat and name no secret, which keys seen before tell in one set
-    lookup, and new ones joined in one string (one search, in C). ``None``:
-    anything else, which the full walk reads.
-    """
-    if type(container) is not dict:
-        return None
-    if not container:
-        return _NO_SECRETS
-    if not _FLAT.issuperset(map(type, container.values())):
-        return None
-    if _PLAIN_KEYS.issuperset(container):
-        return _NO_SECRETS
-    try:
-        keys = "\n".join(container)
-    except TypeError:  # a key that is not text
-        return None
-    if _MARKED.search(keys.lower()) is None:
-        if len(_PLAIN_KEYS) < _PLAIN_KEYS_MAX and all(type(k) is str for k in container):
-            _PLAIN_KEYS.update(container)
-        return _NO_SECRETS
-    return frozenset(
-        v for k, v in container.items() if type(v) is str and len(v) >= 3 and is_secret_key(k)
-    )
 
 
 def _mention_node_once(uuid: str, text: str) -> str:
