@@ -88,18 +88,21 @@ class Work(Recovery):
     def _claimable(self, limit: int | None) -> list[str]:
         """The queued nodes this conductor owns, oldest first, at most ``limit``."""
         queue, whole = self._queue_head(limit)
-        mine = [q.uuid for q in queue if self.owns(q.uuid, q.driver, q.conductor_group)]
+        mine = self._mine(queue)
         if not whole and len(mine) < (limit or 0):
             # The head of the queue is mostly others': what is ours may be further back.
             queue = queued_work(self.store, WORKING_STATES)
-            mine = [q.uuid for q in queue if self.owns(q.uuid, q.driver, q.conductor_group)]
+            mine = self._mine(queue)
         if queue and not mine:
             # Rings younger than heartbeat_interval are trusted as they are: reading the
             # registry on every wake was a round trip per claim. Only when all the queue
             # looks like others' is a rebalance worth looking for now.
             self.refresh_ring()
-            mine = [q.uuid for q in queue if self.owns(q.uuid, q.driver, q.conductor_group)]
+            mine = self._mine(queue)
         return mine[:limit]
+
+    def _mine(self, queue: list[QueuedNode]) -> list[str]:
+        return [q.uuid for q in queue if self.owns(q.uuid, q.driver, q.conductor_group)]
 
     def _queue_head(self, limit: int | None) -> tuple[list[QueuedNode], bool]:
         """The oldest queued nodes, enough for ``limit`` of ours; and whether that is all.
