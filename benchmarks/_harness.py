@@ -31,6 +31,7 @@ __all__ = [
     "fmt_ns",
     "fmt_ratio",
     "measure",
+    "measure_abba",
     "traced_bytes",
 ]
 
@@ -94,6 +95,29 @@ def measure(cases: Sequence[Case], repeats: int, warmup: int = 1) -> dict[str, T
         )
         for case in cases
     }
+
+
+def measure_abba(
+    pair: tuple[Case, Case], repeats: int, warmup: int = 1
+) -> list[tuple[float, float]]:
+    """ns per operation of both cases of ``pair``, pass by pass, in ABBA order.
+
+    For a ratio of two cases that share a store: whichever runs second inherits the
+    background work of the one before it (on PostgreSQL, WAL flushes, the checkpointer,
+    autovacuum), so each goes first in half of the passes.
+    """
+    for _ in range(warmup):
+        for case in pair:
+            _one_pass(case)
+    passes = []
+    for index in range(repeats):
+        if index % 2:
+            second = _one_pass(pair[1])
+            passes.append((_one_pass(pair[0]), second))
+        else:
+            first = _one_pass(pair[0])
+            passes.append((first, _one_pass(pair[1])))
+    return passes
 
 
 def autosize(make: Callable[[int], Case], target_ms: float, max_units: int) -> Case:
