@@ -10,6 +10,7 @@ so that each upgrade is seen to keep all of it.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
@@ -161,6 +162,16 @@ def release_urls(
         yield as_release(url, release, fill)
 
 
+def release_fixture(release: int, fill: Callable[[SQLStore], None]) -> Any:
+    """The fixture ``v{release}_url``: :func:`release_urls` of ``release``, over both kinds."""
+
+    @pytest.fixture(params=["sqlite", "postgres"], name=f"v{release}_url")
+    def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+        yield from release_urls(request, tmp_path, release, fill)
+
+    return url
+
+
 def assert_old_records_kept(store: SQLStore) -> dict[str, Node]:
     """What ``fill_every_table`` wrote reads back as it was written; the nodes expected."""
     expected = {n.uuid: n for n in v5_nodes()}
@@ -188,6 +199,17 @@ def assert_a_failed_step_keeps(
         SQLStore(url)
     assert [view(url) for view in views] == before
     assert schema_version(url) == version
+
+
+def assert_failed_then_upgraded(
+    url: str, monkeypatch: pytest.MonkeyPatch, version: int, *views: Callable[[str], object]
+) -> None:
+    """:func:`assert_a_failed_step_keeps`, then the next opening upgrades the database and
+    the old records read back as they were written."""
+    assert_a_failed_step_keeps(url, monkeypatch, version, *views)
+    monkeypatch.undo()
+    with SQLStore(url) as store:
+        assert_old_records_kept(store)
 
 
 def assert_reopening_keeps(url: str, view: Callable[[str], object], seen: object) -> None:
@@ -324,3 +346,37 @@ CHANGED_BY_V9: Final = frozenset({
 def kept_by_v9(indexes: dict[str, str]) -> dict[str, str]:
     """``indexes`` (name: definition) but those schema 9 changes."""
     return {name: text for name, text in indexes.items() if name not in CHANGED_BY_V9}
+
+
+def nodes_since_v9(columns: tuple[str, ...]) -> str:
+    """Every column of a node row in a schema (9 or later) whose node columns are ``columns``."""
+    return (
+        f"SELECT uuid, {', '.join(columns)}, history_entries, history_last_seq, "
+        "version, seq, created_at, data FROM nodes"
+    )
+
+
+def fill_since_v9(columns: tuple[str, ...]) -> Callable[[SQLStore], None]:
+    """What a release of schema 9 or later left, its nodes written with ``columns``: a
+    reservation, a heartbeat, a conductor, HELD's history counted in its row, a power-sync
+    time."""
+
+    def fill(store: SQLStore) -> None:
+        create_with(store, columns, *v5_nodes())
+        store.reserve(HELD, HOLDER)
+        store.heartbeat(HOLDER, T0 + timedelta(seconds=5))
+        store.register_conductor(CONDUCTOR)
+        store.add_history([entry(1), entry(2)])
+        store.mark_power_synced([FREE], T0 + timedelta(minutes=1))
+
+    return fill
+
+
+def commit_frames(store: SQLStore, path: Path, node: Node, history: list[HistoryEntry]) -> int:
+    """The WAL frames (pages) of one save's commit: ``node``, its maintenance flipped, with
+    ``history``, on the SQLite file at ``path`` (checkpointed first, so the WAL holds only it)."""
+    with store.connection() as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    node.maintenance = not node.maintenance
+    store.save(node, history=history)
+    return (os.path.getsize(f"{path}-wal") - 32) // (4096 + 24)

@@ -19,6 +19,7 @@ from ironic_fsm.exceptions import ConcurrentUpdate, InvalidParameterValue
 from ironic_fsm.history import new_entry
 from ironic_fsm.node import Node
 from ironic_fsm.stores import MemoryStore, SQLStore, Store
+from ironic_fsm.stores._schema import HISTORY_INDEXED_OVER
 from ironic_fsm.stores.base import HistoryStore, save_with_history
 
 UTC = timezone.utc
@@ -218,16 +219,18 @@ def _trim_cost(tmp_path: Path, fleet: int) -> tuple[int, list[str]]:
         for node in nodes:  # every node has some history, under the limit
             store.add_history([entry(node, 0), entry(node, 1)])
         busy = nodes[fleet // 2]
-        store.add_history([entry(busy, m) for m in range(2, 12)])  # 12: 7 over the limit of 5
+        limit = HISTORY_INDEXED_OVER + 5  # the count's index holds the nodes over 100
+        store.add_history([entry(busy, m) for m in range(2, limit + 7)])  # 7 over the limit
         _Counting.statements = []
-        assert store.trim_history(5, before=None, limit=1000) == 7
+        assert store.trim_history(limit, before=None, limit=1000) == 7
         statements = list(_Counting.statements)
+        assert store._q_history_over in statements
         with store.connection() as conn:
-            plan = conn.execute("EXPLAIN QUERY PLAN " + store._q_history_over, (5,)).fetchall()
+            plan = conn.execute("EXPLAIN QUERY PLAN " + store._q_history_over, (limit,)).fetchall()
             trim_plan = conn.execute(
                 "EXPLAIN QUERY PLAN " + store._q_history_trim, (busy.uuid, "9999", 7)
             ).fetchall()
-        assert len(store.node_history(busy.uuid)) == 5
+        assert len(store.node_history(busy.uuid)) == limit
     details = [str(row[-1]) for row in (*plan, *trim_plan)]
     return len(statements), details
 

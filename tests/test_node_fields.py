@@ -10,31 +10,26 @@ from __future__ import annotations
 
 import json
 import uuid as uuidlib
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
+from functools import partial
 from typing import Any
 
 import pytest
 from helpers import Clock, make_conductor, new_node
 from old_schema import (
     COLUMNS_BEFORE_V9,
-    CONDUCTOR,
     FREE,
     HELD,
-    HOLDER,
     SYNCED,
-    T0,
-    assert_a_failed_step_keeps,
+    assert_failed_then_upgraded,
     assert_old_records_kept,
     assert_reopening_keeps,
-    create_with,
-    entry,
     every_row,
+    fill_since_v9,
+    nodes_since_v9,
     raw_rows,
-    release_urls,
+    release_fixture,
     schema_version,
-    v5_nodes,
 )
 from test_store_migration_v7 import indexes
 
@@ -340,31 +335,12 @@ def test_stores_keep_the_new_fields_beside_the_record(store: Store) -> None:
 # -- schema 10: a v9 database upgraded in place -------------------------------------------
 
 #: Every column of a node row in schema 9.
-NODES_OF_V9 = (
-    f"SELECT uuid, {', '.join(COLUMNS_BEFORE_V9)}, history_entries, history_last_seq, "
-    "version, seq, created_at, data FROM nodes"
-)
+NODES_OF_V9 = nodes_since_v9(COLUMNS_BEFORE_V9)
+_v9_rows = partial(every_row, nodes=NODES_OF_V9)
 
 
-def _fill_v9(store: SQLStore) -> None:
-    """What the v9 release left: nodes with its columns, a reservation, a heartbeat, a
-    conductor, history counted in the node rows, a power-sync time."""
-    create_with(store, COLUMNS_BEFORE_V9, *v5_nodes())
-    store.reserve(HELD, HOLDER)
-    store.heartbeat(HOLDER, T0 + timedelta(seconds=5))
-    store.register_conductor(CONDUCTOR)
-    store.add_history([entry(1), entry(2)])
-    store.mark_power_synced([FREE], T0 + timedelta(minutes=1))
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def v9_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A v9 database in a SQLite file, or in a private schema of the PostgreSQL server."""
-    yield from release_urls(request, tmp_path, 9, _fill_v9)
-
-
-def _v9_rows(url: str) -> dict[str, list[tuple[Any, ...]]]:
-    return every_row(url, NODES_OF_V9)
+#: A v9 database in a SQLite file, or in a private schema of the PostgreSQL server.
+v9_url = release_fixture(9, fill_since_v9(COLUMNS_BEFORE_V9))
 
 
 def test_v9_database_is_upgraded_to_v10_losing_nothing(v9_url: str) -> None:
@@ -389,7 +365,4 @@ def test_v9_database_is_upgraded_to_v10_losing_nothing(v9_url: str) -> None:
 def test_a_failed_v10_step_leaves_the_v9_database_as_it_was(
     v9_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert_a_failed_step_keeps(v9_url, monkeypatch, 9, _v9_rows, indexes)
-    monkeypatch.undo()
-    with SQLStore(v9_url) as store:  # and the next attempt upgrades it
-        assert_old_records_kept(store)
+    assert_failed_then_upgraded(v9_url, monkeypatch, 9, _v9_rows, indexes)

@@ -9,7 +9,6 @@ before), and counting entries never changes a node's version.
 
 from __future__ import annotations
 
-import os
 import statistics
 from collections.abc import Iterator
 from functools import partial
@@ -29,6 +28,7 @@ from old_schema import (
     add_history_before_v9,
     as_release,
     assert_a_failed_step_keeps,
+    commit_frames,
     entry,
     every_row,
     fill_every_table,
@@ -159,13 +159,7 @@ def test_sqlite_entry_costs_its_commit_three_pages(tmp_path: Path) -> None:
         nodes = [Node(name=f"n{i}", driver="fake-hardware") for i in range(60)]
         store.create_many(nodes)
 
-        def frames(node: Node, history: list[HistoryEntry]) -> int:
-            with store.connection() as conn:
-                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            node.maintenance = not node.maintenance
-            store.save(node, history=history)
-            return (os.path.getsize(f"{path}-wal") - 32) // (4096 + 24)
-
+        frames = partial(commit_frames, store, path)
         for i, node in enumerate(nodes):
             frames(node, [])  # the first save sets every column: not compared
             plain = frames(node, [])

@@ -17,6 +17,7 @@ import orjson
 
 from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.history import HistoryEntry
+from ironic_fsm.stores._schema import HISTORY_INDEXED_OVER
 from ironic_fsm.stores._statements import _SQLStatements
 from ironic_fsm.stores.base import check_history, check_time
 
@@ -154,14 +155,17 @@ class _SQLHistory(_SQLStatements):
 
         One transaction. Reads only the nodes over the limit (a range of the
         index on the nodes' history count) and, per node, the entries it deletes (a range of
-        ``(node_uuid, created_at, seq)``): the fleet's size does not count.
+        ``(node_uuid, created_at, seq)``): the fleet's size does not count. A limit under
+        :data:`~._schema.HISTORY_INDEXED_OVER` reads every node's count instead.
         """
         if before is not None:
             check_time(before, "before")
         cutoff = self._db.bind_time(before or _END)
         deleted = 0
         with self._db.transaction() as conn:
-            over = conn.execute(self._q_history_over, (max_entries,)).fetchall()
+            indexed = max_entries >= HISTORY_INDEXED_OVER
+            query = self._q_history_over if indexed else self._q_history_over_any
+            over = conn.execute(query, (max_entries,)).fetchall()
             for node_uuid, entries in over:
                 if deleted >= limit:
                     break

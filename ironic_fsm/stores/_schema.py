@@ -1,6 +1,6 @@
 """The SQL layout of :class:`~ironic_fsm.stores.sql.SQLStore`: tables, columns, migrations.
 
-Layout (schema version 10; a database of an earlier version is upgraded in
+Layout (schema version 11; a database of an earlier version is upgraded in
 place when opened, see "Migrations" below):
 
 * ``nodes``: one row per node. ``data`` holds
@@ -26,7 +26,9 @@ place when opened, see "Migrations" below):
   ``UPDATE``; counting alone leaves ``version`` as it is). Indexed on the
   count (``node_history_counts_entries_idx``, the name it had on v4's counts
   table), so that the periodic trim finds the nodes over the limit without
-  reading the others.
+  reading the others; since version 11 only the nodes with more than
+  :data:`HISTORY_INDEXED_OVER` entries, so that the saves of every other
+  node leave the index alone.
   ``shard`` and ``parent_node`` (version 10) are columns for their filters
   (``sharded`` is ``shard IS [NOT] NULL``; listings leave out child nodes
   with ``parent_node IS NULL``) and for counting the nodes of each shard.
@@ -473,6 +475,29 @@ def _v10_ddl(timestamp: str) -> list[str]:
     ]
 
 
+#: The history count's index holds only the nodes with more entries than this (schema 11):
+#: the trim finds nodes over a limit at least this high through it, and reads every node's
+#: count for a lower limit. Changing it takes a new schema version.
+HISTORY_INDEXED_OVER: Final = 100
+
+
+def _v11_ddl(timestamp: str) -> list[str]:
+    """Schema 11: the history count's index holds only the nodes near a limit.
+
+    Every save with history moves its node's count, and an index on the
+    count with it: on SQLite a page more in the commit, on PostgreSQL an
+    index entry more with every save of the node (an update that cannot
+    stay on its page enters the row in every index). Most nodes stay far
+    below Ironic's limit of 300 entries, and the trim looks only for nodes
+    over it, so the index leaves the others out.
+    """
+    return [
+        "DROP INDEX node_history_counts_entries_idx",
+        "CREATE INDEX node_history_counts_entries_idx ON nodes (history_entries) "
+        f"WHERE history_entries > {HISTORY_INDEXED_OVER}",
+    ]
+
+
 #: One schema step: DDL (given the dialect's timestamp type) or a function of the store
 #: and the connection, run in order.
 _Step = str | Callable[["SQLStore", Any], None]
@@ -488,6 +513,7 @@ MIGRATIONS: Final[dict[int, Callable[[str], builtins.list[_Step]]]] = {
     7: lambda timestamp: [*_v8_ddl(timestamp)],
     8: lambda timestamp: [*_v9_ddl(timestamp), _v9_sqlite_history],
     9: lambda timestamp: [*_v10_ddl(timestamp)],
+    10: lambda timestamp: [*_v11_ddl(timestamp)],
 }
 
 #: The schema version this code writes and understands.

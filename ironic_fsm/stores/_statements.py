@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from ironic_fsm.node import Node
 from ironic_fsm.stores._connect import _Database
-from ironic_fsm.stores._schema import _COLUMNS, _CREATED
+from ironic_fsm.stores._schema import _COLUMNS, _CREATED, HISTORY_INDEXED_OVER
 
 _HISTORY_FIELDS: Final = (
     "uuid, node_uuid, created_at, severity, event_type, event, conductor, username"
@@ -134,9 +134,15 @@ class _SQLStatements:
             f"SELECT {_HISTORY_FIELDS} FROM node_history WHERE node_uuid = {q} "
             "ORDER BY created_at, seq"
         )
+        # The index holds the nodes over HISTORY_INDEXED_OVER: a query may use it only if it
+        # says so in the index's own words; a lower limit reads every node's count.
         self._q_history_over = (
             "SELECT uuid, history_entries FROM nodes"
             f"{self._index_hint('node_history_counts_entries_idx')} WHERE history_entries > {q}"
+            f" AND history_entries > {HISTORY_INDEXED_OVER}"
+        )
+        self._q_history_over_any = (
+            f"SELECT uuid, history_entries FROM nodes WHERE history_entries > {q}"
         )
         # SQLite (v9): an entry's key is its rowid, its UUID is not indexed.
         key = "rowid" if self._db.name == "sqlite" else "uuid"
