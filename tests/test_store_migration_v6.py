@@ -9,10 +9,8 @@ SQLite file or in a private schema of the real PostgreSQL server.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from functools import partial
-from pathlib import Path
 
 import pytest
 from old_schema import (
@@ -27,7 +25,7 @@ from old_schema import (
     every_row,
     fill_every_table,
     raw_rows,
-    release_urls,
+    release_fixture,
     schema_version,
 )
 
@@ -35,12 +33,8 @@ from ironic_fsm.stores import SQLStore
 from ironic_fsm.stores.base import PowerSyncRow
 from ironic_fsm.stores.sql import SCHEMA_VERSION
 
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def v5_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A URL of a database in the v5 layout holding something in every table."""
-    fill = partial(fill_every_table, columns=COLUMNS_BEFORE_V6, synced=SYNCED)
-    yield from release_urls(request, tmp_path, 5, fill)
+#: A URL of a database in the v5 layout holding something in every table.
+v5_url = release_fixture(5, partial(fill_every_table, columns=COLUMNS_BEFORE_V6, synced=SYNCED))
 
 
 #: Every row of every v5 table, and every v5 column of ``nodes``.

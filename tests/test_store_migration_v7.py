@@ -10,7 +10,7 @@ PostgreSQL server. Version 7 changes two indexes and nothing else.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from functools import partial
 from pathlib import Path
@@ -32,7 +32,7 @@ from old_schema import (
     fill_every_table,
     kept_by_v9,
     raw_rows,
-    release_urls,
+    release_fixture,
     schema_version,
 )
 
@@ -46,10 +46,8 @@ PARTIAL = {"nodes_state_age_idx", "nodes_reservation_idx"}
 FILL_BEFORE_V8 = partial(fill_every_table, columns=COLUMNS_BEFORE_V8, synced=FREE)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def v6_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A v6 database in a SQLite file, or in a private schema of the PostgreSQL server."""
-    yield from release_urls(request, tmp_path, 6, FILL_BEFORE_V8)
+#: A v6 database in a SQLite file, or in a private schema of the PostgreSQL server.
+v6_url = release_fixture(6, FILL_BEFORE_V8)
 
 
 #: Every row of every table, every column of ``nodes`` that v8 keeps as it was.

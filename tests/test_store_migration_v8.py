@@ -9,8 +9,6 @@ filters, pushed down by every store.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +22,7 @@ from old_schema import (
     assert_reopening_keeps,
     kept_by_v9,
     raw_rows,
-    release_urls,
+    release_fixture,
     schema_version,
 )
 from test_store_migration_v7 import FILL_BEFORE_V8, everything, indexes
@@ -35,10 +33,8 @@ from ironic_fsm.stores import SQLStore, Store, sql
 INSTANCE = "6d9f2e3a-0c1b-4e5f-8a7b-9c0d1e2f3a4b"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def v7_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A v7 database in a SQLite file, or in a private schema of the PostgreSQL server."""
-    yield from release_urls(request, tmp_path, 7, FILL_BEFORE_V8)
+#: A v7 database in a SQLite file, or in a private schema of the PostgreSQL server.
+v7_url = release_fixture(7, FILL_BEFORE_V8)
 
 
 def test_v7_database_is_upgraded_to_v8_losing_nothing(v7_url: str) -> None:

@@ -10,7 +10,6 @@ before), and counting entries never changes a node's version.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,7 @@ from old_schema import (
     every_row,
     fill_every_table,
     raw_rows,
-    release_urls,
+    release_fixture,
     schema_version,
     v5_nodes,
 )
@@ -68,10 +67,8 @@ def fill_as_v8(store: SQLStore) -> None:
         conn.execute(f"UPDATE node_history_counts SET entries = 2 WHERE node_uuid = {q}", (HELD,))
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def v8_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A v8 database in a SQLite file, or in a private schema of the PostgreSQL server."""
-    yield from release_urls(request, tmp_path, 8, fill_as_v8)
+#: A v8 database in a SQLite file, or in a private schema of the PostgreSQL server.
+v8_url = release_fixture(8, fill_as_v8)
 
 
 #: Every row of the tables v9 keeps, and every v8 column of ``nodes``.
