@@ -56,10 +56,11 @@ _WAKE: Final = attrgetter("wake")
 _WAITING: Final = WAIT_UNTIL_SUFFIX + "\n"
 
 
-def _frozen(node: Node) -> Snapshot:
-    """A new node's snapshot, every field checked; a refusal names the field."""
+def _frozen(node: Node, since: Snapshot | None = None) -> Snapshot:
+    """The node's snapshot, its fields checked but those that are ``since``'s very objects
+    (checked when that was stored); a refusal names the field."""
     try:
-        data = freeze_checked(node, None)
+        data = freeze_checked(node, since)
     except (TypeError, ValueError, RecursionError):
         data = None
     return snapshot(node) if data is None else data
@@ -254,12 +255,7 @@ class MemoryStore(MemoryCatalog, PagedList, ListScans):
         # First: a node that cannot be stored changes nothing. A stored snapshot (read
         # without the lock: any was checked) spares the checks of the fields it shares.
         stored = self._nodes.get(node.uuid) if type(node.uuid) is str else None
-        try:
-            data = freeze_checked(node, None if stored is None else stored.frozen)
-        except (TypeError, ValueError, RecursionError):
-            data = None
-        if data is None:
-            data = snapshot(node)  # raises, naming the field
+        data = _frozen(node, None if stored is None else stored.frozen)
         if history:
             check_history(history, node)
         with self._lock:
