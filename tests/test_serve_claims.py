@@ -297,6 +297,20 @@ def test_queued_work_with_a_limit_gives_only_the_oldest_of_the_queue(any_store: 
     assert [q.uuid for q in whole] == [*by_age, never.uuid]
 
 
+def test_queued_work_on_a_store_of_the_first_release_reads_its_list() -> None:
+    """No scans of its own: the free working nodes of ``list()``, in its order, capped."""
+    from test_store_scans import _OldStore
+
+    store = _OldStore()
+    working = [Node(driver=HW, provision_state=states.DEPLOYING) for _ in range(3)]
+    for node in [*working, Node(driver=HW, provision_state=states.ACTIVE)]:
+        store.create(node)
+    store.reserve(working[1].uuid, "someone")
+    free = [QueuedNode(n.uuid, HW, "") for n in (working[0], working[2])]
+    assert queued_work(store, WORKING_STATES) == free
+    assert queued_work(store, WORKING_STATES, limit=1) == free[:1]
+
+
 def test_reserve_queued_refuses_a_bad_holder_and_reserves_nothing(tmp_path: Path) -> None:
     with SQLStore(f"sqlite:///{tmp_path / 'holder.sqlite'}") as store:
         node = Node(driver=HW, provision_state=states.VERIFYING)

@@ -84,10 +84,11 @@ def queued_work(
         return store.queued_work(states) if limit is None else store.queued_work(states, limit)
     scan = getattr(store, "in_states", None)  # a ScanningStore's (base is not imported here)
     if callable(scan):
-        nodes: builtins.list[Node] = scan(states, reservation=None)
+        nodes: builtins.list[Node] = scan(states, reservation=None, limit=limit)
     else:
-        nodes = [n for n in store.list() if n.provision_state in states and n.reservation is None]
-    return [QueuedNode(n.uuid, n.driver, n.conductor_group) for n in nodes[:limit]]
+        every = store.list()
+        nodes = [n for n in every if n.provision_state in states and n.reservation is None][:limit]
+    return [QueuedNode(n.uuid, n.driver, n.conductor_group) for n in nodes]
 
 
 def reserve_queued(
