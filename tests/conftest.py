@@ -26,7 +26,12 @@ from urllib.parse import quote
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))  # makes `import pgserver` work anywhere
+# tests/ holds the shared helpers (`import pgserver`, `from helpers import ...`),
+# and each area folder its test modules, which pytest imports by their bare
+# names (no __init__.py: basenames are unique across folders). Every folder
+# goes on the path so that a test module may borrow another area's fixture.
+sys.path.insert(0, str(Path(__file__).parent))
+sys.path.extend(str(d) for d in Path(__file__).parent.glob("*") if any(d.glob("test_*.py")))
 
 from pgserver import PostgresServer
 

@@ -426,7 +426,7 @@ def test_bmc_fleet_to_active_and_back_to_available(
 
 
 def test_the_shipped_example_and_schema_are_valid() -> None:
-    example = Path(__file__).parent.parent / "examples" / "fleet.yaml"
+    example = Path(__file__).parents[2] / "examples" / "fleet.yaml"
     env = {"IPMI_PASSWORD": "ipmi-pw", "REDFISH_PASSWORD": "redfish-pw"}
     fleet = fleetfile.load_fleet(
         example.read_text(encoding="utf-8"), source=str(example), env=env, conductor=Conductor()

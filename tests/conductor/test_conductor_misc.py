@@ -733,7 +733,7 @@ def test_operations_release_the_reservation() -> None:
 
 
 def test_quickstart_main_ends_in_available(capsys: pytest.CaptureFixture[str]) -> None:
-    path = Path(__file__).parent.parent / "examples" / "quickstart.py"
+    path = Path(__file__).parents[2] / "examples" / "quickstart.py"
     spec = importlib.util.spec_from_file_location("quickstart_example", path)
     assert spec is not None
     assert spec.loader is not None

@@ -13,7 +13,7 @@ import pytest
 from ironic_fsm import states
 from ironic_fsm.stores import SQLStore
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/: crash_worker
 import crash_worker
 
 

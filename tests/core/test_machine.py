@@ -14,7 +14,7 @@ from ironic_fsm.exceptions import InvalidDefinition, InvalidState, IronicFSMErro
 from ironic_fsm.machine import FLOW_EVENTS, LIFECYCLE, Lifecycle, StateSpec, Transition
 from ironic_fsm.node import Node
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 def _read(name: str) -> list[dict[str, str]]:

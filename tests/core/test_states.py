@@ -9,7 +9,7 @@ import pytest
 
 from ironic_fsm import states
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 def _states_table() -> list[dict[str, str]]:

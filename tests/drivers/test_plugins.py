@@ -20,7 +20,7 @@ from ironic_fsm import states
 from ironic_fsm.exceptions import DriverNotFound, MissingDependency
 from ironic_fsm.hardware import installed_hardware_types, load_hardware_type, load_interface
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = ROOT / "examples" / "plugin_package"
 
 

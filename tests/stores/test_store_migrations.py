@@ -34,7 +34,7 @@ from ironic_fsm.stores.base import ConductorRecord, Reserved
 from ironic_fsm.stores.sql import MIGRATIONS, SCHEMA_VERSION
 
 UTC = timezone.utc
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 OLD_RICH = "11111111-1111-4111-8111-111111111111"
 OLD_RESERVED = "22222222-2222-4222-8222-222222222222"
 BUSY = "33333333-3333-4333-8333-333333333333"
