@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from ironic_fsm import Node, states
 
 EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.py"))
 
@@ -36,3 +39,20 @@ def test_quickstart_story() -> None:
     assert any("--done--> active" in line for line in lines)
     assert "vendor.log_passthrough" in done.stdout
     assert lines[-1].endswith("is 'available', power 'power off'")
+
+
+def test_quickstart_main_ends_in_available(capsys: pytest.CaptureFixture[str]) -> None:
+    path = Path(__file__).parents[2] / "examples" / "quickstart.py"
+    spec = importlib.util.spec_from_file_location("quickstart_example", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    node = module.main()
+    assert isinstance(node, Node)
+    assert node.provision_state == states.AVAILABLE
+    assert node.target_provision_state is None
+    assert node.last_error is None
+    out = capsys.readouterr().out
+    assert "vendor.log_passthrough" in out
+    assert "deploy.deploy" in out
