@@ -67,7 +67,7 @@ def api_in_process(db: Path, **options: Any) -> Iterator[tuple[Conductor, ApiSer
 
 
 def cli_env(url: str, **extra: str) -> dict[str, str]:
-    """The environment of an ``openstack`` run against ``url`` without auth (reference §9)."""
+    """The environment of an ``openstack`` run on ``url`` without auth (docs/api-server.rst)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
     env.update(OS_AUTH_TYPE="none", OS_ENDPOINT=url, **extra)
     return env

@@ -455,7 +455,7 @@ class FlakyRescue(FakeRescue):
 
 
 class DeployStepsBIOS(BIOSInterface):
-    """Deploy steps for the template/user override example of the reference."""
+    """Deploy steps whose priorities templates and user steps override in the deploy tests."""
 
     b1 = recording_step("b1", deploy_step(priority=0))
     b2 = recording_step("b2", deploy_step(priority=0))

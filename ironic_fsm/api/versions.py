@@ -1,6 +1,6 @@
 """Microversions: which version a request asked for, and the documents that advertise them.
 
-Clients negotiate from the headers alone (``reference/ironic-api.md`` §1):
+Clients negotiate from the headers alone (docs/api-server.rst, "Versions"):
 keystoneauth sends both headers, ironicclient starts with ``latest``-like
 numbers and falls back to the range it reads from the 406 response, so
 the range headers go on every response, errors included.

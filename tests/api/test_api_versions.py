@@ -1,4 +1,4 @@
-"""Version discovery and microversion negotiation, over plain HTTP (reference §1, §2)."""
+"""Version discovery and microversion negotiation, over plain HTTP (docs/api-server.rst)."""
 
 from __future__ import annotations
 

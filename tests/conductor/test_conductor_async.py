@@ -1,8 +1,8 @@
 """Conductor: asynchronous steps, continuation, abort, hold/unhold, wait and timeouts.
 
-DESIGN §2 (explicit flow targets survive wait/hold/unhold/resume/abort/fail),
-§4 (reserved steps hold/wait honoured), §6 (continue_node_*, check_timeouts);
-reference §8, §9, §10.
+Explicit flow targets survive wait/hold/unhold/resume/abort/fail (docs/states.rst,
+"Target bookkeeping"); the reserved steps hold and wait are honoured (docs/steps.rst);
+``continue_node_*``, abort and ``check_timeouts`` as docs/operator.rst describes them.
 """
 
 from __future__ import annotations
@@ -270,7 +270,7 @@ def test_hold_and_unhold(phase: PhaseCase) -> None:
     conductor.do_provisioning_action(node.uuid, "unhold")
     node = conductor.get_node(node.uuid)
     # Ironic 39 ends a manual clean in available here (target lost) and a
-    # service in service failed (bug 4 of the reference); the contract does not.
+    # service in service failed (its unhold loses the target); ironic_fsm does not.
     assert node.provision_state == phase.done
     assert node.target_provision_state is None
     assert node.last_error is None

@@ -1,6 +1,7 @@
 """Conductor: automated and manual cleaning, runbooks.
 
-DESIGN §4, §5, §6; reference §4, §5, §10, §12.
+What docs/cleaning.rst describes, section by section: when and which steps,
+runbooks, manual cleaning, validation, waiting, aborting and failures.
 """
 
 from __future__ import annotations
@@ -644,7 +645,7 @@ def test_step_vendor_steps_are_all_manual_only() -> None:
     assert all(info.priority == 0 for info in StepVendor.step_definitions["clean"])
 
 
-# -- automated cleaning by runbook (reference §12) -------------------------------------------------
+# -- automated cleaning by runbook (docs/cleaning.rst) ---------------------------------------------
 
 
 def test_automated_cleaning_by_runbook() -> None:

@@ -1,6 +1,7 @@
 """Conductor: deploying, rebuilding, deploy templates, user deploy steps.
 
-DESIGN §5, §6; reference §6.
+The merge of driver, template and user steps is the one docs/steps.rst
+describes ("Planning rules"); deploy steps and templates in docs/operator.rst.
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ def test_instance_traits_must_be_node_traits() -> None:
 
 
 def test_user_deploy_steps_override_templates_and_driver() -> None:
-    # The reference's worked example (ironic-behaviour.md §6):
+    # Every source overriding another, as Ironic merges them (docs/steps.rst):
     # driver b1=0 b2=0 b3=70 b4=100 deploy=100; template b1=90 b2=10; user b2=95 b3=0.
     conductor, node = _templated_node()
     conductor.do_provisioning_action(

@@ -268,7 +268,7 @@ def test_secrets_never_leak(caplog: pytest.LogCaptureFixture) -> None:
 
 
 def test_secret_quoted_by_a_failing_step_is_not_repeated(caplog: pytest.LogCaptureFixture) -> None:
-    # DESIGN §3: secrets never appear in logs, events or error messages,
+    # docs/driver-author.rst: secrets never appear in logs, events or error messages,
     # even when a careless driver quotes one in its exception.
     caplog.set_level(logging.DEBUG)
     recorder = Recorder()

@@ -39,7 +39,7 @@ def test_executor_runs_the_flow_in_the_background() -> None:
 
 
 def test_node_busy_in_the_background_is_locked_for_the_same_conductor() -> None:
-    # DESIGN §6: a busy node raises NodeLocked. The worker holds the node's
+    # docs/embedding.rst: a busy node raises NodeLocked. The worker holds the node's
     # reservation until it finishes; another request, even from the same
     # conductor, must not slip in (Ironic's reserve_node refuses any
     # existing reservation, its own host's included).

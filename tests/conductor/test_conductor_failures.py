@@ -1,4 +1,4 @@
-"""Conductor: failure states reached by real flows, and the way out of each (reference §10, §13).
+"""Conductor: failure states reached by real flows, and the way out of each (docs/operator.rst).
 
 Each failure state is reached by running a flow that fails (not by import),
 then every verb is tried on a fresh copy: exactly the verbs of

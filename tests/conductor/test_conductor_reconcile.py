@@ -1,4 +1,4 @@
-"""Conductor.reconcile: one verb per call toward a wanted state (issue 12, DESIGN §11).
+"""Conductor.reconcile: one verb per call toward a wanted state (issue 12, docs/embedding.rst).
 
 Every test drives real flows on the test hardware, on MemoryStore and on a
 SQLite file (``conductor_store``), and checks what the store holds after

@@ -1,6 +1,6 @@
 """The conductor's listing pages through the store; its periodic scans read only candidates.
 
-DESIGN §11: ``Conductor.list_nodes`` takes ``limit``, ``marker``,
+``Conductor.list_nodes`` takes ``limit``, ``marker``,
 ``sort_key`` and ``sort_dir`` (on every store); ``recover()`` and
 ``check_timeouts()`` decode no node when nothing is due, on a SQLite fleet
 of thousands, and act on exactly the nodes that are due.

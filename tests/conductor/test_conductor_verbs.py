@@ -1,9 +1,10 @@
-"""Conductor: which user verb each provision state accepts (DESIGN §2, §6; api_verb_matrix.tsv).
+"""Conductor: which user verb each provision state accepts (docs/userguide.rst).
 
 Every state of the lifecycle x every verb of ``states.VERBS``: a node is
 imported directly in the state and the verb is requested. Where the matrix
-has a target, the verb is accepted and the node's first transition lands
-on that target (flows run synchronously, so the node may go further);
+(data/api_verb_matrix.tsv) has a target, the verb is accepted and the
+node's first transition lands on that target (flows run synchronously, so
+the node may go further);
 elsewhere the conductor refuses with ``InvalidStateRequested`` naming the
 verb, node and state, and the node is left exactly as it was.
 """

@@ -1,4 +1,4 @@
-"""ironic_fsm.config: Ironic's option names and defaults (DESIGN §6)."""
+"""ironic_fsm.config: Ironic's option names and defaults (docs/userguide.rst)."""
 
 from __future__ import annotations
 
@@ -146,7 +146,7 @@ def test_configs_compare_by_value() -> None:
     assert Config(host="h") != Config(host="h", automated_clean=False)
 
 
-# -- fleet options (DESIGN §11): Ironic's names and defaults --------------------------------
+# -- fleet options (docs/fleet.rst): Ironic's names and defaults -----------------------------------
 
 #: Ironic's periodic and conductor options, with Ironic's defaults.
 FLEET_DEFAULTS = {

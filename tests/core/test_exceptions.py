@@ -1,4 +1,4 @@
-"""ironic_fsm.exceptions: one root, messages first, details as attributes (DESIGN §9)."""
+"""ironic_fsm.exceptions: one root, messages first, details as attributes (docs/errors.rst)."""
 
 from __future__ import annotations
 

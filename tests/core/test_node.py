@@ -1,4 +1,4 @@
-"""ironic_fsm.node: the node record, its JSON form and secret masking (DESIGN §3)."""
+"""ironic_fsm.node: the node record, its JSON form and secret masking (docs/userguide.rst)."""
 
 from __future__ import annotations
 

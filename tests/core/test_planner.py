@@ -1,4 +1,4 @@
-"""ironic_fsm.planner: gathering, ordering and validating steps (DESIGN §5)."""
+"""ironic_fsm.planner: gathering, ordering and validating steps (docs/steps.rst)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The package root: one public namespace, cheap to import (DESIGN preamble, §1)."""
+"""The package root: one public namespace, cheap to import (docs/api.rst)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ironic_fsm.states: Ironic's constants, state sets and verbs (DESIGN §2)."""
+"""ironic_fsm.states: Ironic's constants, state sets and verbs (docs/states.rst)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ironic_fsm.steps: decorators validated at decoration time (DESIGN §4)."""
+"""ironic_fsm.steps: decorators validated at decoration time (docs/steps.rst)."""
 
 from __future__ import annotations
 

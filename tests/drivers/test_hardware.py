@@ -1,4 +1,4 @@
-"""ironic_fsm.hardware and drivers.fake: hardware types and plugin loading (DESIGN §4b, §6)."""
+"""ironic_fsm.hardware and drivers.fake: hardware types and plugin loading (docs/steps.rst)."""
 
 from __future__ import annotations
 

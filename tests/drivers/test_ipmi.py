@@ -1,4 +1,4 @@
-"""The ``ipmi`` hardware type against a real IPMI peer on 127.0.0.1 (DESIGN §4b).
+"""The ``ipmi`` hardware type against a real IPMI peer on 127.0.0.1 (docs/drivers/ipmi.rst).
 
 Every test that talks to a BMC talks to :mod:`ironic_fsm.testing.ipmi_bmc`, a pyghmi
 server in a child process, over real UDP; nothing in pyghmi is mocked. The

@@ -1,4 +1,4 @@
-"""The conductor registry (DESIGN §11): register, heartbeat, go offline, see each other.
+"""The conductor registry (docs/operator.rst): register, heartbeat, go offline, see each other.
 
 On every store (``store``: memory, a SQLite file, the real PostgreSQL),
 through the store's methods and through :class:`Conductor`, with the

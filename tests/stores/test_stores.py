@@ -147,7 +147,7 @@ def test_list_filters(store: Store) -> None:
 
 
 def test_list_is_in_created_at_order_then_creation_order(store: Store) -> None:
-    # The contract's default sort_key (DESIGN §11); an imported record keeps its age.
+    # The default sort_key (docs/embedding.rst, list_nodes); an imported record keeps its age.
     now = datetime.now(UTC)
     older = [make(store, created_at=now - timedelta(days=i)) for i in range(1, 5)]
     same = [make(store, created_at=now - timedelta(days=9)) for _ in range(3)]  # ties
