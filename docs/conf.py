@@ -73,7 +73,7 @@ lifecycle_diagram_dot = "dot"
 html_theme = "alabaster"
 html_title = f"ironic_fsm {release}"
 html_theme_options = {
-    "description": "OpenStack Ironic's node lifecycle as a library",
+    "description": "OpenStack Ironic's node lifecycle: a library, a service and its API",
     "fixed_sidebar": True,
     "page_width": "1100px",
     "sidebar_width": "230px",
