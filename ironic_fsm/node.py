@@ -18,7 +18,10 @@ from typing import Any, Final
 import attrs
 import orjson
 
-from ironic_fsm import _node_fields, states
+from ironic_fsm import _node_codec, _node_fields, states
+from ironic_fsm._node_codec import NOT_EXACT as _NOT_EXACT
+from ironic_fsm._node_codec import Snapshot
+from ironic_fsm._node_codec import dumps as _dumps
 from ironic_fsm._node_fields import (
     _CANONICAL_UUID,
     _TRUSTED_JSON,
@@ -26,7 +29,6 @@ from ironic_fsm._node_fields import (
     _bad,
     _flag,
     _good_name,
-    _good_trait,
     _group,
     _json_dict,
     _long_text,
@@ -56,6 +58,7 @@ __all__ = [
     "MAX_NESTING",
     "NODE_FIELDS",
     "Node",
+    "Snapshot",
     "check_field",
     "check_json",
     "check_name",
@@ -340,49 +343,42 @@ _CONTAINER_FIELDS: Final = (*_DICT_FIELDS, "traits")
 
 # -- the stores' codec ------------------------------------------------------------------------
 #
-# Built once from the fields: straight-line code, one line per field, costs a fraction
-# of a loop of getattr calls or of attrs' __init__ with its validators, and these run on
-# every store read and write. orjson because it encodes a record about ten times faster
-# than the json module and decodes it three to four times faster (measured in
-# docs/performance.rst); whatever it would write differently from what it was given is
-# caught by reading the text back (encode_stored).
-
-#: Dataclasses inside a dict are not JSON: orjson must not write them.
-_DUMPS_OPTIONS: Final = orjson.OPT_PASSTHROUGH_DATACLASS
+# Generated once from the fields (ironic_fsm._node_codec, which says why and what the
+# generated code relies on), since these run on every store read and write. orjson
+# because it encodes a record about ten times faster than the json module and decodes it
+# three to four times faster (measured in docs/performance.rst); whatever it would write
+# differently from what it was given is caught by reading the text back (encode_stored).
 
 
-def _generate_codec() -> tuple[Any, Any, Any]:
-    """``record(node) -> dict`` (no copies), ``raw`` (datetimes kept), ``build(dict) -> Node``.
-
-    ``build`` checks nothing: :meth:`Node.from_json` checks what it built.
-    """
-    items = ", ".join(
-        f"{name!r}: None if node.{name} is None else node.{name}.isoformat()"
-        if name in _DATETIME_FIELDS
-        else f"{name!r}: node.{name}"
-        for name in NODE_FIELDS
-    )
-    raw = ", ".join(f"{name!r}: node.{name}" for name in NODE_FIELDS)
-    lines = ["def record(node):", f"    return {{{items}}}", "", "def raw(node):"]
-    lines += [f"    return {{{raw}}}", "", "def build(data):"]
-    lines.append("    node = new(Node)")
-    for name in NODE_FIELDS:
-        if name in _DATETIME_FIELDS:
-            lines.append(f"    value = data[{name!r}]")
-            lines.append(f"    node.{name} = None if value is None else parse(value)")
-        else:
-            lines.append(f"    node.{name} = data[{name!r}]")
-    lines.append("    return node")
-    namespace: dict[str, Any] = {
-        "Node": Node,
-        "new": object.__new__,
-        "parse": datetime.fromisoformat,
+def _field_checks() -> tuple[tuple[str, str], ...]:
+    """Each field once, with the shape (``_node_codec.SHAPES``) a store can keep of it."""
+    rules: dict[str, tuple[str, ...]] = {
+        "optional text": (*_OPTIONAL_TEXT_FIELDS, "name"),
+        "text": ("driver", "provision_state"),
+        "dict": tuple(n for n in _DICT_FIELDS if n not in _STEP_FIELDS),
+        "optional dict": tuple(sorted(_STEP_FIELDS)),
+        "flag": ("maintenance", "retired", "protected"),
+        "optional flag": ("automated_clean", "secure_boot"),
+        "timestamp": _TIMESTAMP_FIELDS,
+        "version": ("version",),
+        "uuid": ("uuid",),
+        "group": ("conductor_group",),
+        "traits": ("traits",),
     }
-    exec(compile("\n".join(lines), "<ironic_fsm.node codec>", "exec"), namespace)
-    return namespace["record"], namespace["raw"], namespace["build"]
+    checks = tuple((name, shape) for shape, names in rules.items() for name in names)
+    assert sorted(name for name, _ in checks) == sorted(NODE_FIELDS), "each field, once"
+    return checks
 
 
-_record, _raw_record, _build = _generate_codec()
+#: What the codecs are generated from (the tests build the reference codec from it too).
+_LAYOUT: Final = _node_codec.Layout(
+    cls=Node,
+    fields=NODE_FIELDS,
+    datetimes=_DATETIME_FIELDS,
+    containers=_CONTAINER_FIELDS,
+    checks=_field_checks(),
+)
+_record, _raw, _build, _freeze, _thaw, _shapes_ok, _freeze_checked = _node_codec.generate(_LAYOUT)
 
 
 def encode_stored(node: Node) -> bytes:
@@ -398,7 +394,7 @@ def encode_stored(node: Node) -> bytes:
         TypeError: a value JSON cannot hold (``RecursionError`` past 254 levels).
         ValueError: a value JSON would not give back as it is.
     """
-    record = _raw_record(node)
+    record = _raw(node)
     text = _dumps(record)
     back = orjson.loads(text)
     # The timestamps come back as text, and were written from what they are.
@@ -407,109 +403,6 @@ def encode_stored(node: Node) -> bytes:
     if back != record:
         raise ValueError(_NOT_EXACT)
     return text
-
-
-_NOT_EXACT: Final = (
-    "a value would not read back as it is (NaN or infinity, a tuple, a datetime, "
-    "an enum, a UUID or another value JSON does not keep)"
-)
-
-
-def _datetime_subclass(value: Any) -> str:
-    """orjson writes :class:`datetime` itself, but not its subclasses (freezegun's, pendulum's).
-
-    Anywhere but in a timestamp field, the read-back check refuses what this writes.
-    """
-    if isinstance(value, datetime):
-        return value.isoformat()
-    raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
-
-
-def _dumps(value: Any) -> bytes:
-    """orjson's text for ``value``; its recursion limit as :class:`RecursionError`."""
-    try:
-        return orjson.dumps(value, default=_datetime_subclass, option=_DUMPS_OPTIONS)
-    except orjson.JSONEncodeError as exc:
-        if "Recursion limit" in str(exc):
-            raise RecursionError(str(exc)) from exc
-        raise
-
-
-#: A node as :class:`~ironic_fsm.stores.MemoryStore` keeps it: the values of the fields
-#: that are not containers (immutable: strings, numbers, datetimes), and the containers
-#: as JSON bytes.
-Snapshot = tuple[tuple[Any, ...], bytes]
-
-
-def _field_checks() -> list[tuple[str, str]]:
-    """Each field's test for a value no store can write and read back, over ``{v}``."""
-    flag = "{v} is not True and {v} is not False"
-    rules: dict[str, tuple[str, ...]] = {
-        '{v} is not None and (type({v}) is not str or "\\x00" in {v})': (
-            *_OPTIONAL_TEXT_FIELDS,
-            "name",
-        ),
-        'type({v}) is not str or not {v} or "\\x00" in {v}': ("driver", "provision_state"),
-        "type({v}) is not dict": tuple(n for n in _DICT_FIELDS if n not in _STEP_FIELDS),
-        "{v} is not None and type({v}) is not dict": tuple(sorted(_STEP_FIELDS)),
-        flag: ("maintenance", "retired", "protected"),
-        "{v} is not None and " + flag: ("automated_clean", "secure_boot"),
-        "{v} is not None and (type({v}) is not datetime or {v}.tzinfo is None)": _TIMESTAMP_FIELDS,
-        "type({v}) is not int or {v} < 0": ("version",),
-        "type({v}) is not str or not canonical({v})": ("uuid",),
-        "type({v}) is not str or not group({v})": ("conductor_group",),
-        "type({v}) is not list or ({v} and not traits_ok({v}))": ("traits",),
-    }
-    checks = [(name, bad) for bad, names in rules.items() for name in names]
-    assert sorted(name for name, _ in checks) == sorted(NODE_FIELDS), "each field, once"
-    return checks
-
-
-def _generate_snapshot_codec() -> tuple[Any, Any, Any, Any]:
-    """``freeze``, ``thaw``, ``shapes_ok(node) -> bool`` and ``freeze_checked``.
-
-    Straight-line code, generated once: these run on every save and read.
-    ``freeze_checked(node, since)`` is ``freeze`` with the checks of
-    ``shapes_ok``, reading each field once; a scalar that is the very object
-    of the stored snapshot's ``since`` was checked when it was stored (a
-    checked scalar is immutable), so only the changed ones are checked again.
-    """
-    scalars = [name for name in NODE_FIELDS if name not in _CONTAINER_FIELDS]
-    held, olds, into = (", ".join(f"{p}{n}" for n in scalars) for p in ("v_", "o_", "node."))
-    boxes, unboxed = (", ".join(f"{p}{n}" for n in _CONTAINER_FIELDS) for p in ("v_", "node."))
-    ok = ["def shapes_ok(node):"]
-    checked = [
-        "def freeze_checked(node, since):",
-        f"    ({olds},) = fresh if since is None else since[0]",
-    ]
-    for name, bad in _field_checks():
-        ok += [f"    v = node.{name}", f"    if {bad.format(v='v')}:", "        return False"]
-        same = f"v_{name} is not o_{name} and " if name in scalars else ""
-        checked += [f"    v_{name} = node.{name}", f"    if {same}({bad.format(v=f'v_{name}')}):"]
-        checked.append("        return None")
-    tail = [f"    boxes = [{boxes}]", "    blob = dumps(boxes)", "    if loads(blob) != boxes:"]
-    tail += ["        raise ValueError(NOT_EXACT)", f"    return ({held},), blob", ""]
-    read = [f"    v_{name} = node.{name}" for name in NODE_FIELDS]
-    lines = [*ok, "    return True", "", *checked, *tail, "def freeze(node):", *read, *tail]
-    lines += ["def thaw(snapshot):", "    node = new(Node)", f"    ({into},) = snapshot[0]"]
-    lines += [f"    ({unboxed},) = loads(snapshot[1])", "    return node"]
-    namespace: dict[str, Any] = {
-        "Node": Node,
-        "new": object.__new__,
-        "datetime": datetime,
-        "canonical": _CANONICAL_UUID.fullmatch,
-        "group": STORED_GROUP.fullmatch,
-        "traits_ok": lambda traits: all(map(_good_trait, traits)),
-        "dumps": _dumps,
-        "loads": orjson.loads,
-        "NOT_EXACT": _NOT_EXACT,
-        "fresh": tuple(object() for _ in scalars),  # the same as no stored field
-    }
-    exec(compile("\n".join(lines), "<ironic_fsm.node snapshot codec>", "exec"), namespace)
-    return tuple(namespace[f] for f in ("freeze", "thaw", "shapes_ok", "freeze_checked"))
-
-
-_freeze, _thaw, _shapes_ok, _freeze_checked = _generate_snapshot_codec()
 
 
 def freeze(node: Node) -> Snapshot:
@@ -522,7 +415,7 @@ def freeze(node: Node) -> Snapshot:
     Raises:
         TypeError, ValueError, RecursionError: as :func:`encode_stored`.
     """
-    return _freeze(node)  # type: ignore[no-any-return]
+    return _freeze(node)
 
 
 # The two below run on every MemoryStore save and read: the generated code itself, no wrapper.
