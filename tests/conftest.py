@@ -13,6 +13,14 @@
   CLI module that needs another database or options defines its own.
 * ``conductor_store``: runs every test of the ``test_conductor_*`` modules
   twice, with ``helpers.make_conductor`` on MemoryStore and on a SQLite file.
+
+The tests, by area: ``core`` (states, lifecycle, steps, planner, the node
+record, config, errors, the public namespace), ``drivers`` (interfaces,
+hardware types, plugins, IPMI and Redfish against real peers), ``conductor``,
+``stores`` (the store contract, SQL, migrations, scans, history), ``fleet``
+(several conductors on one database: registry, rings, hand-off, ``serve``),
+``api``, ``cli`` and ``examples``. The helpers every area shares, the
+workers that tests start as processes, and ``data/`` stay here.
 """
 
 from __future__ import annotations
