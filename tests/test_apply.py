@@ -236,11 +236,11 @@ def test_dry_run_prints_the_plan_and_changes_nothing(run: Run, db: Path, tmp_pat
     assert run("node", "manage", "differs").code == 0
     nodes: list[dict[str, Any]] = [
         {"name": "new", "driver": "fake-hardware", "wanted": "active"},
-        {"name": "same", "driver": "fake-hardware", "properties": {"cpus": "4"}},
+        {"name": "same", "driver": "fake-hardware", "properties": {"cpus": 4}},
         {
             "name": "differs",
             "driver": "fake-hardware",
-            "properties": {"cpus": "8"},
+            "properties": {"cpus": 8},
             "driver_info": {"redfish_password": "x-secret-x"},
             "traits": ["CUSTOM_A"],
             "wanted": "available",

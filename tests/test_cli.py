@@ -100,7 +100,7 @@ def test_create_show_list_set_unset_delete(run: Run) -> None:
     assert node["driver"] == "fake-hardware"
     assert node["provision_state"] == "enroll"
     assert node["driver_info"] == {"ipmi_address": "10.0.0.1"}
-    assert node["properties"] == {"cpus": "8"}
+    assert node["properties"] == {"cpus": 8}
     assert node["extra"] == {"rack": "r1"}
     assert node["resource_class"] == "baremetal"
     assert node["traits"] == ["CUSTOM_A", "CUSTOM_B"]
@@ -150,7 +150,7 @@ def test_create_show_list_set_unset_delete(run: Run) -> None:
     )
     after = show(run, "n2")
     assert after["driver_info"] == {"ipmi_address": "10.0.0.1", "ipmi_username": "admin"}
-    assert after["properties"] == {"cpus": "8", "memory_mb": "4096"}
+    assert after["properties"] == {"cpus": 8, "memory_mb": 4096}
     assert after["extra"] == {"rack": "r2"}
     assert after["instance_info"] == {"image_source": "http://img"}
     assert after["maintenance"] is True
@@ -180,7 +180,7 @@ def test_create_show_list_set_unset_delete(run: Run) -> None:
     )
     after = show(run, "n2")
     assert after["driver_info"] == {"ipmi_address": "10.0.0.1"}
-    assert after["properties"] == {"memory_mb": "4096"}
+    assert after["properties"] == {"memory_mb": 4096}
     assert after["extra"] == {}
     assert after["instance_info"] == {}
     assert after["maintenance"] is False

@@ -87,7 +87,7 @@ def test_long_and_fields(run: Run, two_nodes: list[dict[str, Any]]) -> None:
     assert len(long[0]) == len(NODE_FIELDS)
     assert long[0]["Retired"] is False
     assert long[0]["Driver Info"] == {"ipmi_password": "******"}
-    assert long[1]["Properties"] == {"cpus": "8"}
+    assert long[1]["Properties"] == {"cpus": 8}
     assert long[0]["Target RAID configuration"] == {}
 
     fields = json.loads(
@@ -121,7 +121,7 @@ def test_show_formats_fields_and_columns(run: Run, two_nodes: list[dict[str, Any
     assert value.out.splitlines() == ["n1", "manageable"]  # fields sorted by name
 
     as_yaml = yaml.safe_load(ok(run("node", "show", "n2", "-f", "yaml")).out)
-    assert as_yaml["properties"] == {"cpus": "8"}
+    assert as_yaml["properties"] == {"cpus": 8}
     assert as_yaml["uuid"] == two_nodes[1]["uuid"]
 
     table = ok(run("node", "show", "n1", "-c", "name", "-c", "driver_info")).out.splitlines()
