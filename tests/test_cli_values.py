@@ -9,6 +9,7 @@ and compares what each stored.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -89,3 +90,36 @@ def test_a_value_typed_on_the_command_line_shows_typed(
     shown = capsys.readouterr().out
     assert '"ipmi_port": 6230' in shown
     assert '"tier": 1' in shown
+
+
+def _ours(db: Path, capsys: pytest.CaptureFixture[str], *argv: str) -> object:
+    capsys.readouterr()
+    assert cli.main(["--db", str(db), *argv, "-f", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_list_and_show_columns_are_the_real_clients(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``-c provision_state`` and ``--long -f json`` keys as ``openstack baremetal`` prints them."""
+    isolate_cli_env(tmp_path, monkeypatch)
+    db = tmp_path / "nodes.sqlite"
+    assert cli.main(["--db", str(db), "node", "create", "--driver", "fake-hardware",
+                     "--name", "n1"]) == 0  # fmt: skip
+    with api_process(db) as url:
+        theirs_list = osc(url, "node", "list", "-f", "json")
+        theirs_long = osc(url, "node", "list", "--long", "-f", "json")
+        theirs_show = osc(url, "node", "show", "n1", "-f", "json")
+        theirs_picked = osc(url, "node", "list", "-c", "provision_state", "-f", "json")
+    ours_list = _ours(db, capsys, "node", "list")
+    ours_long = _ours(db, capsys, "node", "list", "--long")
+    ours_picked = _ours(db, capsys, "node", "list", "-c", "provision_state")
+    assert isinstance(ours_list, list)
+    assert isinstance(ours_long, list)
+    assert list(ours_list[0]) == list(theirs_list[0])
+    assert ours_list == theirs_list
+    assert list(ours_long[0]) == list(theirs_long[0])
+    assert ours_picked == theirs_picked == [{"provision_state": "enroll"}]
+    # ``node show`` names its fields the same way: -c takes the same names in both.
+    ours_show = _ours(db, capsys, "node", "show", "n1", "-c", "provision_state", "-c", "name")
+    assert ours_show == {k: theirs_show[k] for k in ("name", "provision_state")}

@@ -17,6 +17,7 @@ from datetime import datetime
 from types import SimpleNamespace
 from typing import Any, Final
 
+from ironic_fsm._unstored import UNSTORED_FIELDS
 from ironic_fsm.api.common import link_pair
 from ironic_fsm.api.versions import Version
 from ironic_fsm.masking import mask_secrets
@@ -48,14 +49,7 @@ def _holder(value: str | None) -> str | None:
 Getter = Callable[[Any], Any]
 
 #: Ironic fields ironic_fsm does not keep: their value on every node.
-ABSENT_FIELDS: Final[dict[str, Any]] = {
-    "chassis_uuid": None,
-    "console_enabled": False,
-    "network_interface": "noop",
-    "console_interface": "no-console",
-    "storage_interface": "noop",
-    "allocation_uuid": None,
-}
+ABSENT_FIELDS: Final[dict[str, Any]] = dict(UNSTORED_FIELDS)
 
 
 def _attr(name: str) -> Getter:
