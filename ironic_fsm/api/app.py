@@ -8,6 +8,7 @@ from typing import Any
 import falcon
 
 from ironic_fsm.api import actions, catalog, nodes, openapi, resources, shards, traits
+from ironic_fsm.api.access_log import AccessLog
 from ironic_fsm.api.auth import BasicAuth
 from ironic_fsm.api.common import send, version_of
 from ironic_fsm.api.errors import ApiError, install_error_handlers
@@ -69,7 +70,8 @@ def make_app(
     conductor: Conductor, *, users: dict[str, bytes] | None = None
 ) -> falcon.App[Any, Any]:
     """The WSGI application; ``users`` (from an htpasswd file) turns on HTTP basic auth."""
-    middleware: list[Any] = [Versions()]
+    # The access log first: its timing and its line cover the other middleware too.
+    middleware: list[Any] = [AccessLog(), Versions()]
     if users is not None:
         middleware.append(BasicAuth(users))
     app: falcon.App[Any, Any] = falcon.App(middleware=middleware)
