@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, Final
 
 import falcon
 
@@ -52,6 +52,28 @@ class Versions:
             resp.append_header("Vary", "X-OpenStack-Ironic-API-Version")
 
 
+#: Paths of this server's own, outside Ironic's ``/v1`` (never given the ``/v1`` prefix).
+_OWN_PATHS: Final = frozenset({"/", "/openapi.json"})
+
+
+class IronicPaths:
+    """Routes paths as Ironic's root controller does, before anything else reads them.
+
+    Below 1.91 a trailing ``.json`` is stripped (the format it asked for is
+    the only one), and a path without a version goes to ``/v1`` (clients
+    ask ``/nodes/detail`` and ``/drivers/x/properties`` so).
+    """
+
+    def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
+        path = req.path
+        if path.endswith(".json") and path not in _OWN_PATHS and req.context.version < (1, 91):
+            path = path[: -len(".json")] or "/"
+        if path not in _OWN_PATHS and path != "/v1" and not path.startswith("/v1/"):
+            path = "/v1" + path
+        if path != req.path:
+            req.path = path
+
+
 class Root:
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         send(resp, root_document(req.prefix))
@@ -71,7 +93,7 @@ def make_app(
 ) -> falcon.App[Any, Any]:
     """The WSGI application; ``users`` (from an htpasswd file) turns on HTTP basic auth."""
     # The access log first: its timing and its line cover the other middleware too.
-    middleware: list[Any] = [AccessLog(), Versions()]
+    middleware: list[Any] = [AccessLog(), Versions(), IronicPaths()]
     if users is not None:
         middleware.append(BasicAuth(users))
     app: falcon.App[Any, Any] = falcon.App(middleware=middleware)

@@ -28,6 +28,7 @@ __all__ = [
     "NODE_FIELD_VERSIONS",
     "SUMMARY_FIELDS",
     "node_view",
+    "older_state_names",
     "stamp",
 ]
 
@@ -164,8 +165,7 @@ def node_view(
             out[field] = name
     if (chosen is None or "conductor" in chosen) and version >= (1, 49):
         out["conductor"] = conductor
-    if version < (1, 2) and out.get("provision_state") == "available":
-        out["provision_state"] = None  # before 1.2 Ironic showed available as "no state"
+    older_state_names(out, version)
     if links:
         out["links"] = link_pair(base, "nodes", node.uuid)
         if chosen is None:
@@ -173,6 +173,19 @@ def node_view(
             if version >= (1, 14):
                 out["states"] = link_pair(base, f"nodes/{node.uuid}", "states")
     return out
+
+
+def older_state_names(shown: dict[str, Any], version: Version) -> None:
+    """State names as older versions knew them, wherever a state is shown (node, ``/states``).
+
+    Before 1.2 ``available`` was "no state" (null); before 1.39 there was no
+    ``inspect wait``, only ``inspecting``.
+    """
+    state = shown.get("provision_state")
+    if state == "available" and version < (1, 2):
+        shown["provision_state"] = None
+    elif state == "inspect wait" and version < (1, 39):
+        shown["provision_state"] = "inspecting"
 
 
 def known_field(name: str) -> Version | None:
