@@ -34,6 +34,7 @@ import bench_import
 import bench_lifecycle
 import bench_machine
 import bench_memory
+import bench_patch
 import bench_planner
 import bench_power_sync
 import bench_reconcile
@@ -52,6 +53,7 @@ BENCHMARKS: dict[str, ModuleType] = {
     "apply": bench_apply,
     "power_sync": bench_power_sync,
     "api": bench_api,
+    "patch": bench_patch,
     "scaleout": bench_scaleout,
 }
 

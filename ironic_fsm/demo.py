@@ -34,7 +34,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -118,21 +118,36 @@ def _fleet(
         ) from exc
     started: list[Any] = []
     interrupted = False
+    begun = time.monotonic()
+
+    def up(what: str, where: str) -> None:
+        """Say each BMC as it comes up: starting them takes seconds on a busy machine."""
+        print(
+            f"  {what} up at {where} after {time.monotonic() - begun:.1f} s", file=out, flush=True
+        )
+
     try:
         fleet: list[tuple[str, Any]] = []
         if ipmi:
             bmcs = start_bmcs(workdir, ipmi)
             started += bmcs
+            ports = ", ".join(f":{bmc.port}" for bmc in bmcs)
+            up(f"{ipmi} IPMI BMC{'s' if ipmi > 1 else ''} (pyghmi)", f"127.0.0.1{ports}")
             for bmc in bmcs:
                 if pace:  # power changes take a moment, as on real machines
                     bmc.set_faults({"power_delay": pace})
             fleet += [("ipmi", bmc) for bmc in bmcs]
+        if redfish:
+            print(f"  starting {redfish} Redfish emulators ...", file=out, flush=True)
         pool = ThreadPoolExecutor(max_workers=4)
         futures = [
             pool.submit(start_emulator, workdir / f"redfish-{i}", power_delay=pace)
             for i in range(redfish)
         ]
         try:
+            for future in as_completed(futures):
+                number = futures.index(future) + 1
+                up(f"Redfish BMC {number} of {redfish} (sushy-tools)", future.result().url)
             fleet += [("redfish", future.result()) for future in futures]
         finally:
             # Interrupted while starting: the ones not begun never start, and
@@ -293,7 +308,7 @@ def run_demo(
     bmc_dir = workdir / "bmcs"
     shutil.rmtree(bmc_dir, ignore_errors=True)
     keep_bmc_files = False
-    print(f"Starting {ipmi} IPMI and {redfish} Redfish BMCs on 127.0.0.1 ...", file=out)
+    print(f"Starting {ipmi} IPMI and {redfish} Redfish BMCs on 127.0.0.1 ...", file=out, flush=True)
     try:
         with (
             (workdir / "events.jsonl").open("w", encoding="utf-8") as journal,

@@ -2,7 +2,11 @@
 
 A value is secret when its key contains one of :data:`SECRET_MARKERS`
 (``ipmi_password``, ``redfish_password``, ``auth_token``, ``ssh_key``, ...),
-matching how operators name such things in ``driver_info``.
+matching how operators name such things in ``driver_info``. The markers
+include every key name Ironic masks in its API responses (oslo.utils'
+``mask_dict_password`` list: ``sys_pswd``, ``ssh_passphrase``, ``new_pass``,
+``configdrive``, ...), compared the same way (a substring of the lowered
+key), so a record shows here what Ironic would show of it, or less.
 """
 
 from __future__ import annotations
@@ -12,8 +16,13 @@ from typing import Any, Final
 
 __all__ = ["MASK", "SECRET_MARKERS", "is_secret_key", "mask_secrets", "scrub", "secret_values"]
 
-#: Substrings that make a key secret.
-SECRET_MARKERS: Final = ("password", "secret", "token", "key")
+#: Substrings that make a key secret: ours, then those of Ironic's list that ours miss.
+SECRET_MARKERS: Final = (
+    "password", "secret", "token", "key",
+    "adminpass", "admin_pass", "new_pass", "sys_pswd", "passphrase", "configdrive",
+    "cephclusterfsid", "rabbitcookie", "keystonecredential", "barbicansimplecryptokek",
+    "swifthashsuffix",
+)  # fmt: skip
 
 #: What a secret value is replaced by.
 MASK: Final = "******"

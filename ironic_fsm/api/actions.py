@@ -16,7 +16,7 @@ from ironic_fsm import states as s
 from ironic_fsm.api import _glue
 from ironic_fsm.api.common import compile_schema, read_json, require_version, send, version_of
 from ironic_fsm.api.errors import ApiError
-from ironic_fsm.api.views import stamp
+from ironic_fsm.api.views import older_state_names, stamp
 from ironic_fsm.conductor import Conductor
 
 __all__ = [
@@ -231,6 +231,7 @@ class NodeStates:
             body.update(raid_config=node.raid_config, target_raid_config=node.target_raid_config)
         if version >= (1, 75):
             body.update(boot_mode=node.boot_mode, secure_boot=node.secure_boot)
+        older_state_names(body, version)
         send(resp, body)
 
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, Final
 
 import falcon
 
 from ironic_fsm.api import actions, catalog, nodes, openapi, resources, shards, traits
+from ironic_fsm.api.access_log import AccessLog
 from ironic_fsm.api.auth import BasicAuth
 from ironic_fsm.api.common import send, version_of
 from ironic_fsm.api.errors import ApiError, install_error_handlers
@@ -51,6 +52,28 @@ class Versions:
             resp.append_header("Vary", "X-OpenStack-Ironic-API-Version")
 
 
+#: Paths of this server's own, outside Ironic's ``/v1`` (never given the ``/v1`` prefix).
+_OWN_PATHS: Final = frozenset({"/", "/openapi.json"})
+
+
+class IronicPaths:
+    """Routes paths as Ironic's root controller does, before anything else reads them.
+
+    Below 1.91 a trailing ``.json`` is stripped (the format it asked for is
+    the only one), and a path without a version goes to ``/v1`` (clients
+    ask ``/nodes/detail`` and ``/drivers/x/properties`` so).
+    """
+
+    def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
+        path = req.path
+        if path.endswith(".json") and path not in _OWN_PATHS and req.context.version < (1, 91):
+            path = path[: -len(".json")] or "/"
+        if path not in _OWN_PATHS and path != "/v1" and not path.startswith("/v1/"):
+            path = "/v1" + path
+        if path != req.path:
+            req.path = path
+
+
 class Root:
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         send(resp, root_document(req.prefix))
@@ -69,7 +92,8 @@ def make_app(
     conductor: Conductor, *, users: dict[str, bytes] | None = None
 ) -> falcon.App[Any, Any]:
     """The WSGI application; ``users`` (from an htpasswd file) turns on HTTP basic auth."""
-    middleware: list[Any] = [Versions()]
+    # The access log first: its timing and its line cover the other middleware too.
+    middleware: list[Any] = [AccessLog(), Versions(), IronicPaths()]
     if users is not None:
         middleware.append(BasicAuth(users))
     app: falcon.App[Any, Any] = falcon.App(middleware=middleware)

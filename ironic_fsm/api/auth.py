@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import re
 import threading
 from pathlib import Path
 from typing import Final
@@ -23,8 +24,17 @@ from ironic_fsm.exceptions import InvalidParameterValue
 __all__ = ["BasicAuth", "read_htpasswd"]
 
 _BCRYPT_PREFIXES: Final = ("$2y$", "$2a$", "$2b$")
-#: Routes the SDK and agents reach before they have credentials.
-_PUBLIC: Final = frozenset({"/", "/v1", "/v1/lookup", "/v1/continue_inspection"})
+#: Routes reached before there are credentials, as Ironic's ``acl_public_routes``:
+#: version discovery (clients ask it before they authenticate), and the ramdisk
+#: agent's three calls (it holds no credentials; an agent token guards them).
+#: Whole paths only, each with an optional ``.json``, as Ironic matches them.
+_PUBLIC: Final = re.compile(
+    r"(?:/|/v1|/v1/lookup|/v1/heartbeat/[a-z0-9\-]+|/v1/continue_inspection)(?:\.json)?"
+)
+#: bcrypt reads at most this many bytes of a password. ``htpasswd -B`` hashes the
+#: first 72 of a longer one and its users type the whole; bcrypt 5 refuses more
+#: with ValueError, so the check truncates as the file's writer did.
+_BCRYPT_MAX_BYTES: Final = 72
 #: Verified credentials remembered (as digests), so that bcrypt's deliberate
 #: slowness is paid once per client rather than on every request.
 _CACHE_SIZE: Final = 256
@@ -52,9 +62,7 @@ def read_htpasswd(path: str) -> dict[str, bytes]:
 
 
 def _public(path: str) -> bool:
-    trimmed = path.rstrip("/") or "/"
-    trimmed = trimmed.removesuffix(".json")
-    return trimmed in _PUBLIC or trimmed.startswith("/v1/heartbeat/")
+    return _PUBLIC.fullmatch(path.rstrip("/") or "/") is not None
 
 
 def _refuse(status: int, message: str) -> AuthFailed:
@@ -98,7 +106,7 @@ class BasicAuth:
         with self._lock:
             if key in self._verified:
                 return True
-        if not bcrypt.checkpw(password, digest):
+        if not bcrypt.checkpw(password[:_BCRYPT_MAX_BYTES], digest):
             return False
         with self._lock:
             if len(self._verified) >= _CACHE_SIZE:

@@ -10,6 +10,7 @@ derived from their name so that a client sees the same one on every call.
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any, Final
 
@@ -75,6 +76,18 @@ RUNBOOK_SCHEMA: Final = _schema(
 )  # fmt: skip
 _check_patch = compile_schema(PATCH_SCHEMA)
 _FLAGS: Final = ("public", "disable_ramdisk")
+#: A deploy template is named by a trait: custom, or shaped like a standard (os-traits) one.
+_TRAIT_NAME: Final = re.compile(r"CUSTOM_[A-Z0-9_]+|[A-Z][A-Z0-9_]*")
+
+
+def _check_template_name(name: object) -> None:
+    """Refuse a template name that is not a trait, in Ironic's words (clients match them)."""
+    if isinstance(name, str) and not _TRAIT_NAME.fullmatch(name):
+        raise ApiError(
+            400,
+            f"Schema error for template: {name!r} is not valid under any of the given "
+            f"schemas. Possible root cause: {name!r} does not match '^CUSTOM_[A-Z0-9_]+$'",
+        )
 
 
 class _Kind:
@@ -185,6 +198,8 @@ class CatalogResource:
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         self._version(req, False)
         body = self._kind.check(read_json(req))
+        if self._kind is _TEMPLATES:
+            _check_template_name(body["name"])
         values = {key: value for key, value in body.items() if value is not None}
         name, steps = values.pop("name"), values.pop("steps")
         if self._kind.kind == "runbooks":
@@ -213,6 +228,8 @@ class CatalogResource:
             for name in self._kind.fields
             if after.get(name) != before[name]
         }
+        if self._kind is _TEMPLATES and "name" in changed:
+            _check_template_name(changed["name"])
         if "extra" in changed and changed["extra"] is None:
             changed["extra"] = {}
         if changed:

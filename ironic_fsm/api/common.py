@@ -33,6 +33,10 @@ __all__ = [
 
 #: Ironic's nodes fit in a few KB; a megabyte leaves room for big ``instance_info``.
 MAX_BODY_BYTES: Final = 1024 * 1024
+#: The deepest nesting a body may have. A record is written as JSON by orjson,
+#: which refuses more than 254 levels, and deep values are copied and compared
+#: recursively on their way there: a deeper body is refused here, as a 400.
+MAX_BODY_DEPTH: Final = 200
 
 Validator = Callable[[Any], Any]
 
@@ -62,20 +66,54 @@ def compile_schema(schema: dict[str, Any]) -> Validator:
 
 def read_json(req: falcon.Request, *, optional: bool = False) -> Any:
     """The request's JSON body (``None`` when empty and ``optional``)."""
-    length = req.content_length
-    if length is not None and length > MAX_BODY_BYTES:
-        raise ApiError(413, f"Request body larger than {MAX_BODY_BYTES} bytes")
-    data = req.bounded_stream.read(MAX_BODY_BYTES + 1)
-    if len(data) > MAX_BODY_BYTES:
-        raise ApiError(413, f"Request body larger than {MAX_BODY_BYTES} bytes")
+    data = read_body(req)
     if not data.strip():
         if optional:
             return None
         raise ApiError(400, "A JSON request body is required")
     try:
-        return orjson.loads(data)
+        body = orjson.loads(data)
     except orjson.JSONDecodeError as error:
         raise ApiError(400, f"The request body is not valid JSON: {error}") from None
+    if _nested_deeper(body, MAX_BODY_DEPTH):
+        raise ApiError(400, f"The request body is nested deeper than {MAX_BODY_DEPTH} levels")
+    return body
+
+
+def read_body(req: falcon.Request) -> bytes:
+    """The request's body, whole, under the size cap; chunked bodies included.
+
+    A chunked body has no Content-Length, and Falcon's bounded stream then
+    reads nothing: the server (cheroot) marks such input as terminated, so it
+    is read to its end, which also keeps its bytes from being taken for the
+    next request on the connection.
+    """
+    length = req.content_length
+    if length is not None and length > MAX_BODY_BYTES:
+        raise ApiError(413, f"Request body larger than {MAX_BODY_BYTES} bytes")
+    if length is None and req.env.get("wsgi.input_terminated"):
+        data = req.stream.read(MAX_BODY_BYTES + 1)
+    else:
+        data = req.bounded_stream.read(MAX_BODY_BYTES + 1)
+    if len(data) > MAX_BODY_BYTES:
+        raise ApiError(413, f"Request body larger than {MAX_BODY_BYTES} bytes")
+    return data
+
+
+def _nested_deeper(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests lists and dicts more than ``limit`` deep (level by level)."""
+    level: list[Any] = [value]
+    for _ in range(limit):
+        level = [
+            child
+            for item in level
+            if isinstance(item, (dict, list))
+            for child in (item.values() if isinstance(item, dict) else item)
+            if isinstance(child, (dict, list))
+        ]
+        if not level:
+            return False
+    return True
 
 
 def send(resp: falcon.Response, body: Any, status: int = 200) -> None:

@@ -16,7 +16,9 @@ import orjson
 from ironic_fsm import exceptions as exc
 from ironic_fsm.stores.base import CatalogEntryExists, CatalogEntryNotFound
 
-__all__ = ["ApiError", "AuthFailed", "error_body", "install_error_handlers", "status_of"]
+__all__ = [
+    "ApiError", "AuthFailed", "error_body", "install_error_handlers", "not_served", "status_of",
+]  # fmt: skip
 
 LOG = logging.getLogger("ironic_fsm.api")
 
@@ -115,10 +117,23 @@ def _on_http_error(
     req: falcon.Request, resp: falcon.Response, error: falcon.HTTPError, params: Any
 ) -> None:
     """Falcon's own refusals (unknown path, wrong method, bad header) in Ironic's shape."""
-    message = error.description or error.title or "Error"
+    if isinstance(error, falcon.HTTPRouteNotFound):
+        message = not_served(req.path)
+    else:
+        message = error.description or error.title or "Error"
     for name, value in dict(error.headers or {}).items():
         resp.set_header(name, value)
     _respond(resp, error.status_code, message)
+
+
+#: Where the endpoints served are listed, for a client that asked for one that is not.
+_DOCS: Final = "the 'What is implemented' section of docs/api-server.rst lists what is"
+
+
+def not_served(path: str) -> str:
+    """Why a path answers 404: no such endpoint here, and where to look (not a bare "Not Found")."""
+    shown = path if len(path) <= 200 else path[:200] + "..."
+    return f"{shown} is not served: ironic_fsm serves part of Ironic's API, and {_DOCS}"
 
 
 def _on_unexpected(

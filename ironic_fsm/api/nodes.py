@@ -7,7 +7,10 @@ in a patch) are kept here; everything else is the conductor's decision.
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import re
+from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any, Final
 from urllib.parse import urlencode
@@ -38,7 +41,12 @@ from ironic_fsm.api.views import (
     node_view,
 )
 from ironic_fsm.conductor import Conductor
-from ironic_fsm.exceptions import InvalidParameterValue, InvalidStateRequested, NodeNotFound
+from ironic_fsm.exceptions import (
+    DriverNotFound,
+    InvalidParameterValue,
+    InvalidStateRequested,
+    NodeNotFound,
+)
 from ironic_fsm.interfaces import INTERFACE_KINDS
 from ironic_fsm.masking import is_secret_key
 from ironic_fsm.node import NODE_FIELDS, Node, is_uuid_like
@@ -134,6 +142,9 @@ _TEXT_FILTERS: Final = (
     ("conductor_group", (1, 46)), ("owner", (1, 50)), ("lessee", (1, 65)),
 )  # fmt: skip
 _BOOLEAN_FIELDS: Final = frozenset({"maintenance", "retired", "protected", "automated_clean"})
+#: The faults Ironic knows (``ironic.common.faults.VALID_FAULTS``), in its order: a
+#: filter on another is refused, as Ironic does, rather than matching nothing.
+_VALID_FAULTS: Final = ("power failure", "clean failure", "rescue abort failure", "service failure")
 _NAME_CHARS: Final = re.compile(r"^[A-Za-z0-9\-._~]+$")
 
 
@@ -334,6 +345,12 @@ class NodeCollection:
             if value is None:
                 continue
             require_version(req, since, f"The {name} filter")
+            if name == "fault" and value not in _VALID_FAULTS:
+                raise ApiError(
+                    400,
+                    f'Unrecognized fault "{value}" is specified, allowed faults are '
+                    f"{_VALID_FAULTS}",
+                )
             if name in ABSENT_FIELDS:
                 empty = empty or value.lower() != (ABSENT_FIELDS[name] or "")
             else:
@@ -341,19 +358,22 @@ class NodeCollection:
         return filters, empty
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        if self._detail:  # /v1/nodes/detail only lists, as in Ironic
+            raise falcon.HTTPMethodNotAllowed(["GET"])
         body = _check_create(read_json(req))
         _check_field_versions(req, body)
         _check_unstored(body)
         _check_name(body.get("name"))
         fields = {key: value for key, value in body.items() if key not in _UNSTORED_SETTABLE}
         if fields.get("uuid") is not None and not is_uuid_like(fields["uuid"]):
-            raise ApiError(400, f"Invalid UUID {fields['uuid']!r}")
+            raise ApiError(400, f"Expected UUID for uuid: {fields['uuid']}")  # Ironic's words
         _refuse_duplicate(self._conductor, "UUID", fields.get("uuid"))
         _refuse_duplicate(self._conductor, "name", fields.get("name"))
         _resolve_links(self._conductor, fields)
         if version_of(req) < (1, 11):
             fields["provision_state"] = s.AVAILABLE
-        node = self._conductor.create_node(**fields)
+        with _no_valid_host(fields):
+            node = self._conductor.create_node(**fields)
         send(
             resp,
             _view(self._conductor, node, req),
@@ -421,6 +441,8 @@ def _default(name: str) -> Any:
     return None
 
 
+#: jsonpatch's refusal of a missing key, which names only the key the request gave.
+_NO_OBJECT: Final = re.compile(r"can't (?:remove|replace) a non-existent object '[^']*'")
 _PATCH_FAILURES: Final = {
     jsonpatch.JsonPatchTestFailed: "the tested value differs",
     jsonpatch.JsonPatchConflict: "the path does not exist",
@@ -429,21 +451,26 @@ _PATCH_FAILURES: Final = {
 
 
 def _apply_one(doc: dict[str, Any], op: dict[str, Any], number: int) -> dict[str, Any]:
-    """One operation; its failure is described without the document's values.
+    """One operation, applied to ``doc`` in place; its failure is described without values.
 
     jsonpatch's own messages quote values (a failed ``test`` shows the stored
-    one), and the document holds unmasked secrets.
+    one), and the document holds unmasked secrets. In place, because a copy
+    per operation made a patch cost the square of its length.
     """
     source = op.get("from", "")
     if op["op"] in ("copy", "move") and any(map(is_secret_key, source.split("/"))):
         raise ApiError(400, f"Cannot {op['op']} {source}: it holds a secret")
     try:
-        return jsonpatch.apply_patch(doc, [op])  # type: ignore[no-any-return]
+        return jsonpatch.apply_patch(doc, [op], in_place=True)  # type: ignore[no-any-return]
     except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as error:
         why = next(
             (text for kind, text in _PATCH_FAILURES.items() if isinstance(error, kind)),
             "it is not a valid operation",
         )
+        if isinstance(error, jsonpatch.JsonPatchConflict) and _NO_OBJECT.fullmatch(str(error)):
+            # "can't remove a non-existent object 'key'": Ironic's words, which clients
+            # match; it quotes the request's own key, never a stored value.
+            why = str(error)
         raise ApiError(
             400, f"Cannot apply patch operation {number} ({op['op']} {op['path']}): {why}"
         ) from None
@@ -458,7 +485,7 @@ def _patched_fields(node: Node, operations: list[dict[str, Any]]) -> dict[str, A
                 if root not in allowed:
                     raise ApiError(400, f"Cannot patch {op[key]}: /{root} is not a patchable field")
     before = _patch_document(node)
-    after = before
+    after = copy.deepcopy(before)  # once: the operations then change this copy in place
     for number, op in enumerate(operations, 1):
         after = _apply_one(after, op, number)
     changed: dict[str, Any] = {}
@@ -467,6 +494,28 @@ def _patched_fields(node: Node, operations: list[dict[str, Any]]) -> dict[str, A
         if value != before.get(name):
             changed[name] = value
     return changed
+
+
+@contextlib.contextmanager
+def _no_valid_host(fields: dict[str, Any]) -> Iterator[None]:
+    """An unknown hardware type in Ironic's words: clients match "No valid host was found".
+
+    Ironic finds no conductor for the driver when it picks one for the node
+    (400); an unknown interface of a known driver keeps the library's text.
+    """
+    try:
+        yield
+    except DriverNotFound as error:
+        driver = fields.get("driver")
+        if driver is None or "kind" in error.details or error.details.get("name") != driver:
+            raise
+        group = fields.get("conductor_group") or ""
+        raise ApiError(
+            400,
+            "No valid host was found. Reason: No conductor service registered which supports "
+            f'driver {driver} for conductor group "{group}". Ensure the driver is valid and '
+            f"enabled. ({error})",
+        ) from None
 
 
 class NodeItem:
@@ -511,7 +560,8 @@ class NodeItem:
             )
         fields = {k: v for k, v in changed.items() if k not in _UNSTORED_SETTABLE}
         if fields:
-            node = self._conductor.update_node(node.uuid, **fields)
+            with _no_valid_host({"conductor_group": node.conductor_group, **fields}):
+                node = self._conductor.update_node(node.uuid, **fields)
         return node
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:

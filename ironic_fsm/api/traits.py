@@ -14,6 +14,7 @@ from ironic_fsm.api.common import (
     read_json,
     require_version,
     send,
+    version_of,
 )
 from ironic_fsm.api.errors import ApiError
 from ironic_fsm.api.views import stamp
@@ -40,6 +41,12 @@ _check_traits = compile_schema(TRAITS_SCHEMA)
 _check_trait = compile_schema(TRAIT_SCHEMA)
 
 
+def _writable(req: falcon.Request) -> None:
+    """Below 1.37 Ironic routes a node's traits as if there were none: a write is 405."""
+    if version_of(req) < (1, 37):
+        raise ApiError(405, f"The method {req.method} is not allowed below API version 1.37")
+
+
 class NodeTraits:
     """``GET``, ``PUT`` (replace all) and ``DELETE`` (remove all) on a node's traits."""
 
@@ -47,17 +54,17 @@ class NodeTraits:
         self._conductor = conductor
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
-        require_version(req, (1, 37), "traits", status=404)
+        require_version(req, (1, 37), "traits")
         send(resp, {"traits": self._conductor.get_node(ident).traits})
 
     def on_put(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
-        require_version(req, (1, 37), "traits", status=404)
+        _writable(req)
         traits = _check_traits(read_json(req))["traits"]
         self._conductor.update_node(ident, traits=list(dict.fromkeys(traits)))
         resp.status = 204
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
-        require_version(req, (1, 37), "traits", status=404)
+        _writable(req)
         self._conductor.update_node(ident, traits=[])
         resp.status = 204
 
@@ -69,7 +76,7 @@ class NodeTrait:
         self._conductor = conductor
 
     def on_put(self, req: falcon.Request, resp: falcon.Response, ident: str, trait: str) -> None:
-        require_version(req, (1, 37), "traits", status=404)
+        _writable(req)
         _check_trait(trait)
         uuid = self._conductor.get_node(ident).uuid
         with node_lock(uuid):
@@ -82,7 +89,7 @@ class NodeTrait:
         resp.location = f"{req.prefix}/v1/nodes/{node.uuid}/traits/{trait}"
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, ident: str, trait: str) -> None:
-        require_version(req, (1, 37), "traits", status=404)
+        _writable(req)
         uuid = self._conductor.get_node(ident).uuid
         with node_lock(uuid):
             node = self._conductor.get_node(uuid)

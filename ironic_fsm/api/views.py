@@ -17,6 +17,7 @@ from datetime import datetime
 from types import SimpleNamespace
 from typing import Any, Final
 
+from ironic_fsm._unstored import UNSTORED_FIELDS
 from ironic_fsm.api.common import link_pair
 from ironic_fsm.api.versions import Version
 from ironic_fsm.masking import mask_secrets
@@ -27,6 +28,7 @@ __all__ = [
     "NODE_FIELD_VERSIONS",
     "SUMMARY_FIELDS",
     "node_view",
+    "older_state_names",
     "stamp",
 ]
 
@@ -48,14 +50,7 @@ def _holder(value: str | None) -> str | None:
 Getter = Callable[[Any], Any]
 
 #: Ironic fields ironic_fsm does not keep: their value on every node.
-ABSENT_FIELDS: Final[dict[str, Any]] = {
-    "chassis_uuid": None,
-    "console_enabled": False,
-    "network_interface": "noop",
-    "console_interface": "no-console",
-    "storage_interface": "noop",
-    "allocation_uuid": None,
-}
+ABSENT_FIELDS: Final[dict[str, Any]] = dict(UNSTORED_FIELDS)
 
 
 def _attr(name: str) -> Getter:
@@ -170,8 +165,7 @@ def node_view(
             out[field] = name
     if (chosen is None or "conductor" in chosen) and version >= (1, 49):
         out["conductor"] = conductor
-    if version < (1, 2) and out.get("provision_state") == "available":
-        out["provision_state"] = None  # before 1.2 Ironic showed available as "no state"
+    older_state_names(out, version)
     if links:
         out["links"] = link_pair(base, "nodes", node.uuid)
         if chosen is None:
@@ -179,6 +173,19 @@ def node_view(
             if version >= (1, 14):
                 out["states"] = link_pair(base, f"nodes/{node.uuid}", "states")
     return out
+
+
+def older_state_names(shown: dict[str, Any], version: Version) -> None:
+    """State names as older versions knew them, wherever a state is shown (node, ``/states``).
+
+    Before 1.2 ``available`` was "no state" (null); before 1.39 there was no
+    ``inspect wait``, only ``inspecting``.
+    """
+    state = shown.get("provision_state")
+    if state == "available" and version < (1, 2):
+        shown["provision_state"] = None
+    elif state == "inspect wait" and version < (1, 39):
+        shown["provision_state"] = "inspecting"
 
 
 def known_field(name: str) -> Version | None:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ironic_fsm.conductor import Conductor
 
 #: ``apply`` summary columns.
-_APPLY_COLUMNS: Final = ("Name", "Provisioning State", "Wanted", "Result", "Last Error")
+_APPLY_COLUMNS: Final = ("name", "provision_state", "wanted", "result", "last_error")
 
 
 def _cmd_apply(args: argparse.Namespace) -> int:

@@ -18,12 +18,20 @@ from ironic_fsm.machine import LIFECYCLE
 # -- argument helpers -------------------------------------------------------------------
 
 
-def _key_value(text: str) -> tuple[str, str]:
-    """argparse type for ``KEY=VALUE``; the value stays a string, as in Ironic's client."""
+def _key_value(text: str) -> tuple[str, Any]:
+    """argparse type for ``KEY=VALUE``: the value as JSON when it parses, else the text.
+
+    That is what python-ironicclient does (``split_and_deserialize``), so
+    ``--property cpus=32`` stores the number 32 through either CLI and one
+    database never holds both ``32`` and ``"32"``; ``'x="32"'`` keeps text.
+    """
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    return key.strip(), value
+    try:
+        return key.strip(), json.loads(value)
+    except ValueError:
+        return key.strip(), value
 
 
 def _boolean(text: str) -> bool:

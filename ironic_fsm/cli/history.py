@@ -12,9 +12,12 @@ if TYPE_CHECKING:
     from ironic_fsm.history import HistoryEntry
 
 #: ``node history list`` columns, as ``openstack baremetal node history list``; ``--long``
-#: adds the detail ones.
-_HISTORY_COLUMNS: Final = ("UUID", "Created At", "Severity", "Event")
-_HISTORY_LONG_COLUMNS: Final = (*_HISTORY_COLUMNS, "Event Type", "Conductor", "User")
+#: adds its detail ones (those this history does not record are shown empty).
+_HISTORY_COLUMNS: Final = ("uuid", "created_at", "severity", "event")
+_HISTORY_LONG_COLUMNS: Final = (
+    "uuid", "created_at", "severity", "event_type", "event", "conductor", "user", "project",
+    "state", "target_provision_state", "duration_seconds",
+)  # fmt: skip
 
 
 def _history_record(entry: HistoryEntry) -> dict[str, object]:
@@ -34,9 +37,12 @@ def _cmd_history_list(args: argparse.Namespace) -> int:
         entries = conductor.get_node_history(args.node)
     rows: list[list[object]] = []
     for entry in entries:
-        row: list[object] = [entry.uuid, entry.created_at.isoformat(), entry.severity, entry.event]
+        when = entry.created_at.isoformat()
         if args.long:
-            row += [entry.event_type, entry.conductor, entry.user]
+            row: list[object] = [entry.uuid, when, entry.severity, entry.event_type, entry.event,
+                                 entry.conductor, entry.user, None, None, None, None]  # fmt: skip
+        else:
+            row = [entry.uuid, when, entry.severity, entry.event]
         rows.append(row)
     emit_list(args, _HISTORY_LONG_COLUMNS if args.long else _HISTORY_COLUMNS, rows)
     return 0

@@ -26,7 +26,7 @@ def _cmd_states(args: argparse.Namespace) -> int:
                 Cell(", ".join(events), events),
             ]
         )
-    emit_list(args, ("State", "Stable", "Default Target", "Accepted Events"), rows)
+    emit_list(args, ("state", "stable", "default_target", "accepted_events"), rows)
     return 0
 
 

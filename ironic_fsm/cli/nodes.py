@@ -13,7 +13,7 @@ from ironic_fsm.cli.argtypes import _conductor_group, _load_json_arg
 from ironic_fsm.cli.database import _open_conductor
 from ironic_fsm.cli.errors import CLIError, _report_error, _usage_error
 from ironic_fsm.cli.output import (
-    _field_label,
+    _column_value,
     _label,
     _list_fields,
     _node_record,
@@ -62,7 +62,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
         if value is not None:
             filters[name] = value
     sort_key, sort_dir = args.sort
-    fields = _list_fields(args)
+    columns, fields = _list_fields(args)
     with _open_conductor(args) as conductor:
         # Only the fields shown: the default few are columns, read without decoding a node.
         rows = conductor.list_nodes(
@@ -75,9 +75,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
         )
     records = [_fields_record(row) for row in rows]
     emit_list(
-        args,
-        [_field_label(field) for field in fields],
-        [[record[field] for field in fields] for record in records],
+        args, columns, [[_column_value(record, column) for column in columns] for record in records]
     )
     return 0
 

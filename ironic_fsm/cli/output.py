@@ -8,6 +8,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
+from ironic_fsm._unstored import NEWER_FIELDS, UNSTORED_FIELDS
 from ironic_fsm.cli.errors import _usage_error
 from ironic_fsm.exceptions import (
     MissingDependency,
@@ -17,26 +18,34 @@ from ironic_fsm.node import NODE_FIELDS
 if TYPE_CHECKING:
     from ironic_fsm.node import Node
 
-# Column titles of node fields: python-ironicclient's where it has the
-# field, the same style where it does not.
-_FIELD_LABELS: Final = {
-    "uuid": "UUID",
-    "provision_state": "Provisioning State",
-    "raid_config": "Current RAID configuration",
-    "target_raid_config": "Target RAID configuration",
-    "bios_interface": "BIOS Interface",
-    "raid_interface": "RAID Interface",
-}
+# Columns are named by their fields, as python-ironicclient 6 prints and takes
+# them (``-c provision_state``), in its order.
 
-
-def _field_label(field: str) -> str:
-    return _FIELD_LABELS.get(field) or field.replace("_", " ").title()
-
-
-#: ``node list`` columns: Ironic's client's, less ``Instance UUID`` (no such field here).
-_LIST_FIELDS: Final = ("uuid", "name", "power_state", "provision_state", "maintenance")
-#: ``node list --long``: every field, ordered by title as in Ironic's client.
-_LONG_FIELDS: Final = tuple(sorted(NODE_FIELDS, key=_field_label))
+#: ``node list`` columns: ``openstack baremetal node list``'s.
+_LIST_FIELDS: Final = (
+    "uuid", "name", "instance_uuid", "power_state", "provision_state", "maintenance",
+)  # fmt: skip
+#: ``node list --long``: the client's detailed columns, in its order
+#: (python-ironicclient 6.3, ``NODE_DETAILED_RESOURCE``).
+LONG_COLUMNS: Final = (
+    "allocation_uuid", "automated_clean", "bios_interface", "boot_interface", "boot_mode",
+    "chassis_uuid", "clean_step", "conductor", "conductor_group", "console_enabled",
+    "console_interface", "created_at", "raid_config", "deploy_interface", "deploy_step",
+    "description", "disable_power_off", "driver", "driver_info", "driver_internal_info",
+    "extra", "fault", "firmware_interface", "health", "inspect_interface",
+    "inspection_finished_at", "inspection_started_at", "instance_info", "instance_name",
+    "instance_uuid", "last_error", "lessee", "maintenance", "maintenance_reason",
+    "management_interface", "name", "network_data", "network_interface", "owner",
+    "parent_node", "power_interface", "power_state", "properties", "protected",
+    "protected_reason", "provision_updated_at", "provision_state", "raid_interface",
+    "rescue_interface", "reservation", "resource_class", "retired", "retired_reason",
+    "secure_boot", "storage_interface", "target_power_state", "target_provision_state",
+    "target_raid_config", "traits", "uuid", "updated_at", "vendor_interface",
+)  # fmt: skip
+#: The stored fields among them (read from the store); the others are not kept here.
+_LONG_FIELDS: Final = tuple(field for field in LONG_COLUMNS if field in NODE_FIELDS)
+#: What the others show: Ironic's value for a node without them (no conductor: none runs here).
+_NOT_STORED: Final = {**UNSTORED_FIELDS, **NEWER_FIELDS, "conductor": None}
 
 
 # -- output -------------------------------------------------------------------------
@@ -185,11 +194,18 @@ def _node_record(node: Node, fields: Sequence[str] | None = None) -> dict[str, A
     return data if not fields else {field: data[field] for field in fields}
 
 
-def _list_fields(args: argparse.Namespace) -> tuple[str, ...]:
-    """Which node fields ``node list`` shows: the default few, ``--long`` or ``--fields``."""
+def _list_fields(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``node list``'s columns and the stored fields they read: the default few,
+    ``--long`` (some not stored here) or ``--fields``."""
     if args.fields:
-        return tuple(dict.fromkeys(field for group in args.fields for field in group))
-    return _LONG_FIELDS if args.long else _LIST_FIELDS
+        fields = tuple(dict.fromkeys(field for group in args.fields for field in group))
+        return fields, fields
+    return (LONG_COLUMNS, _LONG_FIELDS) if args.long else (_LIST_FIELDS, _LIST_FIELDS)
+
+
+def _column_value(record: Mapping[str, Any], column: str) -> Any:
+    """A listed node's value in ``column``: stored, or what Ironic shows for one not kept here."""
+    return record[column] if column in record else _NOT_STORED[column]
 
 
 def _show_fields(args: argparse.Namespace) -> list[str] | None:

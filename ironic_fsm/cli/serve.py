@@ -161,6 +161,12 @@ def add_serve_parser(
         help="noauth (loopback hosts only, the default) or http_basic (needs --htpasswd)",
     )
     api.add_argument("--htpasswd", metavar="FILE", help="the users of http_basic (bcrypt)")
+    api.add_argument(
+        "--no-access-log",
+        dest="access_log",
+        action="store_false",
+        help="do not log each API request (method, path, status, duration, request id) at INFO",
+    )
     api.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this certificate")
     api.add_argument("--tls-key", metavar="FILE", help="the certificate's private key")
     p.set_defaults(func=_cmd_serve, parser=p)
@@ -272,6 +278,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     settings = _read_settings(getattr(args, "config", None))  # checked before any store opens
     url = resolve_db_url(args.db)
     handler = _configure_logging(args.log_format, args.log_level, _url_secrets(url))
+    if not getattr(args, "access_log", True):
+        # The API's access log is one logger; switched off, it costs a level check.
+        logging.getLogger("ironic_fsm.api.access").setLevel(logging.WARNING)
     try:
         code = _serve(args, url, settings, start_api)
     finally:

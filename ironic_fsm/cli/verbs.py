@@ -160,6 +160,6 @@ def _cmd_clean_steps(args: argparse.Namespace) -> int:
                 Cell(", ".join(sorted(argsinfo)), argsinfo),
             ]
         )
-    headers = ("Interface", "Step", "Priority", "Abortable", "Requires Ramdisk", "Arguments")
+    headers = ("interface", "step", "priority", "abortable", "requires_ramdisk", "argsinfo")
     emit_list(args, headers, rows)
     return 0

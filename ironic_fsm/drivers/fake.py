@@ -78,8 +78,9 @@ class FakePower(PowerInterface):
 class FakeManagement(ManagementInterface):
     """Boot device, boot mode and secure boot kept in ``driver_internal_info``.
 
-    Under ``fake_boot_device``, ``fake_boot_mode`` (``uefi`` until set) and
-    ``fake_secure_boot`` (off until set).
+    Under ``fake_boot_device`` (PXE, not persistent, until set: what Ironic's
+    fake management always answers), ``fake_boot_mode`` (``uefi`` until set)
+    and ``fake_secure_boot`` (off until set).
     """
 
     def get_supported_boot_devices(self, task: Task) -> list[str]:
@@ -98,7 +99,7 @@ class FakeManagement(ManagementInterface):
 
     def get_boot_device(self, task: Task) -> dict[str, Any]:
         current = task.node.driver_internal_info.get("fake_boot_device")
-        return dict(current) if current else {"boot_device": None, "persistent": None}
+        return dict(current) if current else {"boot_device": "pxe", "persistent": False}
 
     def get_supported_boot_modes(self, task: Task) -> list[str]:
         return ["uefi", "bios"]

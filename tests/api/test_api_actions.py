@@ -183,6 +183,9 @@ def test_power_targets_and_versions(api: tuple[Conductor, httpx.Client]) -> None
 def test_boot_device(api: tuple[Conductor, httpx.Client]) -> None:
     conductor, client = api
     uuid = _node(client)
+    # A new fake-hardware node boots from PXE, as Ironic's fake management answers.
+    fresh = client.get(f"/v1/nodes/{uuid}/management/boot_device").json()
+    assert fresh == {"boot_device": "pxe", "persistent": False}
     supported = client.get(f"/v1/nodes/{uuid}/management/boot_device/supported").json()
     assert "pxe" in supported["supported_boot_devices"]
     put = client.put(
@@ -224,8 +227,13 @@ def test_traits(api: tuple[Conductor, httpx.Client]) -> None:
     assert conductor.get_node(uuid).traits == ["HW_CPU_X86_VMX", "CUSTOM_B"]
     assert client.delete(base).status_code == 204
     assert conductor.get_node(uuid).traits == []
-    old = client.get(base, headers={"X-OpenStack-Ironic-API-Version": "1.36"})
-    assert old.status_code == 404
+    # Below 1.37, as Ironic: a read is not acceptable (406), a write not allowed (405).
+    old_version = {"X-OpenStack-Ironic-API-Version": "1.36"}
+    assert client.get(base, headers=old_version).status_code == 406
+    assert client.put(base, json={"traits": []}, headers=old_version).status_code == 405
+    assert client.put(f"{base}/CUSTOM_C", headers=old_version).status_code == 405
+    assert client.delete(base, headers=old_version).status_code == 405
+    assert conductor.get_node(uuid).traits == []
 
 
 def test_validate_both_paths(api: tuple[Conductor, httpx.Client]) -> None:

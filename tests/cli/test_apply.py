@@ -63,7 +63,7 @@ def stored(db: Path) -> dict[str, Any]:
 
 
 def summary(result: Result) -> dict[str, dict[str, Any]]:
-    return {row["Name"]: row for row in json.loads(result.out)}
+    return {row["name"]: row for row in json.loads(result.out)}
 
 
 # -- validation -------------------------------------------------------------------------------
@@ -236,11 +236,11 @@ def test_dry_run_prints_the_plan_and_changes_nothing(run: Run, db: Path, tmp_pat
     assert run("node", "manage", "differs").code == 0
     nodes: list[dict[str, Any]] = [
         {"name": "new", "driver": "fake-hardware", "wanted": "active"},
-        {"name": "same", "driver": "fake-hardware", "properties": {"cpus": "4"}},
+        {"name": "same", "driver": "fake-hardware", "properties": {"cpus": 4}},
         {
             "name": "differs",
             "driver": "fake-hardware",
-            "properties": {"cpus": "8"},
+            "properties": {"cpus": 8},
             "driver_info": {"redfish_password": "x-secret-x"},
             "traits": ["CUSTOM_A"],
             "wanted": "available",
@@ -283,7 +283,7 @@ def test_fake_fleet_to_active_then_available_with_updates_and_retirement(
     # One round without --wait: one verb per node.
     result = run("apply", write_fleet(path, [web, spare]), "-f", "json")
     assert result.code == 0, result.err
-    assert {n: r["Provisioning State"] for n, r in summary(result).items()} == {
+    assert {n: r["provision_state"] for n, r in summary(result).items()} == {
         "web": "manageable",
         "spare": "manageable",
     }
@@ -293,9 +293,9 @@ def test_fake_fleet_to_active_then_available_with_updates_and_retirement(
     result = run("apply", str(path), "--wait", "-f", "json")
     assert result.code == 0, result.err
     rows = summary(result)
-    assert rows["web"]["Provisioning State"] == rows["web"]["Wanted"] == "active"
-    assert rows["web"]["Result"] == "there"
-    assert rows["spare"]["Provisioning State"] == "available"
+    assert rows["web"]["provision_state"] == rows["web"]["wanted"] == "active"
+    assert rows["web"]["result"] == "there"
+    assert rows["spare"]["provision_state"] == "available"
 
     # Edit the file: web goes back to available, spare is retired (so: manageable),
     # and fields change.
@@ -331,11 +331,11 @@ def test_failure_state_exits_1_with_the_summary(run: Run, db: Path, tmp_path: Pa
     result = run("apply", write_fleet(tmp_path / "fleet.yaml", nodes), "--wait", "-f", "json")
     assert result.code == 1
     rows = summary(result)
-    assert rows["bad"]["Provisioning State"] == "deploy failed"
-    assert rows["bad"]["Result"] == "failed"
-    assert rows["bad"]["Last Error"] == stored(db)["bad"].last_error
-    assert "raid" in rows["bad"]["Last Error"].lower()
-    assert (rows["fine"]["Provisioning State"], rows["fine"]["Result"]) == ("active", "there")
+    assert rows["bad"]["provision_state"] == "deploy failed"
+    assert rows["bad"]["result"] == "failed"
+    assert rows["bad"]["last_error"] == stored(db)["bad"].last_error
+    assert "raid" in rows["bad"]["last_error"].lower()
+    assert (rows["fine"]["provision_state"], rows["fine"]["result"]) == ("active", "there")
 
     # Applied again, the failed node is retried (deploy from deploy failed), fails
     # again, and the table says so.
@@ -350,8 +350,8 @@ def test_node_in_maintenance_is_blocked_and_exits_1(run: Run, tmp_path: Path) ->
     result = run("apply", write_fleet(tmp_path / "fleet.yaml", nodes), "--wait", "-f", "json")
     assert result.code == 1
     row = summary(result)["m"]
-    assert row["Result"] == "blocked"
-    assert "NodeInMaintenance" in row["Last Error"]
+    assert row["result"] == "blocked"
+    assert "NodeInMaintenance" in row["last_error"]
 
 
 # -- end to end on the BMC emulators ----------------------------------------------------------
@@ -402,7 +402,7 @@ def test_bmc_fleet_to_active_and_back_to_available(
 
     assert result.code == 0, result.err
     rows = summary(result)
-    assert {n: r["Provisioning State"] for n, r in rows.items()} == {
+    assert {n: r["provision_state"] for n, r in rows.items()} == {
         "ipmi-1": "active",
         "redfish-1": "active",
     }
@@ -417,7 +417,7 @@ def test_bmc_fleet_to_active_and_back_to_available(
     result = run("apply", write_fleet(path, [ipmi, redfish]), "--wait", "60", "-f", "json")
 
     assert result.code == 0, result.err
-    assert {n: r["Provisioning State"] for n, r in summary(result).items()} == {
+    assert {n: r["provision_state"] for n, r in summary(result).items()} == {
         "ipmi-1": "available",
         "redfish-1": "available",
     }
@@ -451,7 +451,7 @@ def test_wait_gives_up_on_a_node_held_elsewhere(run: Run, db: Path, tmp_path: Pa
 
     assert result.code == 1
     assert "the fleet did not settle within 0.3 seconds" in result.err
-    assert summary(result)["held"]["Result"] == "busy"
+    assert summary(result)["held"]["result"] == "busy"
     assert stored(db)["held"].provision_state == "enroll"
 
 

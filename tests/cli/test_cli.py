@@ -100,7 +100,7 @@ def test_create_show_list_set_unset_delete(run: Run) -> None:
     assert node["driver"] == "fake-hardware"
     assert node["provision_state"] == "enroll"
     assert node["driver_info"] == {"ipmi_address": "10.0.0.1"}
-    assert node["properties"] == {"cpus": "8"}
+    assert node["properties"] == {"cpus": 8}
     assert node["extra"] == {"rack": "r1"}
     assert node["resource_class"] == "baremetal"
     assert node["traits"] == ["CUSTOM_A", "CUSTOM_B"]
@@ -111,14 +111,15 @@ def test_create_show_list_set_unset_delete(run: Run) -> None:
     assert "enroll" in table
     assert show(run, node["uuid"])["name"] == "n1"
 
-    # The list's columns are Ironic's client's (less Instance UUID, a field we lack).
+    # The list's columns are Ironic's client's, named by their fields as it names them.
     listed = ok(run("node", "list")).out.splitlines()
     assert [cell.strip() for cell in listed[1].strip("|").split("|")] == [
-        "UUID",
-        "Name",
-        "Power State",
-        "Provisioning State",
-        "Maintenance",
+        "uuid",
+        "name",
+        "instance_uuid",
+        "power_state",
+        "provision_state",
+        "maintenance",
     ]
     assert len(listed) == 5  # rule, header, rule, one row, rule
     assert node["uuid"] in listed[3]
@@ -150,7 +151,7 @@ def test_create_show_list_set_unset_delete(run: Run) -> None:
     )
     after = show(run, "n2")
     assert after["driver_info"] == {"ipmi_address": "10.0.0.1", "ipmi_username": "admin"}
-    assert after["properties"] == {"cpus": "8", "memory_mb": "4096"}
+    assert after["properties"] == {"cpus": 8, "memory_mb": 4096}
     assert after["extra"] == {"rack": "r2"}
     assert after["instance_info"] == {"image_source": "http://img"}
     assert after["maintenance"] is True
@@ -180,7 +181,7 @@ def test_create_show_list_set_unset_delete(run: Run) -> None:
     )
     after = show(run, "n2")
     assert after["driver_info"] == {"ipmi_address": "10.0.0.1"}
-    assert after["properties"] == {"memory_mb": "4096"}
+    assert after["properties"] == {"memory_mb": 4096}
     assert after["extra"] == {}
     assert after["instance_info"] == {}
     assert after["maintenance"] is False
@@ -267,7 +268,7 @@ def test_delete(run: Run) -> None:
     assert gone.code == 1
     assert gone.err.startswith("error: ")
     assert "n2" in gone.err
-    assert [n["Name"] for n in json.loads(ok(run("node", "list", "-f", "json")).out)] == ["n1"]
+    assert [n["name"] for n in json.loads(ok(run("node", "list", "-f", "json")).out)] == ["n1"]
 
 
 # -- secrets ---------------------------------------------------------------------------------
@@ -354,7 +355,7 @@ def test_lifecycle_on_every_sql_backend(sql_url: str, capsys: pytest.CaptureFixt
     listed = json.loads(
         ok(run_url("node", "list", "--provision-state", "active", "-f", "json")).out
     )
-    assert [n["Name"] for n in listed] == ["n1"]
+    assert [n["name"] for n in listed] == ["n1"]
 
 
 def test_invalid_verb_for_state(run: Run) -> None:
@@ -526,20 +527,20 @@ def test_failed_clean_exits_1_with_last_error(run: Run) -> None:
 def test_clean_steps_listing(run: Run) -> None:
     ok(run("node", "create", "--name", "n1"))
     table = ok(run("node", "clean-steps", "n1")).out.splitlines()
-    assert table[1].split()[:6] == ["|", "Interface", "|", "Step", "|", "Priority"]
+    assert table[1].split()[:6] == ["|", "interface", "|", "step", "|", "priority"]
     assert any("factory_reset" in line for line in table)
     steps = json.loads(ok(run("node", "clean-steps", "n1", "--format", "json")).out)
-    reset = next(st for st in steps if st["Step"] == "factory_reset")
-    assert reset["Interface"] == "bios"
-    apply = next(st for st in steps if st["Step"] == "apply_configuration")
-    assert apply["Arguments"]["settings"]["required"] is True  # argsinfo, whole, in JSON
-    priorities = [st["Priority"] for st in steps]
+    reset = next(st for st in steps if st["step"] == "factory_reset")
+    assert reset["interface"] == "bios"
+    apply = next(st for st in steps if st["step"] == "apply_configuration")
+    assert apply["argsinfo"]["settings"]["required"] is True  # argsinfo, whole, in JSON
+    priorities = [st["priority"] for st in steps]
     assert priorities == sorted(priorities, reverse=True)
     high = json.loads(
         ok(run("node", "clean-steps", "n1", "--min-priority", "1", "--format", "json")).out
     )
     assert high
-    assert all(st["Priority"] >= 1 for st in high)
+    assert all(st["priority"] >= 1 for st in high)
     assert len(high) < len(steps)
 
 
@@ -584,12 +585,12 @@ def test_retire_in_manageable_then_list_retired(run: Run) -> None:
     assert node["retired_reason"] == "end of life"
 
     retired = json.loads(ok(run("node", "list", "--retired", "--format", "json")).out)
-    assert [n["Name"] for n in retired] == ["old"]
+    assert [n["name"] for n in retired] == ["old"]
     unretired = json.loads(ok(run("node", "list", "--no-retired", "--format", "json")).out)
-    assert [n["Name"] for n in unretired] == ["young"]
+    assert [n["name"] for n in unretired] == ["young"]
     # --unretired, this tool's older spelling, still works.
     unretired = json.loads(ok(run("node", "list", "--unretired", "--format", "json")).out)
-    assert [n["Name"] for n in unretired] == ["young"]
+    assert [n["name"] for n in unretired] == ["young"]
     assert "old" in ok(run("node", "list", "--retired")).out
 
     # Retired nodes cannot be provided; unretiring clears the reason.
@@ -610,7 +611,7 @@ def test_list_filters(run: Run) -> None:
 
     def names(*filters: str) -> list[str]:
         out = ok(run("node", "list", *filters, "--format", "json")).out
-        return [n["Name"] for n in json.loads(out)]
+        return [n["name"] for n in json.loads(out)]
 
     assert names() == ["a", "b", "c"]
     assert names("--provision-state", "manageable") == ["a", "c"]
@@ -652,7 +653,7 @@ def test_states_table(run: Run) -> None:
     def cells(line: str) -> list[str]:
         return [cell.strip() for cell in line.strip("|").split("|")]
 
-    assert cells(lines[1]) == ["State", "Stable", "Default Target", "Accepted Events"]
+    assert cells(lines[1]) == ["state", "stable", "default_target", "accepted_events"]
     rows = [cells(line) for line in lines[3:-1]]
     assert len(rows) == 30
     by_state = {row[0]: row for row in rows}
@@ -670,10 +671,10 @@ def test_states_json(run: Run) -> None:
     enroll = states[0]
     # Keyed by column, as Ironic's client does; booleans and lists stay typed.
     assert enroll == {
-        "State": "enroll",
-        "Stable": True,
-        "Default Target": None,
-        "Accepted Events": ["manage"],
+        "state": "enroll",
+        "stable": True,
+        "default_target": None,
+        "accepted_events": ["manage"],
     }
 
 

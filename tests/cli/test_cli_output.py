@@ -16,6 +16,7 @@ import yaml
 from cli_harness import Run, ok
 from helpers import python_ok
 
+from ironic_fsm.cli.output import LONG_COLUMNS
 from ironic_fsm.node import NODE_FIELDS
 
 #: Also for the tests that do not ``run`` (see ``cli_env`` in conftest).
@@ -31,35 +32,36 @@ def two_nodes(run: Run) -> list[dict[str, Any]]:
     return [json.loads(ok(run("node", "show", n, "-f", "json")).out) for n in ("n1", "n2")]
 
 
-LIST_COLUMNS = ["UUID", "Name", "Power State", "Provisioning State", "Maintenance"]
+LIST_COLUMNS = ["uuid", "name", "instance_uuid", "power_state", "provision_state", "maintenance"]
 
 
 def test_list_json_has_the_list_columns_only(run: Run, two_nodes: list[dict[str, Any]]) -> None:
     listed = json.loads(ok(run("node", "list", "-f", "json")).out)
     assert [list(row) for row in listed] == [LIST_COLUMNS, LIST_COLUMNS]
     assert listed[0] == {
-        "UUID": two_nodes[0]["uuid"],
-        "Name": "n1",
-        "Power State": "power off",
-        "Provisioning State": "manageable",
-        "Maintenance": False,
+        "uuid": two_nodes[0]["uuid"],
+        "name": "n1",
+        "instance_uuid": None,
+        "power_state": "power off",
+        "provision_state": "manageable",
+        "maintenance": False,
     }
-    assert listed[1]["Power State"] is None
+    assert listed[1]["power_state"] is None
 
 
 def test_list_in_every_format(run: Run, two_nodes: list[dict[str, Any]]) -> None:
     uuids = [node["uuid"] for node in two_nodes]
 
     as_yaml = yaml.safe_load(ok(run("node", "list", "-f", "yaml")).out)
-    assert [row["Name"] for row in as_yaml] == ["n1", "n2"]
+    assert [row["name"] for row in as_yaml] == ["n1", "n2"]
     assert set(as_yaml[0]) == set(LIST_COLUMNS)
 
     rows = list(csv.reader(io.StringIO(ok(run("node", "list", "-f", "csv")).out)))
     assert rows[0] == LIST_COLUMNS
     assert [row[0] for row in rows[1:]] == uuids
-    assert rows[1][3] == "manageable"
+    assert rows[1][4] == "manageable"
 
-    value = ok(run("node", "list", "-f", "value", "-c", "UUID", "-c", "Provisioning State")).out
+    value = ok(run("node", "list", "-f", "value", "-c", "uuid", "-c", "provision_state")).out
     assert value.splitlines() == [f"{uuids[0]} manageable", f"{uuids[1]} enroll"]
 
     table = ok(run("node", "list")).out.splitlines()
@@ -73,30 +75,36 @@ def test_columns_keep_the_output_order_and_unknown_ones_are_bad_usage(
     run: Run, two_nodes: list[dict[str, Any]]
 ) -> None:
     # As cliff: -c picks columns, the output keeps its own order.
-    picked = json.loads(ok(run("node", "list", "-f", "json", "-c", "Name", "-c", "UUID")).out)
-    assert [list(row) for row in picked] == [["UUID", "Name"], ["UUID", "Name"]]
-    wrong = run("node", "list", "-c", "name")
+    picked = json.loads(ok(run("node", "list", "-f", "json", "-c", "name", "-c", "uuid")).out)
+    assert [list(row) for row in picked] == [["uuid", "name"], ["uuid", "name"]]
+    wrong = run("node", "list", "-c", "Name")  # the former title: columns are field names now
     assert wrong.code == 2
-    assert "'name'" in wrong.err
-    assert "'Name'" in wrong.err  # the columns that exist are named
+    assert "'Name'" in wrong.err
+    assert "'name'" in wrong.err  # the columns that exist are named
     assert "Traceback" not in wrong.err
 
 
 def test_long_and_fields(run: Run, two_nodes: list[dict[str, Any]]) -> None:
     long = json.loads(ok(run("node", "list", "--long", "-f", "json")).out)
-    assert len(long[0]) == len(NODE_FIELDS)
-    assert long[0]["Retired"] is False
-    assert long[0]["Driver Info"] == {"ipmi_password": "******"}
-    assert long[1]["Properties"] == {"cpus": "8"}
-    assert long[0]["Target RAID configuration"] == {}
+    # The client's detailed columns, in its order; those not kept here at Ironic's values.
+    assert list(long[0]) == list(LONG_COLUMNS)
+    assert set(long[0]) - set(NODE_FIELDS) == {
+        "allocation_uuid", "chassis_uuid", "conductor", "console_enabled", "console_interface",
+        "disable_power_off", "health", "instance_name", "network_interface", "storage_interface",
+    }  # fmt: skip
+    assert (long[0]["console_enabled"], long[0]["network_interface"]) == (False, "noop")
+    assert long[0]["retired"] is False
+    assert long[0]["driver_info"] == {"ipmi_password": "******"}
+    assert long[1]["properties"] == {"cpus": 8}
+    assert long[0]["target_raid_config"] == {}
 
     fields = json.loads(
         ok(run("node", "list", "--fields", "name", "provision_state", "--fields", "retired",
                "-f", "json")).out
     )  # fmt: skip
     assert fields == [
-        {"Name": "n1", "Provisioning State": "manageable", "Retired": False},
-        {"Name": "n2", "Provisioning State": "enroll", "Retired": False},
+        {"name": "n1", "provision_state": "manageable", "retired": False},
+        {"name": "n2", "provision_state": "enroll", "retired": False},
     ]
     both = run("node", "list", "--long", "--fields", "name")
     assert both.code == 2
@@ -121,7 +129,7 @@ def test_show_formats_fields_and_columns(run: Run, two_nodes: list[dict[str, Any
     assert value.out.splitlines() == ["n1", "manageable"]  # fields sorted by name
 
     as_yaml = yaml.safe_load(ok(run("node", "show", "n2", "-f", "yaml")).out)
-    assert as_yaml["properties"] == {"cpus": "8"}
+    assert as_yaml["properties"] == {"cpus": 8}
     assert as_yaml["uuid"] == two_nodes[1]["uuid"]
 
     table = ok(run("node", "show", "n1", "-c", "name", "-c", "driver_info")).out.splitlines()
@@ -144,22 +152,22 @@ def test_no_format_prints_a_secret(run: Run, two_nodes: list[dict[str, Any]]) ->
 
 def test_csv_quoting(run: Run, two_nodes: list[dict[str, Any]]) -> None:
     ok(run("node", "set", "n2", "--name", 'odd,"name'))
-    columns = ("-c", "Name", "-c", "Maintenance")
+    columns = ("-c", "name", "-c", "maintenance")
 
     def out(*extra: str) -> list[str]:
         return ok(run("node", "list", "-f", "csv", *columns, *extra)).out.splitlines()
 
-    assert out() == ['"Name","Maintenance"', '"n1",False', '"odd,""name",False']
-    assert out("--quote", "all") == ['"Name","Maintenance"', '"n1","False"', '"odd,""name","False"']
-    assert out("--quote", "minimal") == ["Name,Maintenance", "n1,False", '"odd,""name",False']
+    assert out() == ['"name","maintenance"', '"n1",False', '"odd,""name",False']
+    assert out("--quote", "all") == ['"name","maintenance"', '"n1","False"', '"odd,""name","False"']
+    assert out("--quote", "minimal") == ["name,maintenance", "n1,False", '"odd,""name",False']
     # No quoting at all still writes every value, escaping what needs it.
-    assert out("--quote", "none") == ["Name,Maintenance", "n1,False", 'odd\\,\\"name,False']
+    assert out("--quote", "none") == ["name,maintenance", "n1,False", 'odd\\,\\"name,False']
 
 
 def test_empty_list(run: Run) -> None:
     assert ok(run("node", "list")).out == ""
     header = ok(run("node", "list", "--print-empty")).out.splitlines()
-    assert "Provisioning State" in header[1]
+    assert "provision_state" in header[1]
     assert json.loads(ok(run("node", "list", "-f", "json")).out) == []
     assert yaml.safe_load(ok(run("node", "list", "-f", "yaml")).out) == []
 
@@ -172,17 +180,17 @@ def test_create_prints_the_node_in_the_chosen_format(run: Run) -> None:
 def test_states_and_clean_steps_in_every_list_format(run: Run) -> None:
     states = yaml.safe_load(ok(run("states", "-f", "yaml")).out)
     assert states[0] == {
-        "State": "enroll",
-        "Stable": True,
-        "Default Target": None,
-        "Accepted Events": ["manage"],
+        "state": "enroll",
+        "stable": True,
+        "default_target": None,
+        "accepted_events": ["manage"],
     }
-    value = ok(run("states", "-f", "value", "-c", "State", "-c", "Stable")).out.splitlines()
+    value = ok(run("states", "-f", "value", "-c", "state", "-c", "stable")).out.splitlines()
     assert value[0] == "enroll yes"
     ok(run("node", "create", "--name", "n1"))
     rows = list(csv.reader(io.StringIO(ok(run("node", "clean-steps", "n1", "-f", "csv")).out)))
-    assert rows[0] == ["Interface", "Step", "Priority", "Abortable", "Requires Ramdisk",
-                       "Arguments"]  # fmt: skip
+    assert rows[0] == ["interface", "step", "priority", "abortable", "requires_ramdisk",
+                       "argsinfo"]  # fmt: skip
     apply = next(row for row in rows if row[1] == "apply_configuration")
     assert apply[5] == "settings"
 

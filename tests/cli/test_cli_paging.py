@@ -19,20 +19,20 @@ def seven(run: Run) -> list[str]:
     names = ["g", "c", "e", "a", "f", "b", "d"]
     for name in names:
         ok(run("node", "create", "--name", name))
-    return [row["UUID"] for row in listed(run)]
+    return [row["uuid"] for row in listed(run)]
 
 
 def test_limit_and_marker_walk_every_node_once(run: Run, seven: list[str]) -> None:
     seen: list[str] = []
     marker: list[str] = []
     while True:
-        page = [row["UUID"] for row in listed(run, "--limit", "3", *marker)]
+        page = [row["uuid"] for row in listed(run, "--limit", "3", *marker)]
         seen += page
         if len(page) < 3:
             break
         marker = ["--marker", page[-1]]
     assert seen == seven
-    assert [row["UUID"] for row in listed(run, "--limit", "0")] == seven  # 0: no limit
+    assert [row["uuid"] for row in listed(run, "--limit", "0")] == seven  # 0: no limit
 
 
 @pytest.mark.parametrize(
@@ -45,14 +45,14 @@ def test_limit_and_marker_walk_every_node_once(run: Run, seven: list[str]) -> No
     ],
 )
 def test_sort_by_key_and_direction(run: Run, seven: list[str], spec: str, expected: str) -> None:
-    assert "".join(row["Name"] for row in listed(run, "--sort", spec)) == expected
+    assert "".join(row["name"] for row in listed(run, "--sort", spec)) == expected
 
 
 def test_sort_limit_and_marker_together(run: Run, seven: list[str]) -> None:
     first = listed(run, "--sort", "name:desc", "--limit", "2")
-    assert [row["Name"] for row in first] == ["g", "f"]
-    second = listed(run, "--sort", "name:desc", "--limit", "2", "--marker", first[-1]["UUID"])
-    assert [row["Name"] for row in second] == ["e", "d"]
+    assert [row["name"] for row in first] == ["g", "f"]
+    second = listed(run, "--sort", "name:desc", "--limit", "2", "--marker", first[-1]["uuid"])
+    assert [row["name"] for row in second] == ["e", "d"]
 
 
 @pytest.mark.parametrize(

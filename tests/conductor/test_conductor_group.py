@@ -231,12 +231,12 @@ def test_the_cli_creates_lists_sets_and_unsets_the_group(run: Run) -> None:
                              "-f", "json")).out)  # fmt: skip
     assert made["conductor_group"] == "rack-1"
     ok(run("node", "create", "--name", "n2"))
-    assert [r["Name"] for r in listed(run, "--conductor-group", "RACK-1")] == ["n1"]
-    assert [r["Name"] for r in listed(run, "--conductor-group", "")] == ["n2"]
+    assert [r["name"] for r in listed(run, "--conductor-group", "RACK-1")] == ["n1"]
+    assert [r["name"] for r in listed(run, "--conductor-group", "")] == ["n2"]
     ok(run("node", "set", "n2", "--conductor-group", "rack-1"))
     ok(run("node", "unset", "n1", "--conductor-group"))
     shown = listed(run, "--fields", "name", "conductor_group")
-    assert [(r["Name"], r["Conductor Group"]) for r in shown] == [("n1", ""), ("n2", "rack-1")]
+    assert [(r["name"], r["conductor_group"]) for r in shown] == [("n1", ""), ("n2", "rack-1")]
 
 
 def test_the_cli_refuses_a_bad_group_before_touching_the_database(run: Run) -> None:

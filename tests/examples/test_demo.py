@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -62,6 +63,14 @@ def test_demo_runs_the_fleet_and_cleans_up(tmp_path: Path) -> None:
     assert {f for f in runs[1] if not f.startswith("lifecycle.")} == {"demo.sqlite",
                                                                      "events.jsonl"}  # fmt: skip
     lines = done.stdout.splitlines()
+    # Starting the BMCs takes seconds: each one is reported as it comes up, before enrolling.
+    enrolled = next(i for i, line in enumerate(lines) if line.startswith("Enrolled"))
+    starting = lines[:enrolled]
+    assert starting[0].startswith("Starting 2 IPMI and 2 Redfish BMCs")
+    assert re.fullmatch(r"  2 IPMI BMCs \(pyghmi\) up at 127\.0\.0\.1:\d+, :\d+ after [\d.]+ s",
+                        starting[1])  # fmt: skip
+    redfish_up = sorted(line.split(" up at ")[0] for line in starting if "  Redfish BMC " in line)
+    assert redfish_up == [f"  Redfish BMC {i} of 2 (sushy-tools)" for i in (1, 2)]
     summary = {
         line.split()[0]: line.split()
         for line in lines

@@ -407,16 +407,16 @@ def test_cli_conductor_list_shows_hostname_group_and_alive(
     code, out, err = _cli(fleet_db, capsys, "conductor", "list", "-f", "json")
     assert (code, err) == (0, "")
     assert json.loads(out) == [
-        {"Hostname": "alpha", "Conductor Group": "", "Alive": True},
-        {"Hostname": "beta", "Conductor Group": "g2", "Alive": False},
+        {"hostname": "alpha", "conductor_group": "", "alive": True},
+        {"hostname": "beta", "conductor_group": "g2", "alive": False},
     ]
     code, out, _ = _cli(fleet_db, capsys, "conductor", "list")
     assert code == 0
     lines = out.splitlines()
     assert [cell.strip() for cell in lines[1].strip("|").split("|")] == [
-        "Hostname",
-        "Conductor Group",
-        "Alive",
+        "hostname",
+        "conductor_group",
+        "alive",
     ]
     assert any("alpha" in line and "True" in line for line in lines)
     assert any("beta" in line and "g2" in line and "False" in line for line in lines)
@@ -429,15 +429,17 @@ def test_cli_conductor_list_long_and_columns(
     assert code == 0
     rows = json.loads(out)
     assert [list(row) for row in rows] == [
-        ["Hostname", "Conductor Group", "Alive", "Drivers", "Updated At"]
+        ["hostname", "conductor_group", "alive", "drivers", "created_at", "updated_at"]
     ] * 2
-    assert rows[0]["Drivers"] == ["ipmi"]
-    assert rows[1]["Drivers"] == list(INSTALLED)
-    assert datetime.fromisoformat(rows[0]["Updated At"]).utcoffset() == timedelta(0)
-    code, out, _ = _cli(fleet_db, capsys, "conductor", "list", "-c", "Hostname", "-f", "value")
+    assert rows[0]["drivers"] == ["ipmi"]
+    assert rows[1]["drivers"] == list(INSTALLED)
+    assert datetime.fromisoformat(rows[0]["updated_at"]).utcoffset() == timedelta(0)
+    code, out, _ = _cli(fleet_db, capsys, "conductor", "list", "-c", "hostname", "-f", "value")
     assert (code, out) == (0, "alpha\nbeta\n")
     code, out, _ = _cli(fleet_db, capsys, "conductor", "list", "--long", "-f", "csv")
-    assert out.splitlines()[0] == '"Hostname","Conductor Group","Alive","Drivers","Updated At"'
+    assert out.splitlines()[0] == (
+        '"hostname","conductor_group","alive","drivers","created_at","updated_at"'
+    )
     assert '"ipmi"' in out.splitlines()[1]
     code, _, err = _cli(fleet_db, capsys, "conductor", "list", "-c", "Drivers")
     assert code == 2

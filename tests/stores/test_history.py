@@ -277,23 +277,23 @@ def test_cli_node_history_list_and_get(
     code, out, err = run("node", "history", "list", "n1", "-f", "json")
     assert code == 0, err
     rows = json.loads(out)
-    assert [list(row) for row in rows] == [["UUID", "Created At", "Severity", "Event"]] * 2
-    assert [row["Severity"] for row in rows] == ["INFO", "INFO"]
-    assert reason in rows[0]["Event"]
-    assert "unset" in rows[1]["Event"]
+    assert [list(row) for row in rows] == [["uuid", "created_at", "severity", "event"]] * 2
+    assert [row["severity"] for row in rows] == ["INFO", "INFO"]
+    assert reason in rows[0]["event"]
+    assert "unset" in rows[1]["event"]
 
     code, out, _ = run("node", "history", "list", "n1", "--long", "-f", "json")
-    assert [row["Event Type"] for row in json.loads(out)] == ["maintenance", "maintenance"]
-    code, out, _ = run("node", "history", "list", "n1", "-f", "value", "-c", "Severity")
+    assert [row["event_type"] for row in json.loads(out)] == ["maintenance", "maintenance"]
+    code, out, _ = run("node", "history", "list", "n1", "-f", "value", "-c", "severity")
     assert out.split() == ["INFO", "INFO"]
     code, out, _ = run("node", "history", "list", "n1")  # the table
-    assert "Created At" in out
-    assert rows[0]["UUID"] in out
+    assert "created_at" in out
+    assert rows[0]["uuid"] in out
 
-    code, out, err = run("node", "history", "get", "n1", rows[0]["UUID"], "-f", "json")
+    code, out, err = run("node", "history", "get", "n1", rows[0]["uuid"], "-f", "json")
     assert code == 0, err
     got = json.loads(out)
-    assert got["uuid"] == rows[0]["UUID"]
+    assert got["uuid"] == rows[0]["uuid"]
     assert got["event_type"] == "maintenance"
     assert got["severity"] == "INFO"
     assert reason in got["event"]
