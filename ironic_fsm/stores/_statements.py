@@ -33,6 +33,14 @@ def to_node(data: str, reservation: str | None, version: int) -> Node:
     return node
 
 
+def pick(rows: Sequence[Any], ident: str) -> Any:
+    """The row whose uuid is ``ident``, else the one whose name is (UUIDs win, as in memory)."""
+    for row in rows:
+        if row[0] == ident:
+            return row
+    return rows[0] if rows else None
+
+
 class Statements:
     """The statement texts of one store, and the few helpers every part runs them with.
 

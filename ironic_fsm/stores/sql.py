@@ -16,11 +16,21 @@ gives a working durable store with no database dependency. PostgreSQL uses
 psycopg 3 with ``psycopg_pool`` (``pip install 'ironic_fsm[postgres]'``): the
 maintained pool made for psycopg, and the level at which the features a
 fleet needs next live anyway (``FOR UPDATE SKIP LOCKED``, advisory locks,
-``LISTEN/NOTIFY``). The dialect modules (``_sqlite``, ``_postgres``) hold
-connections, timestamps and the one mapping of driver errors per database;
-this module holds the statements and the Store semantics.
+``LISTEN/NOTIFY``).
 
-Layout and migrations: see :mod:`ironic_fsm.stores._schema`.
+The SQL store's parts: :class:`SQLStore` builds them when it opens and
+hands each the objects it uses; none knows the store. The dialect
+(``_sqlite``, ``_postgres``, chosen by ``_connect`` from the URL) holds
+connections, timestamps and the mapping of driver errors;
+``_statements.Statements`` writes every statement once for it; ``_rows``
+turns a node into the row a write sets. Pages (``_paging``), scans
+(``_scans``), history (``_history``), heartbeats and conductors
+(``_registry``), power sync (``_sql_power``), work-queue claims
+(``_sql_claims``) and the catalog (``_sql_catalog``) each answer a group of
+methods that delegate to them in a line; ``_migrate`` brings a database to
+the layout of ``_schema``. The hot statements (``get``, ``reserve``,
+``save``, ``release``) stay here, by hand on the driver connection: they are
+most of a lifecycle's store cost.
 
 Durability on SQLite: files are opened in WAL mode. With the default
 ``sqlite_synchronous='NORMAL'`` a committed change survives the process being
@@ -45,30 +55,25 @@ contention :class:`~ironic_fsm.exceptions.StoreBusy`, anything else
 from __future__ import annotations
 
 import builtins
-import logging
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from types import TracebackType
 from typing import Any, Final, overload
 
-from ironic_fsm.exceptions import ConcurrentUpdate, InvalidParameterValue
+from ironic_fsm.exceptions import ConcurrentUpdate
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.node import Node
 from ironic_fsm.stores._catalog import CatalogEntry, CatalogKind
 from ironic_fsm.stores._claim import QueuedNode, _reserve_each
-from ironic_fsm.stores._connect import (
-    _Connection,
-    _Database,
-    _hide_password,
-    _open_postgres,
-    _open_sqlite,
-)
+from ironic_fsm.stores._connect import _Connection, _hide_password, open_database
 from ironic_fsm.stores._history import History
+from ironic_fsm.stores._migrate import Migrator
 from ironic_fsm.stores._paging import Paging
 from ironic_fsm.stores._power import PowerSyncRow
-from ironic_fsm.stores._query import NodeFields, _scan_filters, page_query, wake_time
+from ironic_fsm.stores._query import NodeFields, _scan_filters, page_query
 from ironic_fsm.stores._registry import Registry, check_holder
+from ironic_fsm.stores._rows import Rows
 from ironic_fsm.stores._scans import Scans
 from ironic_fsm.stores._schema import (
     _COLUMNS,  # noqa: F401  (read here by tests and tools: the columns a save sets)
@@ -77,19 +82,16 @@ from ironic_fsm.stores._schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
     StepContext,
-    _check_columns,
-    _schema_ddl,
 )
 from ironic_fsm.stores._sql_catalog import Catalog
 from ironic_fsm.stores._sql_claims import Claims, check_claimer
 from ironic_fsm.stores._sql_power import PowerSync
-from ironic_fsm.stores._statements import Statements, to_node
+from ironic_fsm.stores._statements import Statements, pick, to_node
 from ironic_fsm.stores.base import (
     ConductorRecord,
     Reserved,
     check_history,
     duplicate_name,
-    encode,
     locked_error,
     not_found,
 )
@@ -108,19 +110,9 @@ POOL_SIZE: Final = 10
 #: Seconds a caller waits for a free PostgreSQL connection before giving up.
 POOL_TIMEOUT: Final = 30.0
 
-_SYNCHRONOUS_MODES: Final = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
 #: Most nodes whose last written columns a store remembers (see ``_save_statement``).
 _WRITTEN_CAP: Final = 50_000
 _UTC: Final = timezone.utc
-_LOG: Final = logging.getLogger(__name__)
-
-
-def _pick(rows: Sequence[Any], ident: str) -> Any:
-    """The row whose uuid is ``ident``, else the one whose name is (UUIDs win, as in memory)."""
-    for row in rows:
-        if row[0] == ident:
-            return row
-    return rows[0] if rows else None
 
 
 class SQLStore:
@@ -163,166 +155,41 @@ class SQLStore:
         connect_args: dict[str, Any] | None = None,
         echo: bool = False,
     ) -> None:
-        synchronous = str(sqlite_synchronous).upper()
-        if synchronous not in _SYNCHRONOUS_MODES:
-            raise InvalidParameterValue(
-                f"sqlite_synchronous must be one of {', '.join(sorted(_SYNCHRONOUS_MODES))}, "
-                f"not {sqlite_synchronous!r}"
-            )
-        if pool_size + max_overflow < 1:
-            raise InvalidParameterValue(f"pool_size must be at least 1, not {pool_size}")
-        scheme = url.partition("://")[0].lower() if "://" in url else ""
-        args = dict(connect_args or {})
-        db: _Database
-        if scheme == "sqlite":
-            db = _open_sqlite(url, synchronous, float(sqlite_busy_timeout), args)
-        elif scheme in ("postgresql", "postgresql+psycopg", "postgres"):
-            db = _open_postgres(url, pool_size + max_overflow, float(pool_timeout), args)
-        else:
-            raise InvalidParameterValue(
-                f"Unsupported database URL {_hide_password(url)!r}: use sqlite:///PATH, "
-                "sqlite:// or postgresql://USER@HOST:PORT/DBNAME",
-                url=_hide_password(url),
-            )
+        db = open_database(
+            url,
+            sqlite_synchronous=sqlite_synchronous,
+            sqlite_busy_timeout=sqlite_busy_timeout,
+            pool_size=pool_size,
+            max_overflow=max_overflow,
+            pool_timeout=pool_timeout,
+            connect_args=connect_args,
+        )
         self._db = db
         self._echo = echo
         self.url: str = _hide_password(url)
         self.dialect: str = db.name
         self._written: dict[str, tuple[int, tuple[Any, ...]]] = {}
-        #: Instants bound lately, as the database takes them (see ``_time``; history reads it).
-        self._bound: dict[datetime, Any] = {}
         self._save_sql: dict[tuple[Any, ...], str] = {}
         # The parts: each holds what it uses, none knows the store.
         sql = self._sql = Statements(db, echo)
         self._q = sql.q
+        self._rows = rows = Rows(db)
+        self._row = rows.row
+        self._columns = rows.columns  # a node's column values (tests build old layouts with it)
         self._paging = Paging(sql)
         self._scans = Scans(sql)
-        self._history = History(sql, self._bound)
+        self._history = History(sql, rows.bound)
         self._registry = Registry(sql)
         self._power = PowerSync(sql)
         self._claims = Claims(sql)
         self._catalog = Catalog(db)
+        context = StepContext(db.name, sql.q, db.timestamp_type(), rows.columns, sql.execute_many)
         try:
-            self._prepare_schema()
+            Migrator(sql, context, self.url).prepare(SCHEMA_VERSION)
             db.open()
         except BaseException:
             db.close()
             raise
-
-    # -- setup ----------------------------------------------------------------------
-
-    def _prepare_schema(self) -> None:
-        """Create what is missing, run the missing migrations, refuse a newer schema."""
-        db = self._db
-        with db.setup() as conn:
-            version = self._schema_version(conn)
-            if version == SCHEMA_VERSION:
-                return  # the common case: nothing to create, no write lock taken
-            self._refuse_newer(version)
-            if version is None:
-                with db.schema_transaction(conn):
-                    for statement in _schema_ddl(db.timestamp_type()):
-                        conn.execute(statement)
-                    if self._schema_version(conn) is None:
-                        conn.execute(
-                            f"INSERT INTO ironic_fsm_schema (id, version) VALUES (1, {self._q})",
-                            (1,),
-                        )
-            while True:
-                with db.schema_transaction(conn):
-                    # Read again under the lock: another process may have migrated meanwhile.
-                    version = self._schema_version(conn)
-                    self._refuse_newer(version)
-                    if version is None or version >= SCHEMA_VERSION:
-                        return
-                    self._migrate(conn, version)
-
-    def _migrate(self, conn: Any, version: int) -> None:
-        """Run the step from ``version`` to the next and stamp it, in the caller's transaction."""
-        _LOG.info("%s: upgrading the schema from version %d to %d", self.url, version, version + 1)
-        timestamp = self._db.timestamp_type()
-        context = StepContext(
-            self.dialect, self._q, timestamp, self._columns, self._sql.execute_many
-        )
-        for step in MIGRATIONS[version](timestamp):
-            if isinstance(step, str):
-                if self._echo:
-                    self._sql.log(step)
-                conn.execute(step)
-            else:
-                step(context, conn)
-        conn.execute(
-            f"UPDATE ironic_fsm_schema SET version = {self._q} WHERE id = 1", (version + 1,)
-        )
-
-    def _schema_version(self, conn: _Connection) -> int | None:
-        (exists,) = conn.execute(self._db.table_exists_sql).fetchall()[0]
-        if not exists:
-            return None
-        rows = conn.execute("SELECT version FROM ironic_fsm_schema WHERE id = 1").fetchall()
-        return int(rows[0][0]) if rows else None
-
-    def _refuse_newer(self, version: int | None) -> None:
-        if version is not None and version > SCHEMA_VERSION:
-            raise InvalidParameterValue(
-                f"The database at {self.url} has ironic_fsm schema version {version}, newer "
-                f"than the versions this ironic_fsm knows (up to {SCHEMA_VERSION}); upgrade "
-                "ironic_fsm to use it",
-                url=self.url,
-                schema_version=version,
-            )
-
-    # -- conversions ------------------------------------------------------------------
-
-    def _time(self, node: Node, field: str) -> Any:
-        value = getattr(node, field)
-        if value is None:
-            return None
-        if not isinstance(value, datetime):
-            raise InvalidParameterValue(
-                f"Node {node.uuid} cannot be stored: {field} must be a datetime, "
-                f"not {type(value).__name__}",
-                node=node.uuid,
-                field=field,
-            )
-        bound = self._bound.get(value)
-        if bound is None:  # formatting costs more than the rest of a column: once per instant
-            if len(self._bound) >= _WRITTEN_CAP:
-                self._bound.clear()
-            bound = self._bound[value] = self._db.bind_time(value)
-        return bound
-
-    def _columns(self, node: Node) -> tuple[Any, ...]:
-        """The values of :data:`_COLUMNS` for ``node``."""
-        wake = wake_time(node)
-        return (
-            node.name,
-            node.driver,
-            node.provision_state,
-            bool(node.maintenance),
-            bool(node.retired),
-            node.reservation,
-            node.target_provision_state,
-            node.power_state,
-            bool(node.protected),
-            node.resource_class,
-            node.fault,
-            self._time(node, "provision_updated_at"),
-            self._time(node, "updated_at"),
-            None if wake is None else self._db.bind_time(wake),
-            node.conductor_group,
-            node.owner,
-            node.lessee,
-            node.instance_uuid,
-            node.shard,
-            node.parent_node,
-        )
-
-    def _row(self, node: Node) -> tuple[str, tuple[Any, ...]]:
-        """The node's JSON and column values, checked before anything is written."""
-        _check_columns(node)  # first: its messages name the column's limit
-        data = encode(node).decode()
-        return data, (*self._columns(node), self._time(node, "created_at"))
 
     # -- the Store protocol --------------------------------------------------------------
 
@@ -379,7 +246,7 @@ class SQLStore:
             self._sql.log(self._sql.get)
         with self._db.connection() as conn:
             rows = conn.execute(self._sql.get, (ident, ident)).fetchall()
-        row = _pick(rows, ident)
+        row = pick(rows, ident)
         if row is None:
             raise not_found(ident)
         return to_node(row[1], row[2], row[3])
@@ -546,7 +413,7 @@ class SQLStore:
                 if row is not None:
                     return to_node(row[0], row[1], row[2])
                 # Why not: no such UUID (maybe a name), or someone else holds it.
-                found = _pick(conn.execute(self._sql.get, (ident, ident)).fetchall(), ident)
+                found = pick(conn.execute(self._sql.get, (ident, ident)).fetchall(), ident)
                 if found is None:
                     raise not_found(ident)
                 uuid, holding = found[0], found[2]
@@ -571,7 +438,7 @@ class SQLStore:
         with self._db.connection() as conn:
             if conn.execute(self._sql.release, (ident, holder)).rowcount:
                 return
-            found = _pick(conn.execute(self._sql.get, (ident, ident)).fetchall(), ident)
+            found = pick(conn.execute(self._sql.get, (ident, ident)).fetchall(), ident)
             if found is None:
                 raise not_found(ident)
             if found[0] != ident:
