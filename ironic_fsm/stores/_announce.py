@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 __all__ = ["WORK_CHANNEL", "Coalescing", "WorkAnnouncer", "announce_work"]
 
@@ -34,18 +34,6 @@ def announce_work(store: object, uuid: str) -> None:
     """Announce queued work through ``store`` if it can; otherwise nothing (pollers find it)."""
     if isinstance(store, WorkAnnouncer):
         store.announce_work(uuid)
-
-
-class _SQLAnnounce:
-    """:class:`WorkAnnouncer` for ``SQLStore``: PostgreSQL notifies, SQLite cannot."""
-
-    _db: Any
-
-    def announce_work(self, uuid: str) -> None:
-        """``NOTIFY`` on PostgreSQL, after the release committed; nothing on SQLite."""
-        announce = getattr(self._db, "announce_work", None)  # only PostgresDB has one
-        if announce is not None:
-            announce(uuid)
 
 
 class Coalescing:

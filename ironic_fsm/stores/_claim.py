@@ -16,10 +16,7 @@ while its flow threads waited.
 * :func:`queued_work` and :func:`reserve_queued`: what the conductor calls,
   on any store; without the methods they fall back to the store's
   ``in_states`` (or ``list()``) and one ``reserve`` per node.
-* :class:`_SQLClaims`: the SQL side, inherited by ``SQLStore``. On
-  PostgreSQL the reservation is ``UPDATE ... WHERE uuid IN (SELECT ... FOR
-  UPDATE SKIP LOCKED) RETURNING``: two conductors reserving at once never
-  wait for each other's row locks, and each node goes to one of them.
+* The SQL side is :class:`~._sql_claims.Claims`, a part of ``SQLStore``.
 
 This module imports nothing else of the stores package, so that :mod:`.base`
 can re-export it without loading the SQL modules.
@@ -29,19 +26,15 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 
-from ironic_fsm.exceptions import InvalidParameterValue, NodeLocked, NodeNotFound
+from ironic_fsm.exceptions import NodeLocked, NodeNotFound
 from ironic_fsm.node import Node
 
 if TYPE_CHECKING:
-    from ironic_fsm.stores._connect import _Database
     from ironic_fsm.stores.base import Store
 
 __all__ = ["QueueStore", "QueuedNode", "queued_work", "reserve_queued"]
-
-#: Most UUIDs bound to one SQLite statement (its limit on variables is far above).
-_CHUNK = 500
 
 
 class QueuedNode(NamedTuple):
@@ -124,103 +117,3 @@ def _reserve_each(
             store.release(node.uuid, holder)
         raise
     return got
-
-
-def _decoded(data: str, reservation: str | None, version: int) -> Node:
-    """A returned row as a node: the columns win over the JSON, as in every read."""
-    node = Node.from_json(data)
-    node.reservation = reservation
-    node.version = version
-    return node
-
-
-class _SQLClaims:
-    """:class:`QueueStore` on SQL: the state index for the scan, ``RETURNING`` for the claim.
-
-    A mixin of ``SQLStore``; what it uses of the store is declared here
-    rather than inherited, so that this module loads no SQL code of its own.
-    """
-
-    if TYPE_CHECKING:
-        _db: _Database
-        _echo: bool
-        _q: str
-
-        def _log(self, sql: str) -> None: ...
-
-    def queued_work(
-        self, states: Collection[str], limit: int | None = None
-    ) -> builtins.list[QueuedNode]:
-        """One range of the ``provision_state`` index per state.
-
-        Without ``limit``, sorted here, not by ``ORDER BY``, for the reason
-        ``in_states`` gives: the planner must search the index that finds the
-        few queued nodes. With it, the server sorts what that index found
-        and sends only the first rows: a claim pass wants a few nodes, and
-        decoding (and ring-checking) a queue of thousands on every wake was
-        the claim thread's cost. On PostgreSQL ``OFFSET 0`` keeps the scan
-        apart from the sort (the planner would otherwise walk the
-        ``provision_updated_at`` index of the whole fleet for the few queued).
-        """
-        wanted = sorted(states)
-        if not wanted or (limit is not None and limit < 1):
-            return []
-        marks = ", ".join(self._q for _ in wanted)
-        # SQLite, without statistics, would walk the free nodes (see ``_index_hint``).
-        hint = " INDEXED BY nodes_provision_state_idx" if self._db.name == "sqlite" else ""
-        sql = (
-            f"SELECT provision_updated_at, seq, uuid, driver, conductor_group FROM nodes{hint} "
-            f"WHERE provision_state IN ({marks}) AND reservation IS NULL"
-        )
-        params: builtins.list[Any] = list(wanted)
-        if limit is not None:
-            if self._db.name == "postgresql":
-                sql = f"SELECT * FROM ({sql} OFFSET 0) AS queue"
-            sql += (
-                " ORDER BY provision_updated_at IS NULL, provision_updated_at, seq, uuid "
-                f"LIMIT {self._q}"
-            )
-            params.append(limit)
-        if self._echo:
-            self._log(sql)
-        with self._db.connection() as conn:
-            rows = conn.execute(sql, params).fetchall()
-        rows.sort(key=lambda r: (r[0] is None, r[0] if r[0] is not None else "", r[1], r[2]))
-        return [QueuedNode(r[2], r[3], r[4]) for r in rows]
-
-    def reserve_queued(
-        self, uuids: Sequence[str], holder: str, states: Collection[str]
-    ) -> builtins.list[Node]:
-        """One ``UPDATE ... RETURNING`` (per 500 UUIDs on SQLite); the records decoded after."""
-        if not isinstance(holder, str) or "\x00" in holder or len(holder) > 255:
-            raise InvalidParameterValue(f"Not a reservation holder: {holder!r}", field="holder")
-        wanted = sorted(states)
-        if not uuids or not wanted:
-            return []
-        if not self._db.returning:  # SQLite before 3.35
-            return _reserve_each(self, uuids, holder, states)  # type: ignore[arg-type]
-        rows: builtins.list[Any] = []
-        with self._db.connection() as conn:
-            if self._db.name == "postgresql":
-                sql = (
-                    "UPDATE nodes SET reservation = %s WHERE uuid IN (SELECT uuid FROM nodes "
-                    "WHERE uuid = ANY(%s) AND reservation IS NULL AND provision_state = ANY(%s) "
-                    "FOR UPDATE SKIP LOCKED) RETURNING data, reservation, version"
-                )
-                rows = self._claim_rows(conn, sql, [holder, list(uuids), wanted])
-            else:
-                for start in range(0, len(uuids), _CHUNK):
-                    chunk = list(uuids[start : start + _CHUNK])
-                    sql = (
-                        "UPDATE nodes SET reservation = ? WHERE uuid IN "
-                        f"({', '.join('?' for _ in chunk)}) AND reservation IS NULL AND "
-                        f"provision_state IN ({', '.join('?' for _ in wanted)}) "
-                        "RETURNING data, reservation, version"
-                    )
-                    rows += self._claim_rows(conn, sql, [holder, *chunk, *wanted])
-        return [_decoded(*row) for row in rows]
-
-    def _claim_rows(self, conn: Any, sql: str, params: Sequence[Any]) -> builtins.list[Any]:
-        if self._echo:
-            self._log(sql)
-        return list(conn.execute(sql, params).fetchall())

@@ -2,7 +2,11 @@
 
 What the store asks of a dialect module (:class:`_Database`), and the one
 place a URL is read: which dialect, which file or server, and how it is
-shown in messages (with any password masked).
+shown in messages (with any password masked). The URL is split by the
+standard library's :func:`~urllib.parse.urlsplit`; a SQLite ``file:`` URI
+goes to :mod:`sqlite3` as it is (``uri=True``), and a PostgreSQL URL is
+read by libpq itself (:func:`psycopg.conninfo.conninfo_to_dict`, in
+:mod:`._postgres`).
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError, MissingDependency
@@ -51,6 +55,47 @@ class _Database(Protocol):
     def close(self) -> None: ...
 
 
+_SYNCHRONOUS_MODES: Final = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
+_POSTGRES_SCHEMES: Final = frozenset({"postgresql", "postgresql+psycopg", "postgres"})
+
+
+def open_database(
+    url: str,
+    *,
+    sqlite_synchronous: str,
+    sqlite_busy_timeout: float,
+    pool_size: int,
+    max_overflow: int,
+    pool_timeout: float,
+    connect_args: dict[str, Any] | None,
+) -> _Database:
+    """The database ``url`` names (see :class:`~ironic_fsm.stores.sql.SQLStore`), not yet open.
+
+    Raises:
+        InvalidParameterValue: an option out of range, or a URL no dialect
+            takes (shown with its password masked).
+    """
+    synchronous = str(sqlite_synchronous).upper()
+    if synchronous not in _SYNCHRONOUS_MODES:
+        raise InvalidParameterValue(
+            f"sqlite_synchronous must be one of {', '.join(sorted(_SYNCHRONOUS_MODES))}, "
+            f"not {sqlite_synchronous!r}"
+        )
+    if pool_size + max_overflow < 1:
+        raise InvalidParameterValue(f"pool_size must be at least 1, not {pool_size}")
+    scheme = urlsplit(url).scheme if "://" in url else ""
+    args = dict(connect_args or {})
+    if scheme == "sqlite":
+        return _open_sqlite(url, synchronous, float(sqlite_busy_timeout), args)
+    if scheme in _POSTGRES_SCHEMES:
+        return _open_postgres(url, scheme, pool_size + max_overflow, float(pool_timeout), args)
+    raise InvalidParameterValue(
+        f"Unsupported database URL {_hide_password(url)!r}: use sqlite:///PATH, "
+        "sqlite:// or postgresql://USER@HOST:PORT/DBNAME",
+        url=_hide_password(url),
+    )
+
+
 def _hide_password(url: str) -> str:
     """``url`` fit for messages: a password in the user part or the query is masked.
 
@@ -60,9 +105,8 @@ def _hide_password(url: str) -> str:
     if parts.password is None and "password" not in parts.query.lower():
         return url  # as given: rebuilding drops the empty host of sqlite:////abs/path
     if parts.password is not None:
-        netloc = parts.netloc.rsplit("@", 1)
-        user = netloc[0].split(":", 1)[0]
-        parts = parts._replace(netloc=f"{user}:***@{netloc[1]}")
+        host = parts.netloc.rpartition("@")[2]
+        parts = parts._replace(netloc=f"{parts.username or ''}:***@{host}")
     if "password" in parts.query.lower():
         query = [
             (key, "***" if "password" in key.lower() else value)
@@ -77,8 +121,8 @@ def _open_sqlite(
 ) -> _Database:
     from ironic_fsm.stores._sqlite import SQLiteDB
 
-    rest = url[len("sqlite://") :]
-    path, _, query = rest.partition("?")
+    parts = urlsplit(url, allow_fragments=False)  # a "#" is part of a file's name
+    path = parts.netloc + parts.path  # sqlite://name.db: a relative file, as ever
     if path == "/":
         # "sqlite:///" names no file; taking it for memory would drop every write silently.
         raise InvalidParameterValue(
@@ -87,7 +131,7 @@ def _open_sqlite(
             url=url,
         )
     database = path[1:] if path.startswith("/") else path
-    options = dict(parse_qsl(query))
+    options = dict(parse_qsl(parts.query))
     uri = options.pop("uri", "").lower() == "true"
     memory = (
         database in ("", ":memory:")
@@ -109,19 +153,20 @@ def _open_sqlite(
 
 
 def _open_postgres(
-    url: str, pool_size: int, pool_timeout: float, connect_args: dict[str, Any]
+    url: str, scheme: str, pool_size: int, pool_timeout: float, connect_args: dict[str, Any]
 ) -> _Database:
     try:
-        from ironic_fsm.stores._postgres import PostgresDB
+        from ironic_fsm.stores._postgres import PostgresDB, conninfo
     except ImportError as exc:
         raise MissingDependency(
             "A PostgreSQL store needs psycopg and psycopg_pool: pip install 'ironic_fsm[postgres]'",
             extra="postgres",
         ) from exc
-    conninfo = "postgresql" + url[url.index("://") :]
+    shown = _hide_password(url)
+    # libpq reads postgresql:// and postgres:// URLs; the driver's name is SQLAlchemy's habit.
     return PostgresDB(
-        conninfo,
-        _hide_password(url),
+        conninfo(f"postgresql{url[len(scheme) :]}", shown),
+        shown,
         pool_size=pool_size,
         pool_timeout=pool_timeout,
         connect_args=connect_args,

@@ -2,7 +2,7 @@
 
 Entries are written in the transaction of the save that caused them
 (:meth:`~ironic_fsm.stores.sql.SQLStore.save`) or on their own
-(:meth:`add_history`); the counts let the periodic trim find the nodes over
+(:meth:`add`); the counts let the periodic trim find the nodes over
 the limit without reading the others.
 """
 
@@ -18,38 +18,47 @@ import orjson
 from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.stores._schema import HISTORY_INDEXED_OVER
-from ironic_fsm.stores._statements import _SQLStatements
+from ironic_fsm.stores._statements import Statements
 from ironic_fsm.stores.base import check_history, check_time
 
 #: Later than any time a conductor records (a trim without a minimum age).
 _END: Final = datetime(9999, 12, 31, tzinfo=timezone.utc)
 
 
-class _SQLHistory(_SQLStatements):
-    """:class:`~ironic_fsm.stores.base.HistoryStore` on the store's statements."""
+class History:
+    """:class:`~ironic_fsm.stores.base.HistoryStore` on the store's statements.
 
-    def _history_last(self, conn: Any, node_uuid: str) -> int:
+    ``bound``: the instants the store bound lately, as the database takes
+    them (the store's save fills it; a save's entries share its time).
+    """
+
+    def __init__(self, sql: Statements, bound: dict[datetime, Any]) -> None:
+        self._sql = sql
+        self._db = sql.db
+        self._bound = bound
+
+    def last(self, conn: Any, node_uuid: str) -> int:
         """The node's last history ``seq`` (SQLite before ``RETURNING``: the row is locked)."""
-        return int(conn.execute(self._q_history_last, (node_uuid,)).fetchall()[0][0])
+        return int(conn.execute(self._sql.history_last, (node_uuid,)).fetchall()[0][0])
 
-    def _count_history(self, conn: Any, node_uuid: str, n: int) -> int | None:
+    def _count(self, conn: Any, node_uuid: str, n: int) -> int | None:
         """Count ``n`` more entries in the node's row; its last ``seq`` (``None``: no such node)."""
         params = (n, n, node_uuid)
         if self._db.returning:
-            rows = conn.execute(self._q_history_count, params).fetchall()
+            rows = conn.execute(self._sql.history_count, params).fetchall()
             return int(rows[0][0]) if rows else None
-        if conn.execute(self._q_history_count, params).rowcount:
-            return self._history_last(conn, node_uuid)
+        if conn.execute(self._sql.history_count, params).rowcount:
+            return self.last(conn, node_uuid)
         return None
 
-    def _insert_history(self, conn: Any, entries: Sequence[HistoryEntry], *, last: int) -> None:
+    def insert(self, conn: Any, entries: Sequence[HistoryEntry], *, last: int) -> None:
         """Insert one node's ``entries``, counted already: the last one gets ``seq`` ``last``."""
         first = last - len(entries) + 1
         rows = [
             (
                 e.uuid,
                 e.node_uuid,
-                self._bind_entry_time(e.created_at),
+                self._bind(e.created_at),
                 first + i,
                 e.severity,
                 e.event_type,
@@ -60,17 +69,17 @@ class _SQLHistory(_SQLStatements):
             for i, e in enumerate(entries)
         ]
         if len(rows) == 1:
-            conn.execute(self._q_history_insert, rows[0])
+            conn.execute(self._sql.history_insert, rows[0])
         else:
-            self._execute_many(conn, self._q_history_insert, rows)
+            self._sql.execute_many(conn, self._sql.history_insert, rows)
 
-    def _bind_entry_time(self, created: datetime) -> Any:
+    def _bind(self, created: datetime) -> Any:
         """``created`` as the database takes it; a save's entries are made at the node's
         ``updated_at``, which the save bound a moment ago (the store keeps it)."""
         bound = self._bound.get(created)
         return self._db.bind_time(created) if bound is None else bound
 
-    def _history_arrays(self, entries: Sequence[HistoryEntry]) -> builtins.list[Any]:
+    def arrays(self, entries: Sequence[HistoryEntry]) -> builtins.list[Any]:
         """The parameters of ``_q_history_after_save``: the count, then the entries as JSON.
 
         Entries of one save share their time as a rule: it is bound once.
@@ -78,7 +87,7 @@ class _SQLHistory(_SQLStatements):
         Raises:
             InvalidParameterValue: a text is not valid Unicode (a lone surrogate).
         """
-        bind = self._bind_entry_time
+        bind = self._bind
         rows: builtins.list[tuple[Any, ...]] = []
         last: Any = None
         bound: Any = None
@@ -95,7 +104,7 @@ class _SQLHistory(_SQLStatements):
             ) from exc
         return [len(rows), document.decode()]
 
-    def _write_history(self, conn: Any, groups: dict[str, builtins.list[HistoryEntry]]) -> None:
+    def _write(self, conn: Any, groups: dict[str, builtins.list[HistoryEntry]]) -> None:
         """Count and insert the entries of each node, in the caller's transaction.
 
         Entries of a node that is not stored (deleted meanwhile) are dropped:
@@ -104,15 +113,15 @@ class _SQLHistory(_SQLStatements):
         On PostgreSQL a node's count and entries are one statement.
         """
         for node_uuid, group in groups.items():
-            if self._history_cte:
-                params = [len(group), len(group), node_uuid, *self._history_arrays(group)]
-                conn.execute(self._q_history_add, params)
+            if self._sql.history_cte:
+                params = [len(group), len(group), node_uuid, *self.arrays(group)]
+                conn.execute(self._sql.history_add, params)
                 continue
-            last = self._count_history(conn, node_uuid, len(group))
+            last = self._count(conn, node_uuid, len(group))
             if last is not None:
-                self._insert_history(conn, group, last=last)
+                self.insert(conn, group, last=last)
 
-    def add_history(self, entries: Sequence[HistoryEntry]) -> None:
+    def add(self, entries: Sequence[HistoryEntry]) -> None:
         """Write entries that go with no node change, all or none; unknown nodes: none.
 
         The node's version stays: its count is bookkeeping, not the node.
@@ -124,17 +133,17 @@ class _SQLHistory(_SQLStatements):
         groups: dict[str, builtins.list[HistoryEntry]] = {}
         for entry in entries:
             groups.setdefault(entry.node_uuid, []).append(entry)
-        alone = self._history_cte and len(groups) == 1
+        alone = self._sql.history_cte and len(groups) == 1
         opened = self._db.connection() if alone else self._db.transaction()
         with opened as conn:
-            self._write_history(conn, groups)
+            self._write(conn, groups)
 
-    def node_history(self, node_uuid: str) -> builtins.list[HistoryEntry]:
+    def of_node(self, node_uuid: str) -> builtins.list[HistoryEntry]:
         """The node's entries, oldest first: one range of the ``(node_uuid, created_at)`` index."""
         if not isinstance(node_uuid, str) or "\x00" in node_uuid:
             return []
         with self._db.connection() as conn:
-            rows = conn.execute(self._q_history, (node_uuid,)).fetchall()
+            rows = conn.execute(self._sql.history, (node_uuid,)).fetchall()
         read = self._db.read_time
         return [
             HistoryEntry(
@@ -150,7 +159,7 @@ class _SQLHistory(_SQLStatements):
             for uuid, node, created, severity, event_type, event, conductor, user in rows
         ]
 
-    def trim_history(self, max_entries: int, *, before: datetime | None, limit: int) -> int:
+    def trim(self, max_entries: int, *, before: datetime | None, limit: int) -> int:
         """Delete at most ``limit`` of the oldest entries beyond ``max_entries`` per node.
 
         One transaction. Reads only the nodes over the limit (a range of the
@@ -164,14 +173,14 @@ class _SQLHistory(_SQLStatements):
         deleted = 0
         with self._db.transaction() as conn:
             indexed = max_entries >= HISTORY_INDEXED_OVER
-            query = self._q_history_over if indexed else self._q_history_over_any
+            query = self._sql.history_over if indexed else self._sql.history_over_any
             over = conn.execute(query, (max_entries,)).fetchall()
             for node_uuid, entries in over:
                 if deleted >= limit:
                     break
                 wanted = min(int(entries) - max_entries, limit - deleted)
-                gone = conn.execute(self._q_history_trim, (node_uuid, cutoff, wanted)).rowcount
+                gone = conn.execute(self._sql.history_trim, (node_uuid, cutoff, wanted)).rowcount
                 if gone:
-                    conn.execute(self._q_history_uncount, (gone, node_uuid))
+                    conn.execute(self._sql.history_uncount, (gone, node_uuid))
                     deleted += gone
         return deleted

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from ironic_fsm.node import Node
 from ironic_fsm.stores._query import (
@@ -26,8 +26,8 @@ from ironic_fsm.stores._query import (
     bad_marker,
     project,
 )
-from ironic_fsm.stores._statements import _SQLStatements, _to_node
-from ironic_fsm.stores.base import PagedList
+from ironic_fsm.stores._scans import where_terms
+from ironic_fsm.stores._statements import Statements, to_node
 
 #: The columns that hold timestamps (read back through the dialect).
 _TIMES: Final = frozenset({"created_at", "updated_at", "provision_updated_at"})
@@ -80,14 +80,15 @@ def _keyed_ranges(
     return valued, (([f"{sort_key} IS NULL"], [], nulls_order) if nullable and desc else None)
 
 
-class _SQLPaging(_SQLStatements, PagedList):
-    """``SQLStore.list`` (checked by :class:`~.base.PagedList`): one page, in SQL, on indexes."""
+class Paging:
+    """The pages of ``SQLStore.list`` (its arguments checked by :func:`~._query.page_query`),
+    one in SQL, on indexes."""
 
-    if TYPE_CHECKING:
+    def __init__(self, sql: Statements) -> None:
+        self._sql = sql
+        self._db = sql.db
 
-        def _where(self, filters: dict[str, Any]) -> tuple[list[str], list[Any]]: ...
-
-    def _page(self, query: PageQuery) -> builtins.list[Node] | builtins.list[NodeFields]:
+    def page(self, query: PageQuery) -> builtins.list[Node] | builtins.list[NodeFields]:
         """One page in SQL: filters and order on indexes, after ``marker`` a keyset range.
 
         A page after ``marker`` is a range of ``(key, seq, uuid)`` greater
@@ -100,8 +101,8 @@ class _SQLPaging(_SQLStatements, PagedList):
             after = None if marker is None else self._marker_row(conn, marker, sort_key)
             if query.filters is None or limit == 0:
                 return []
-            where, params = self._where(query.filters)
-            ranges = page_ranges(sort_key, query.descending, after, marker, self._q)
+            where, params = where_terms(query.filters, self._sql.q)
+            ranges = page_ranges(sort_key, query.descending, after, marker, self._sql.q)
             found: builtins.list[Any] = []
             selected = _RECORD if columns is None else ", ".join(columns)
             for cond, extra, order in ranges:
@@ -112,12 +113,12 @@ class _SQLPaging(_SQLStatements, PagedList):
                 sql = f"SELECT {selected} FROM nodes"
                 if where or cond:
                     sql += " WHERE " + " AND ".join([*where, *cond])
-                if self._echo:
-                    self._log(sql + tail)
+                if self._sql.echo:
+                    self._sql.log(sql + tail)
                 found.extend(conn.execute(sql + tail, [*params, *extra]).fetchall())
         if columns is not None:
             return [self._fields_of(row, columns) for row in found]
-        nodes = [_to_node(r[0], r[1], r[2]) for r in found]
+        nodes = [to_node(r[0], r[1], r[2]) for r in found]
         return nodes if names is None else [project(node, names) for node in nodes]
 
     def _fields_of(self, row: Sequence[Any], columns: Sequence[str]) -> NodeFields:
@@ -135,7 +136,7 @@ class _SQLPaging(_SQLStatements, PagedList):
         """The marker's ``(key, seq)`` (``(uuid,)`` sorted on uuid); a bad marker is refused."""
         column = "uuid" if sort_key == "uuid" else f"{sort_key}, seq"
         rows = conn.execute(
-            f"SELECT {column} FROM nodes WHERE uuid = {self._q}", (marker,)
+            f"SELECT {column} FROM nodes WHERE uuid = {self._sql.q}", (marker,)
         ).fetchall()
         if not rows:
             raise bad_marker(marker)

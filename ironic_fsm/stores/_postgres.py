@@ -17,13 +17,14 @@ from typing import Any, Final
 import psycopg
 import psycopg_pool
 from psycopg import errors as pg_errors
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError, StoreBusy, StoreError
 from ironic_fsm.node import Node
 from ironic_fsm.stores._announce import Coalescing
 from ironic_fsm.stores.base import WORK_CHANNEL, duplicate_name, duplicate_uuid
 
-__all__ = ["PostgresDB"]
+__all__ = ["PostgresDB", "conninfo"]
 
 _UTC: Final = timezone.utc
 #: Errors that mean another transaction was in the way: worth retrying.
@@ -34,6 +35,20 @@ _CONTENTION: Final = (
 )
 #: Key of the advisory lock that serialises schema creation between processes.
 _SCHEMA_LOCK_KEY: Final = 0x1F5A_0001
+
+
+def conninfo(url: str, shown: str) -> str:
+    """``url`` as libpq reads it, written out as ``key=value`` pairs; refused if libpq refuses.
+
+    The message names ``shown`` (the URL with its password masked) and not
+    libpq's reason, which may quote the part it could not read: the password.
+    """
+    try:
+        return make_conninfo("", **conninfo_to_dict(url))
+    except psycopg.Error:
+        raise InvalidParameterValue(
+            f"The PostgreSQL URL {shown!r} cannot be read: libpq refused it", url=shown
+        ) from None
 
 
 class PostgresDB:

@@ -12,10 +12,8 @@ synced since a cut-off and nothing else, without decoding a record.
   calls, on any store. A store without the methods falls back to one
   ``list()``: every node is due at every pass (Ironic's own behaviour,
   which reads the whole fleet each time), and marking is a no-op.
-* :class:`_SQLPowerSync`: the SQL side, inherited by ``SQLStore``. Its table
-  is ``node_power_sync`` (schema version 5, :mod:`._schema`): one row per
-  node, kept by triggers on ``nodes``, so that node writes stay as they
-  were and deleting a node deletes its row.
+* The SQL side is :class:`~._sql_power.PowerSync`, a part of ``SQLStore``:
+  the table ``node_power_sync`` (schema version 5, :mod:`._schema`).
 
 This module imports nothing else of the stores package at run time, so
 that :mod:`.base` can re-export it without loading the SQL modules.
@@ -26,12 +24,11 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 
 from ironic_fsm.exceptions import InvalidParameterValue
 
 if TYPE_CHECKING:
-    from ironic_fsm.stores._connect import _Database
     from ironic_fsm.stores.base import Store
 
 __all__ = [
@@ -116,60 +113,3 @@ def check_sync_args(uuids: Iterable[object], when: object) -> builtins.list[str]
             raise InvalidParameterValue(f"Not a node UUID: {uuid!r}", field="uuids")
         out.append(uuid)
     return out
-
-
-class _SQLPowerSync:
-    """:class:`PowerSyncStore` on SQL: the ``node_power_sync`` table and its index.
-
-    A mixin of ``SQLStore``; it uses the store's database, placeholder and
-    statement log, declared here rather than inherited so that this module
-    loads no SQL code of its own.
-    """
-
-    if TYPE_CHECKING:
-        _db: _Database
-        _echo: bool
-        _q: str
-
-        def _log(self, sql: str) -> None: ...
-        def _index_hint(self, index: str) -> str: ...
-        def _execute_many(self, conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
-
-    def power_sync_due(self, before: datetime) -> builtins.list[PowerSyncRow]:
-        """Nodes never synced or synced at or before ``before``: two ranges of one index.
-
-        Joined to ``nodes`` by primary key for the columns the pass decides
-        on; ``data`` is never read.
-        """
-        check_sync_args((), before)
-        db = self._db
-        columns = (
-            "SELECT n.uuid, n.driver, n.provision_state, n.maintenance, n.fault, "
-            "n.reservation, p.synced_at, n.conductor_group FROM node_power_sync p"
-            f"{self._index_hint('node_power_sync_due_idx')} JOIN nodes n ON n.uuid = p.node_uuid"
-        )
-        never = f"{columns} WHERE p.synced_at IS NULL"
-        due = f"{columns} WHERE p.synced_at <= {self._q}"
-        if self._echo:
-            self._log(never)
-            self._log(due)
-        with db.connection() as conn:
-            rows = conn.execute(never).fetchall()
-            rows += conn.execute(due, (db.bind_time(before),)).fetchall()
-        read = db.read_time
-        return [
-            PowerSyncRow(r[0], r[1], r[2], bool(r[3]), r[4], r[5], r[6] and read(r[6]), r[7])
-            for r in rows
-        ]
-
-    def mark_power_synced(self, uuids: Sequence[str], when: datetime) -> None:
-        """One batched ``UPDATE`` in one transaction, in UUID order (no lock-order deadlock)."""
-        wanted = sorted(set(check_sync_args(uuids, when)))
-        if not wanted:
-            return
-        bound = self._db.bind_time(when)
-        sql = f"UPDATE node_power_sync SET synced_at = {self._q} WHERE node_uuid = {self._q}"
-        if self._echo:
-            self._log(sql)
-        with self._db.transaction() as conn:
-            self._execute_many(conn, sql, [(bound, uuid) for uuid in wanted])

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from typing import Final
 
 from ironic_fsm.exceptions import InvalidParameterValue
-from ironic_fsm.stores._statements import _SQLStatements
+from ironic_fsm.stores._statements import Statements
 from ironic_fsm.stores.base import (
     ConductorRecord,
     check_registration,
@@ -24,7 +24,7 @@ from ironic_fsm.stores.base import (
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
-def _check_holder(holder: str) -> None:
+def check_holder(holder: str) -> None:
     if not isinstance(holder, str) or len(holder) > 255 or "\x00" in holder:
         raise InvalidParameterValue(
             f"A reservation holder must be a string of at most 255 characters without NUL, "
@@ -33,19 +33,23 @@ def _check_holder(holder: str) -> None:
         )
 
 
-class _SQLRegistry(_SQLStatements):
+class Registry:
     """Holders' heartbeats and :class:`~ironic_fsm.stores.base.ConductorRegistry` in SQL."""
+
+    def __init__(self, sql: Statements) -> None:
+        self._sql = sql
+        self._db = sql.db
 
     def heartbeat(self, holder: str, now: datetime) -> None:
         """Record that ``holder`` is alive at ``now`` (naive datetimes are taken as UTC)."""
-        _check_holder(holder)
+        check_holder(holder)
         with self._db.connection() as conn:
-            conn.execute(self._q_heartbeat, (holder, self._db.bind_time(now)))
+            conn.execute(self._sql.heartbeat, (holder, self._db.bind_time(now)))
 
     def holders(self) -> dict[str, datetime]:
         """Every holder's last heartbeat, as aware UTC datetimes."""
         with self._db.connection() as conn:
-            rows = conn.execute(self._q_holders).fetchall()
+            rows = conn.execute(self._sql.holders).fetchall()
         return {row[0]: self._db.read_time(row[1]) for row in rows}
 
     # -- the conductor registry (see ConductorRegistry) ---------------------------------------
@@ -60,9 +64,9 @@ class _SQLRegistry(_SQLStatements):
         oldest = bind(replace_before or _EPOCH)
         types = json.dumps(list(record.hardware_types))
         with self._db.transaction() as conn:
-            conn.execute(self._q_conductor_prune, (record.hostname, record.holder, False, oldest))
+            conn.execute(self._sql.conductor_prune, (record.hostname, record.holder, False, oldest))
             conn.execute(
-                self._q_conductor_upsert,
+                self._sql.conductor_upsert,
                 (
                     record.holder,
                     record.hostname,
@@ -79,7 +83,7 @@ class _SQLRegistry(_SQLStatements):
         check_time(now, "now")
         with self._db.connection() as conn:
             touched = conn.execute(
-                self._q_conductor_touch, (True, self._db.bind_time(now), holder)
+                self._sql.conductor_touch, (True, self._db.bind_time(now), holder)
             ).rowcount
         return bool(touched)
 
@@ -87,12 +91,12 @@ class _SQLRegistry(_SQLStatements):
         """Mark ``holder`` offline at ``now`` (a stopped conductor is not alive, at once)."""
         check_time(now, "now")
         with self._db.connection() as conn:
-            conn.execute(self._q_conductor_touch, (False, self._db.bind_time(now), holder))
+            conn.execute(self._sql.conductor_touch, (False, self._db.bind_time(now), holder))
 
     def list_conductors(self) -> builtins.list[ConductorRecord]:
         """Every registered conductor (one small table, read whole)."""
         with self._db.connection() as conn:
-            rows = conn.execute(self._q_conductors).fetchall()
+            rows = conn.execute(self._sql.conductors).fetchall()
         read = self._db.read_time
         records = [
             ConductorRecord(

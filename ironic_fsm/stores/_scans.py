@@ -1,72 +1,69 @@
 """Listing conditions and the periodic scans in SQL: filters become ``WHERE`` terms.
 
-The scans (:meth:`reserved`, :meth:`in_states`, :meth:`waking`) read their
-candidates through one index each and decode only the rows they return.
+The scans (:meth:`Scans.reserved`, :meth:`Scans.in_states`,
+:meth:`Scans.waking`) read their candidates through one index each and
+decode only the rows they return.
 """
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Final
 
 from ironic_fsm.node import Node
 from ironic_fsm.stores._query import SET
 from ironic_fsm.stores._schema import V7_WAIT_STATES, V7_WAITING
-from ironic_fsm.stores._statements import _SQLStatements, _to_node
-from ironic_fsm.stores.base import ListScans, Reserved
+from ironic_fsm.stores._statements import Statements, to_node
+from ironic_fsm.stores.base import Reserved
 
 _WAITING: Final = frozenset(V7_WAIT_STATES)
 
 
-class _SQLScans(_SQLStatements, ListScans):
-    """The scans :class:`~.base.ListScans` checks, in SQL; and the filter terms of ``list``."""
+def where_terms(filters: dict[str, Any], q: str) -> tuple[list[str], list[Any]]:
+    """SQL conditions for filters normalised by :func:`~.base.normalize_filters`."""
+    where: list[str] = []
+    params: list[Any] = []
+    for key, value in filters.items():
+        if value is None:
+            where.append(f"{key} IS NULL")
+        elif value is SET:
+            where.append(f"{key} IS NOT NULL")
+        elif isinstance(value, frozenset):
+            where.append(f"{key} IN ({', '.join(q for _ in value)})")
+            params.extend(sorted(value))
+        else:
+            where.append(f"{key} = {q}")
+            params.append(value)
+    return where, params
 
-    def _where(self, filters: dict[str, Any]) -> tuple[list[str], list[Any]]:
-        """SQL conditions for filters normalised by :func:`~.base.normalize_filters`."""
-        where: list[str] = []
-        params: list[Any] = []
-        for key, value in filters.items():
-            if value is None:
-                where.append(f"{key} IS NULL")
-            elif value is SET:
-                where.append(f"{key} IS NOT NULL")
-            elif isinstance(value, frozenset):
-                where.append(f"{key} IN ({', '.join(self._q for _ in value)})")
-                params.extend(sorted(value))
-            else:
-                where.append(f"{key} = {self._q}")
-                params.append(value)
-        return where, params
 
-    def _select(self, conn: Any, where: Sequence[str], params: Sequence[Any], tail: str) -> Any:
-        sql = self._q_select
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += tail
-        if self._echo:
-            self._log(sql)
-        return conn.execute(sql, params).fetchall()
+class Scans:
+    """The periodic scans of :class:`~.base.ScanningStore` in SQL, given checked filters."""
+
+    def __init__(self, sql: Statements) -> None:
+        self._sql = sql
+        self._db = sql.db
 
     def reserved(self) -> builtins.list[Reserved]:
         """Every reserved node's UUID, holder and ``updated_at``: one index range, no decoding."""
-        if self._echo:
-            self._log(self._q_reserved)
+        sql = self._sql
+        if sql.echo:
+            sql.log(sql.reserved)
         with self._db.connection() as conn:
-            rows = conn.execute(self._q_reserved).fetchall()
+            rows = conn.execute(sql.reserved).fetchall()
         rows.sort(key=lambda r: (r[3], r[0]))
         return [
             Reserved(r[0], r[1], None if r[2] is None else self._db.read_time(r[2])) for r in rows
         ]
 
-    def _in_states(
+    def in_states(
         self, wanted: dict[str, Any], updated_before: datetime | None, limit: int | None
     ) -> builtins.list[Node]:
         """In the states asked (changed before ``updated_before``), oldest first; on indexes."""
-        where, params = self._where(wanted)
+        where, params = where_terms(wanted, self._sql.q)
         if updated_before is not None:
-            where.append(f"provision_updated_at < {self._q}")
+            where.append(f"provision_updated_at < {self._sql.q}")
             params.append(self._db.bind_time(updated_before))
         asked = wanted["provision_state"]
         if _WAITING.issuperset({asked} if isinstance(asked, str) else asked):
@@ -74,12 +71,12 @@ class _SQLScans(_SQLStatements, ListScans):
             return self._scan(where, params, "provision_updated_at", limit, "nodes_state_age_idx")
         return self._scan(where, params, "provision_updated_at", limit, "nodes_provision_state_idx")
 
-    def _waking(
+    def waking(
         self, wanted: dict[str, Any], before: datetime, limit: int | None
     ) -> builtins.list[Node]:
         """Nodes whose ``wait`` step is up at ``before``, earliest first; on an index."""
-        where, params = self._where(wanted)
-        where.append(f"wait_until <= {self._q}")
+        where, params = where_terms(wanted, self._sql.q)
+        where.append(f"wait_until <= {self._sql.q}")
         params.append(self._db.bind_time(before))
         return self._scan(where, params, "wait_until", limit, "nodes_wait_until_idx")
 
@@ -97,11 +94,11 @@ class _SQLScans(_SQLStatements, ListScans):
         instead of searching the one that finds the few candidates.
         """
         sql = f"SELECT {by}, seq, uuid, data, reservation, version FROM nodes"
-        sql += self._index_hint(index)
+        sql += self._sql.index_hint(index)
         sql += " WHERE " + " AND ".join(where)
-        if self._echo:
-            self._log(sql)
+        if self._sql.echo:
+            self._sql.log(sql)
         with self._db.connection() as conn:
             rows = conn.execute(sql, params).fetchall()
         rows.sort(key=lambda r: (r[0] is None, r[0] if r[0] is not None else "", r[1], r[2]))
-        return [_to_node(r[3], r[4], r[5]) for r in rows[:limit]]
+        return [to_node(r[3], r[4], r[5]) for r in rows[:limit]]

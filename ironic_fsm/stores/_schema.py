@@ -81,16 +81,13 @@ from __future__ import annotations
 
 import builtins
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable, Sequence
+from typing import Any, Final, NamedTuple
 
 from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError
 from ironic_fsm.node import Node
 
-if TYPE_CHECKING:
-    from ironic_fsm.stores.sql import SQLStore
-
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "StepContext"]
 
 # The store's logger: what a migration reports is the store's business.
 _LOG: Final = logging.getLogger("ironic_fsm.stores.sql")
@@ -140,6 +137,23 @@ _V2_COLUMNS: Final = _COLUMNS[6:14]
 _RESERVATION: Final = _COLUMNS.index("reservation")
 #: Index of ``created_at`` in a row's values (after :data:`_COLUMNS`).
 _CREATED: Final = len(_COLUMNS)
+
+
+class StepContext(NamedTuple):
+    """What a migration function gets besides the connection: the store's dialect and codec.
+
+    Handed in by the store, so that a step needs nothing of the store itself.
+    """
+
+    dialect: str
+    #: The dialect's placeholder.
+    q: str
+    #: The dialect's timestamp type, for DDL.
+    timestamp: str
+    #: A node's column values, as a save writes them (:data:`_COLUMNS` order).
+    columns: Callable[[Node], tuple[Any, ...]]
+    #: One statement for many rows (``execute_many(conn, sql, rows)``).
+    execute_many: Callable[[Any, str, Sequence[Sequence[Any]]], None]
 
 
 def _check_columns(node: Node) -> None:
@@ -224,9 +238,9 @@ def _v2_ddl(timestamp: str) -> list[str]:
     ]
 
 
-def _v2_fill(store: SQLStore, conn: Any) -> None:
+def _v2_fill(store: StepContext, conn: Any) -> None:
     """Fill schema 2's new columns from each node's ``data`` (and nothing else)."""
-    q = store._q
+    q = store.q
     rows = conn.execute("SELECT uuid, data FROM nodes").fetchall()
     updates = []
     for uuid, data in rows:
@@ -235,11 +249,11 @@ def _v2_fill(store: SQLStore, conn: Any) -> None:
         except IronicFSMError as exc:  # kept as it is: readable by nobody, lost by nobody
             _LOG.warning("Node %s: its record cannot be read (%s); columns left empty", uuid, exc)
             continue
-        values = store._columns(node)
+        values = store.columns(node)
         updates.append((*values[6 : 6 + len(_V2_COLUMNS)], uuid))
     if updates:
         names = ", ".join(f"{column} = {q}" for column in _V2_COLUMNS)
-        store._execute_many(conn, f"UPDATE nodes SET {names} WHERE uuid = {q}", updates)
+        store.execute_many(conn, f"UPDATE nodes SET {names} WHERE uuid = {q}", updates)
 
 
 def _v3_ddl(timestamp: str) -> list[str]:
@@ -323,7 +337,7 @@ _V5_POSTGRES_TRIGGERS: Final = (
 )
 
 
-def _v5_triggers(store: SQLStore, conn: Any) -> None:
+def _v5_triggers(store: StepContext, conn: Any) -> None:
     """Schema 5's triggers, in the dialect of the database (they differ in syntax only)."""
     triggers = _V5_POSTGRES_TRIGGERS if store.dialect == "postgresql" else _V5_SQLITE_TRIGGERS
     for statement in triggers:
@@ -439,7 +453,7 @@ def _v9_ddl(timestamp: str) -> list[str]:
     ]
 
 
-def _v9_sqlite_history(store: SQLStore, conn: Any) -> None:
+def _v9_sqlite_history(store: StepContext, conn: Any) -> None:
     """SQLite: ``node_history`` without its key on ``uuid``: an entry costs one index, not two.
 
     Nothing reads an entry by its UUID alone (a node's entries are read
@@ -450,7 +464,7 @@ def _v9_sqlite_history(store: SQLStore, conn: Any) -> None:
     if store.dialect != "sqlite":
         return  # PostgreSQL keeps its key: a B-tree page there is not a commit's page
     for statement in (
-        _history_table("node_history_v9", store._db.timestamp_type(), key=""),
+        _history_table("node_history_v9", store.timestamp, key=""),
         "INSERT INTO node_history_v9 SELECT uuid, node_uuid, created_at, seq, severity, "
         "event_type, event, conductor, username FROM node_history",
         "DROP TABLE node_history",
@@ -499,9 +513,9 @@ def _v11_ddl(timestamp: str) -> list[str]:
     ]
 
 
-#: One schema step: DDL (given the dialect's timestamp type) or a function of the store
-#: and the connection, run in order.
-_Step = str | Callable[["SQLStore", Any], None]
+#: One schema step: DDL (given the dialect's timestamp type) or a function of the store's
+#: :class:`StepContext` and the connection, run in order.
+_Step = str | Callable[[StepContext, Any], None]
 
 #: Version N -> the steps that make version N + 1 of it. Add a version by adding an entry.
 MIGRATIONS: Final[dict[int, Callable[[str], builtins.list[_Step]]]] = {

@@ -16,11 +16,21 @@ gives a working durable store with no database dependency. PostgreSQL uses
 psycopg 3 with ``psycopg_pool`` (``pip install 'ironic_fsm[postgres]'``): the
 maintained pool made for psycopg, and the level at which the features a
 fleet needs next live anyway (``FOR UPDATE SKIP LOCKED``, advisory locks,
-``LISTEN/NOTIFY``). The dialect modules (``_sqlite``, ``_postgres``) hold
-connections, timestamps and the one mapping of driver errors per database;
-this module holds the statements and the Store semantics.
+``LISTEN/NOTIFY``).
 
-Layout and migrations: see :mod:`ironic_fsm.stores._schema`.
+The SQL store's parts: :class:`SQLStore` builds them when it opens and
+hands each the objects it uses; none knows the store. The dialect
+(``_sqlite``, ``_postgres``, chosen by ``_connect`` from the URL) holds
+connections, timestamps and the mapping of driver errors;
+``_statements.Statements`` writes every statement once for it; ``_rows``
+turns a node into the row a write sets. Pages (``_paging``), scans
+(``_scans``), history (``_history``), heartbeats and conductors
+(``_registry``), power sync (``_sql_power``), work-queue claims
+(``_sql_claims``) and the catalog (``_sql_catalog``) each answer a group of
+methods that delegate to them in a line; ``_migrate`` brings a database to
+the layout of ``_schema``. The hot statements (``get``, ``reserve``,
+``save``, ``release``) stay here, by hand on the driver connection: they are
+most of a lifecycle's store cost.
 
 Durability on SQLite: files are opened in WAL mode. With the default
 ``sqlite_synchronous='NORMAL'`` a committed change survives the process being
@@ -45,46 +55,43 @@ contention :class:`~ironic_fsm.exceptions.StoreBusy`, anything else
 from __future__ import annotations
 
 import builtins
-import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from types import TracebackType
-from typing import Any, Final
+from typing import Any, Final, overload
 
-from ironic_fsm.exceptions import ConcurrentUpdate, InvalidParameterValue
+from ironic_fsm.exceptions import ConcurrentUpdate
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.node import Node
-from ironic_fsm.stores._announce import _SQLAnnounce
-from ironic_fsm.stores._catalog import SQLCatalog
-from ironic_fsm.stores._claim import _SQLClaims
-from ironic_fsm.stores._connect import (
-    _Connection,
-    _Database,
-    _hide_password,
-    _open_postgres,
-    _open_sqlite,
-)
-from ironic_fsm.stores._history import _SQLHistory
-from ironic_fsm.stores._paging import _SQLPaging
-from ironic_fsm.stores._power import _SQLPowerSync
-from ironic_fsm.stores._query import wake_time
-from ironic_fsm.stores._registry import _check_holder, _SQLRegistry
-from ironic_fsm.stores._scans import _SQLScans
+from ironic_fsm.stores._catalog import CatalogEntry, CatalogKind
+from ironic_fsm.stores._claim import QueuedNode, _reserve_each
+from ironic_fsm.stores._connect import _Connection, _hide_password, open_database
+from ironic_fsm.stores._history import History
+from ironic_fsm.stores._migrate import Migrator
+from ironic_fsm.stores._paging import Paging
+from ironic_fsm.stores._power import PowerSyncRow
+from ironic_fsm.stores._query import NodeFields, _scan_filters, page_query
+from ironic_fsm.stores._registry import Registry, check_holder
+from ironic_fsm.stores._rows import Rows
+from ironic_fsm.stores._scans import Scans
 from ironic_fsm.stores._schema import (
     _COLUMNS,  # noqa: F401  (read here by tests and tools: the columns a save sets)
     _CREATED,
     _RESERVATION,
     MIGRATIONS,
     SCHEMA_VERSION,
-    _check_columns,
-    _schema_ddl,
+    StepContext,
 )
-from ironic_fsm.stores._statements import _to_node
+from ironic_fsm.stores._sql_catalog import Catalog
+from ironic_fsm.stores._sql_claims import Claims, check_claimer
+from ironic_fsm.stores._sql_power import PowerSync
+from ironic_fsm.stores._statements import Statements, pick, to_node
 from ironic_fsm.stores.base import (
+    ConductorRecord,
+    Reserved,
     check_history,
     duplicate_name,
-    encode,
     locked_error,
     not_found,
 )
@@ -103,25 +110,12 @@ POOL_SIZE: Final = 10
 #: Seconds a caller waits for a free PostgreSQL connection before giving up.
 POOL_TIMEOUT: Final = 30.0
 
-_SYNCHRONOUS_MODES: Final = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
 #: Most nodes whose last written columns a store remembers (see ``_save_statement``).
 _WRITTEN_CAP: Final = 50_000
 _UTC: Final = timezone.utc
-_LOG: Final = logging.getLogger(__name__)
 
 
-def _pick(rows: Sequence[Any], ident: str) -> Any:
-    """The row whose uuid is ``ident``, else the one whose name is (UUIDs win, as in memory)."""
-    for row in rows:
-        if row[0] == ident:
-            return row
-    return rows[0] if rows else None
-
-
-class SQLStore(
-    _SQLPaging, _SQLScans, _SQLHistory, _SQLRegistry, _SQLPowerSync, _SQLAnnounce, _SQLClaims,
-    SQLCatalog,
-):  # fmt: skip
+class SQLStore:
     """Node records in a SQL database: SQLite (embedded) or PostgreSQL (shared).
 
     Args:
@@ -161,152 +155,41 @@ class SQLStore(
         connect_args: dict[str, Any] | None = None,
         echo: bool = False,
     ) -> None:
-        synchronous = str(sqlite_synchronous).upper()
-        if synchronous not in _SYNCHRONOUS_MODES:
-            raise InvalidParameterValue(
-                f"sqlite_synchronous must be one of {', '.join(sorted(_SYNCHRONOUS_MODES))}, "
-                f"not {sqlite_synchronous!r}"
-            )
-        if pool_size + max_overflow < 1:
-            raise InvalidParameterValue(f"pool_size must be at least 1, not {pool_size}")
-        scheme = url.partition("://")[0].lower() if "://" in url else ""
-        args = dict(connect_args or {})
-        db: _Database
-        if scheme == "sqlite":
-            db = _open_sqlite(url, synchronous, float(sqlite_busy_timeout), args)
-        elif scheme in ("postgresql", "postgresql+psycopg", "postgres"):
-            db = _open_postgres(url, pool_size + max_overflow, float(pool_timeout), args)
-        else:
-            raise InvalidParameterValue(
-                f"Unsupported database URL {_hide_password(url)!r}: use sqlite:///PATH, "
-                "sqlite:// or postgresql://USER@HOST:PORT/DBNAME",
-                url=_hide_password(url),
-            )
+        db = open_database(
+            url,
+            sqlite_synchronous=sqlite_synchronous,
+            sqlite_busy_timeout=sqlite_busy_timeout,
+            pool_size=pool_size,
+            max_overflow=max_overflow,
+            pool_timeout=pool_timeout,
+            connect_args=connect_args,
+        )
         self._db = db
         self._echo = echo
         self.url: str = _hide_password(url)
         self.dialect: str = db.name
         self._written: dict[str, tuple[int, tuple[Any, ...]]] = {}
-        self._bound: dict[datetime, Any] = {}
         self._save_sql: dict[tuple[Any, ...], str] = {}
-        self._build_statements(db.placeholder)
+        # The parts: each holds what it uses, none knows the store.
+        sql = self._sql = Statements(db, echo)
+        self._q = sql.q
+        self._rows = rows = Rows(db)
+        self._row = rows.row
+        self._columns = rows.columns  # a node's column values (tests build old layouts with it)
+        self._paging = Paging(sql)
+        self._scans = Scans(sql)
+        self._history = History(sql, rows.bound)
+        self._registry = Registry(sql)
+        self._power = PowerSync(sql)
+        self._claims = Claims(sql)
+        self._catalog = Catalog(db)
+        context = StepContext(db.name, sql.q, db.timestamp_type(), rows.columns, sql.execute_many)
         try:
-            self._prepare_schema()
+            Migrator(sql, context, self.url).prepare(SCHEMA_VERSION)
             db.open()
         except BaseException:
             db.close()
             raise
-
-    # -- setup ----------------------------------------------------------------------
-
-    def _prepare_schema(self) -> None:
-        """Create what is missing, run the missing migrations, refuse a newer schema."""
-        db = self._db
-        with db.setup() as conn:
-            version = self._schema_version(conn)
-            if version == SCHEMA_VERSION:
-                return  # the common case: nothing to create, no write lock taken
-            self._refuse_newer(version)
-            if version is None:
-                with db.schema_transaction(conn):
-                    for statement in _schema_ddl(db.timestamp_type()):
-                        conn.execute(statement)
-                    if self._schema_version(conn) is None:
-                        conn.execute(
-                            f"INSERT INTO ironic_fsm_schema (id, version) VALUES (1, {self._q})",
-                            (1,),
-                        )
-            while True:
-                with db.schema_transaction(conn):
-                    # Read again under the lock: another process may have migrated meanwhile.
-                    version = self._schema_version(conn)
-                    self._refuse_newer(version)
-                    if version is None or version >= SCHEMA_VERSION:
-                        return
-                    self._migrate(conn, version)
-
-    def _migrate(self, conn: Any, version: int) -> None:
-        """Run the step from ``version`` to the next and stamp it, in the caller's transaction."""
-        _LOG.info("%s: upgrading the schema from version %d to %d", self.url, version, version + 1)
-        for step in MIGRATIONS[version](self._db.timestamp_type()):
-            if isinstance(step, str):
-                if self._echo:
-                    self._log(step)
-                conn.execute(step)
-            else:
-                step(self, conn)
-        conn.execute(
-            f"UPDATE ironic_fsm_schema SET version = {self._q} WHERE id = 1", (version + 1,)
-        )
-
-    def _schema_version(self, conn: _Connection) -> int | None:
-        (exists,) = conn.execute(self._db.table_exists_sql).fetchall()[0]
-        if not exists:
-            return None
-        rows = conn.execute("SELECT version FROM ironic_fsm_schema WHERE id = 1").fetchall()
-        return int(rows[0][0]) if rows else None
-
-    def _refuse_newer(self, version: int | None) -> None:
-        if version is not None and version > SCHEMA_VERSION:
-            raise InvalidParameterValue(
-                f"The database at {self.url} has ironic_fsm schema version {version}, newer "
-                f"than the versions this ironic_fsm knows (up to {SCHEMA_VERSION}); upgrade "
-                "ironic_fsm to use it",
-                url=self.url,
-                schema_version=version,
-            )
-
-    # -- conversions ------------------------------------------------------------------
-
-    def _time(self, node: Node, field: str) -> Any:
-        value = getattr(node, field)
-        if value is None:
-            return None
-        if not isinstance(value, datetime):
-            raise InvalidParameterValue(
-                f"Node {node.uuid} cannot be stored: {field} must be a datetime, "
-                f"not {type(value).__name__}",
-                node=node.uuid,
-                field=field,
-            )
-        bound = self._bound.get(value)
-        if bound is None:  # formatting costs more than the rest of a column: once per instant
-            if len(self._bound) >= _WRITTEN_CAP:
-                self._bound.clear()
-            bound = self._bound[value] = self._db.bind_time(value)
-        return bound
-
-    def _columns(self, node: Node) -> tuple[Any, ...]:
-        """The values of :data:`_COLUMNS` for ``node``."""
-        wake = wake_time(node)
-        return (
-            node.name,
-            node.driver,
-            node.provision_state,
-            bool(node.maintenance),
-            bool(node.retired),
-            node.reservation,
-            node.target_provision_state,
-            node.power_state,
-            bool(node.protected),
-            node.resource_class,
-            node.fault,
-            self._time(node, "provision_updated_at"),
-            self._time(node, "updated_at"),
-            None if wake is None else self._db.bind_time(wake),
-            node.conductor_group,
-            node.owner,
-            node.lessee,
-            node.instance_uuid,
-            node.shard,
-            node.parent_node,
-        )
-
-    def _row(self, node: Node) -> tuple[str, tuple[Any, ...]]:
-        """The node's JSON and column values, checked before anything is written."""
-        _check_columns(node)  # first: its messages name the column's limit
-        data = encode(node).decode()
-        return data, (*self._columns(node), self._time(node, "created_at"))
 
     # -- the Store protocol --------------------------------------------------------------
 
@@ -317,10 +200,10 @@ class SQLStore(
             created = self._db.bind_time(datetime.now(_UTC))  # as an import, ordered by it
         check_name = node.name is not None and node.name != node.uuid
         if self._echo:
-            self._log(self._q_create)
+            self._sql.log(self._sql.create)
         with self._db.transaction(node) as conn:
-            conn.execute(self._q_create, (node.uuid, *columns, created, data))
-            if check_name and conn.execute(self._q_uuid_exists, (node.name,)).fetchall():
+            conn.execute(self._sql.create, (node.uuid, *columns, created, data))
+            if check_name and conn.execute(self._sql.uuid_exists, (node.name,)).fetchall():
                 raise duplicate_name(node.name)
         self._remember(node.uuid, 1, (*columns, created))
         node.version = 1
@@ -343,7 +226,7 @@ class SQLStore(
         with self._db.transaction() as conn:
             (last,) = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM nodes").fetchall()[0]
             rows = [(*row[:-2], last + i, *row[-2:]) for i, row in enumerate(rows, 1)]
-            self._execute_many(conn, self._q_create_seq, rows)
+            self._sql.execute_many(conn, self._sql.create_seq, rows)
             for start in range(0, len(names), 500):
                 chunk = names[start : start + 500]
                 marks = ", ".join(self._q for _ in chunk)
@@ -360,13 +243,13 @@ class SQLStore(
         if "\x00" in ident:
             raise not_found(ident)
         if self._echo:
-            self._log(self._q_get)
+            self._sql.log(self._sql.get)
         with self._db.connection() as conn:
-            rows = conn.execute(self._q_get, (ident, ident)).fetchall()
-        row = _pick(rows, ident)
+            rows = conn.execute(self._sql.get, (ident, ident)).fetchall()
+        row = pick(rows, ident)
         if row is None:
             raise not_found(ident)
-        return _to_node(row[1], row[2], row[3])
+        return to_node(row[1], row[2], row[3])
 
     def save(self, node: Node, *, history: Sequence[HistoryEntry] = ()) -> None:
         """Write ``node`` if its version is current; bump ``node.version`` in place.
@@ -388,7 +271,7 @@ class SQLStore(
         new_version = node.version + 1
         rows: list[Any] = []
         # One autocommit statement, but for history on SQLite: a transaction.
-        apart = bool(history) and not self._history_cte
+        apart = bool(history) and not self._sql.history_cte
         opened = self._db.transaction(node) if apart else self._db.connection(node)
         with opened as conn:
             written = self._update(conn, node, values, data, node.reservation is not None, history)
@@ -396,9 +279,9 @@ class SQLStore(
                 # The row is not held as the node says: set the reservation too, as ever.
                 written = self._update(conn, node, values, data, False, history)
             if written == 0:
-                rows = conn.execute(self._q_version, (node.uuid,)).fetchall()
+                rows = conn.execute(self._sql.version, (node.uuid,)).fetchall()
             elif apart:
-                self._insert_history(conn, history, last=written)
+                self._history.insert(conn, history, last=written)
         if written == 0:
             if not rows:
                 raise not_found(node.uuid)
@@ -437,16 +320,16 @@ class SQLStore(
         params.extend((node.version + 1, data, node.uuid, node.version))
         if held:
             params.append(node.reservation)
-        if n and self._history_cte:
-            params.extend(self._history_arrays(history))
+        if n and self._sql.history_cte:
+            params.extend(self._history.arrays(history))
         if self._echo:
-            self._log(sql)
+            self._sql.log(sql)
         cursor = conn.execute(sql, params)
-        if n and self._history_cte:
+        if n and self._sql.history_cte:
             return int(cursor.rowcount)
         if not n or not self._db.returning:
             written = int(cursor.rowcount)
-            return self._history_last(conn, node.uuid) if n and written else written
+            return self._history.last(conn, node.uuid) if n and written else written
         rows = cursor.fetchall()
         return int(rows[0][0]) if rows else 0
 
@@ -484,7 +367,7 @@ class SQLStore(
         key = (held, counted, *changed)
         sql = self._save_sql.get(key)
         if sql is None:
-            sql = self._save_sql[key] = self._save_text(changed, held, counted)
+            sql = self._save_sql[key] = self._sql.save_text(changed, held, counted)
         return sql, [values[i] for i in changed]
 
     def delete(self, ident: str) -> None:
@@ -497,14 +380,14 @@ class SQLStore(
         self._written.pop(ident, None)
         with self._db.transaction() as conn:
             uuid = ident
-            if conn.execute(self._q_delete, (ident,)).rowcount == 0:
-                found = conn.execute(self._q_uuid_of_name, (ident,)).fetchall()
+            if conn.execute(self._sql.delete, (ident,)).rowcount == 0:
+                found = conn.execute(self._sql.uuid_of_name, (ident,)).fetchall()
                 if not found:
                     raise not_found(ident)
                 uuid = found[0][0]
-                conn.execute(self._q_delete, (uuid,))
+                conn.execute(self._sql.delete, (uuid,))
                 self._written.pop(uuid, None)
-            conn.execute(self._q_history_drop, (uuid,))
+            conn.execute(self._sql.history_drop, (uuid,))
 
     # -- reservations ------------------------------------------------------------------------
 
@@ -517,20 +400,20 @@ class SQLStore(
             NodeLocked: another holder has it (the message names the holder).
             NodeNotFound: no node has this UUID or name.
         """
-        _check_holder(holder)
+        check_holder(holder)
         if "\x00" in ident:
             raise not_found(ident)
         uuid = ident
         holding: str | None = None
         if self._echo:
-            self._log(self._q_reserve)
+            self._sql.log(self._sql.reserve)
         with self._db.connection() as conn:
             for _ in range(3):
                 row = self._reserve_row(conn, uuid, holder)
                 if row is not None:
-                    return _to_node(row[0], row[1], row[2])
+                    return to_node(row[0], row[1], row[2])
                 # Why not: no such UUID (maybe a name), or someone else holds it.
-                found = _pick(conn.execute(self._q_get, (ident, ident)).fetchall(), ident)
+                found = pick(conn.execute(self._sql.get, (ident, ident)).fetchall(), ident)
                 if found is None:
                     raise not_found(ident)
                 uuid, holding = found[0], found[2]
@@ -541,11 +424,11 @@ class SQLStore(
 
     def _reserve_row(self, conn: _Connection, uuid: str, holder: str) -> Any:
         if self._db.returning:
-            rows = conn.execute(self._q_reserve, (holder, uuid)).fetchall()
+            rows = conn.execute(self._sql.reserve, (holder, uuid)).fetchall()
             return rows[0] if rows else None
-        if conn.execute(self._q_reserve, (holder, uuid)).rowcount == 0:
+        if conn.execute(self._sql.reserve, (holder, uuid)).rowcount == 0:
             return None
-        rows = conn.execute(self._q_by_uuid, (uuid,)).fetchall()
+        rows = conn.execute(self._sql.by_uuid, (uuid,)).fetchall()
         return rows[0] if rows and rows[0][1] == holder else None
 
     def release(self, ident: str, holder: str) -> None:
@@ -553,13 +436,130 @@ class SQLStore(
         if "\x00" in ident:
             raise not_found(ident)
         with self._db.connection() as conn:
-            if conn.execute(self._q_release, (ident, holder)).rowcount:
+            if conn.execute(self._sql.release, (ident, holder)).rowcount:
                 return
-            found = _pick(conn.execute(self._q_get, (ident, ident)).fetchall(), ident)
+            found = pick(conn.execute(self._sql.get, (ident, ident)).fetchall(), ident)
             if found is None:
                 raise not_found(ident)
             if found[0] != ident:
-                conn.execute(self._q_release, (found[0], holder))
+                conn.execute(self._sql.release, (found[0], holder))
+
+    # -- the parts' methods: each one line to the part that has it ----------------------------
+
+    @overload
+    def list(self, *, fields: None = None, **query: Any) -> builtins.list[Node]: ...
+    @overload
+    def list(self, *, fields: Iterable[str], **query: Any) -> builtins.list[NodeFields]: ...
+
+    def list(
+        self, *, limit: int | None = None, marker: str | None = None,
+        sort_key: str = "created_at", sort_dir: str = "asc",
+        fields: Iterable[str] | None = None, **filters: Any,
+    ) -> builtins.list[Node] | builtins.list[NodeFields]:  # fmt: skip
+        """One page of the matching nodes, by keyset on indexes (see :mod:`._paging`)."""
+        query = page_query(limit, marker, sort_key, sort_dir, filters, fields)
+        return self._paging.page(query)
+
+    def reserved(self) -> builtins.list[Reserved]:
+        """Every reserved node's UUID, holder and ``updated_at``: one index range, no decoding."""
+        return self._scans.reserved()
+
+    def in_states(
+        self, states: Collection[str], *, updated_before: datetime | None = None,
+        limit: int | None = None, **filters: Any,
+    ) -> builtins.list[Node]:  # fmt: skip
+        """Nodes in ``states`` (changed before ``updated_before``), oldest first; on indexes."""
+        wanted = _scan_filters(states, limit, filters, updated_before)
+        return [] if wanted is None else self._scans.in_states(wanted, updated_before, limit)
+
+    def waking(
+        self, before: datetime, *, limit: int | None = None, **filters: Any
+    ) -> builtins.list[Node]:
+        """Nodes whose ``wait`` step is up at ``before``, earliest first; on an index."""
+        wanted = _scan_filters(None, limit, filters, before)
+        return [] if wanted is None else self._scans.waking(wanted, before, limit)
+
+    def add_history(self, entries: Sequence[HistoryEntry]) -> None:
+        """Write entries that go with no node change, all or none; unknown nodes: none."""
+        self._history.add(entries)
+
+    def node_history(self, node_uuid: str) -> builtins.list[HistoryEntry]:
+        """The node's entries, oldest first."""
+        return self._history.of_node(node_uuid)
+
+    def trim_history(self, max_entries: int, *, before: datetime | None, limit: int) -> int:
+        """Delete at most ``limit`` of the oldest entries beyond ``max_entries`` per node."""
+        return self._history.trim(max_entries, before=before, limit=limit)
+
+    def heartbeat(self, holder: str, now: datetime) -> None:
+        """Record that ``holder`` is alive at ``now`` (naive datetimes are taken as UTC)."""
+        self._registry.heartbeat(holder, now)
+
+    def holders(self) -> dict[str, datetime]:
+        """Every holder's last heartbeat, as aware UTC datetimes."""
+        return self._registry.holders()
+
+    def register_conductor(
+        self, record: ConductorRecord, *, replace_before: datetime | None = None
+    ) -> None:
+        """Add or replace ``record``'s row, drop its host's stopped or dead ones, at once."""
+        self._registry.register_conductor(record, replace_before=replace_before)
+
+    def conductor_heartbeat(self, holder: str, now: datetime) -> bool:
+        """Mark ``holder`` online at ``now``; False when it has no row (register it again)."""
+        return self._registry.conductor_heartbeat(holder, now)
+
+    def unregister_conductor(self, holder: str, now: datetime) -> None:
+        """Mark ``holder`` offline at ``now`` (a stopped conductor is not alive, at once)."""
+        self._registry.unregister_conductor(holder, now)
+
+    def list_conductors(self) -> builtins.list[ConductorRecord]:
+        """Every registered conductor (one small table, read whole)."""
+        return self._registry.list_conductors()
+
+    def power_sync_due(self, before: datetime) -> builtins.list[PowerSyncRow]:
+        """Nodes never synced or synced at or before ``before``: two ranges of one index."""
+        return self._power.due(before)
+
+    def mark_power_synced(self, uuids: Sequence[str], when: datetime) -> None:
+        """Record that these nodes were synced at ``when`` (unknown UUIDs are ignored)."""
+        self._power.mark(uuids, when)
+
+    def queued_work(
+        self, states: Collection[str], limit: int | None = None
+    ) -> builtins.list[QueuedNode]:
+        """The unreserved nodes in ``states``, the longest in their state first."""
+        return self._claims.queued(states, limit)
+
+    def reserve_queued(
+        self, uuids: Sequence[str], holder: str, states: Collection[str]
+    ) -> builtins.list[Node]:
+        """Reserve for ``holder`` those of ``uuids`` still unreserved and in ``states``."""
+        check_claimer(holder)
+        if not self._db.returning:  # SQLite before 3.35: one reservation per node
+            return _reserve_each(self, uuids, holder, states) if uuids and states else []
+        return self._claims.reserve(uuids, holder, states)
+
+    def announce_work(self, uuid: str) -> None:
+        """``NOTIFY`` on PostgreSQL, after the release committed; nothing on SQLite."""
+        announce = getattr(self._db, "announce_work", None)  # only PostgresDB has one
+        if announce is not None:
+            announce(uuid)
+
+    def add_entry(self, kind: CatalogKind, entry: CatalogEntry) -> CatalogEntry:
+        return self._catalog.add_entry(kind, entry)
+
+    def get_entry(self, kind: CatalogKind, ident: str) -> CatalogEntry:
+        return self._catalog.get_entry(kind, ident)
+
+    def list_entries(self, kind: CatalogKind) -> builtins.list[CatalogEntry]:
+        return self._catalog.list_entries(kind)
+
+    def replace_entry(self, kind: CatalogKind, entry: CatalogEntry) -> CatalogEntry:
+        return self._catalog.replace_entry(kind, entry)
+
+    def delete_entry(self, kind: CatalogKind, ident: str) -> None:
+        self._catalog.delete_entry(kind, ident)
 
     # -- lifetime ------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from helpers import TEMPLATES_HW, TEST_HW, calls, dstep, make_conductor, new_nod
 from ironic_fsm import Conductor, states
 from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.stores import SQLStore, Store
+from ironic_fsm.stores._sql_catalog import Catalog
 from ironic_fsm.stores.base import CatalogEntryExists, CatalogEntryNotFound, CatalogStore
 
 TEMPLATE = [dstep("bios", "b1", 90), dstep("bios", "b2", 10)]
@@ -174,14 +175,14 @@ def test_a_name_taken_between_the_check_and_the_write_is_a_conflict(
     with SQLStore(sql_url) as store:
         conductor = make_conductor(store=store)
         first = conductor.create_deploy_template("CUSTOM_A", TEMPLATE)
-        looks = SQLStore._rows
+        looks = Catalog._rows
         calls_made: list[str] = []
 
-        def blind_once(self: SQLStore, conn: Any, kind: Any, ident: str) -> Any:
+        def blind_once(self: Catalog, conn: Any, kind: Any, ident: str) -> Any:
             calls_made.append(ident)
             return [] if len(calls_made) <= 2 else looks(self, conn, kind, ident)
 
-        monkeypatch.setattr(SQLStore, "_rows", blind_once)
+        monkeypatch.setattr(Catalog, "_rows", blind_once)
         with pytest.raises(CatalogEntryExists, match=first.uuid):
             conductor.create_deploy_template("CUSTOM_A", TEMPLATE)
         monkeypatch.undo()

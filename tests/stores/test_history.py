@@ -224,11 +224,12 @@ def _trim_cost(tmp_path: Path, fleet: int) -> tuple[int, list[str]]:
         _Counting.statements = []
         assert store.trim_history(limit, before=None, limit=1000) == 7
         statements = list(_Counting.statements)
-        assert store._q_history_over in statements
+        assert store._sql.history_over in statements
         with store.connection() as conn:
-            plan = conn.execute("EXPLAIN QUERY PLAN " + store._q_history_over, (limit,)).fetchall()
+            over = store._sql.history_over
+            plan = conn.execute("EXPLAIN QUERY PLAN " + over, (limit,)).fetchall()
             trim_plan = conn.execute(
-                "EXPLAIN QUERY PLAN " + store._q_history_trim, (busy.uuid, "9999", 7)
+                "EXPLAIN QUERY PLAN " + store._sql.history_trim, (busy.uuid, "9999", 7)
             ).fetchall()
         assert len(store.node_history(busy.uuid)) == limit
     details = [str(row[-1]) for row in (*plan, *trim_plan)]

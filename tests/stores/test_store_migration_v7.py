@@ -111,7 +111,7 @@ def test_scans_of_a_v7_database_search_the_indexes_they_name(
     url = f"sqlite:///{tmp_path / 'plans.sqlite'}"
     with SQLStore(url, echo=True) as store:
         sql_texts: list[str] = []
-        monkeypatch.setattr(store, "_log", sql_texts.append)
+        monkeypatch.setattr(store._sql, "log", sql_texts.append)
         store.in_states(sorted(states.WAIT_STATES), updated_before=T0, reservation=None)
         store.in_states([states.DEPLOYING, states.CLEANWAIT], updated_before=T0)
         store.reserved()
