@@ -34,6 +34,7 @@ import bench_import
 import bench_lifecycle
 import bench_machine
 import bench_memory
+import bench_pgcost
 import bench_planner
 import bench_power_sync
 import bench_reconcile
@@ -53,6 +54,7 @@ BENCHMARKS: dict[str, ModuleType] = {
     "power_sync": bench_power_sync,
     "api": bench_api,
     "scaleout": bench_scaleout,
+    "pgcost": bench_pgcost,
 }
 
 
