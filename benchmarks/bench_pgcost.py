@@ -378,7 +378,11 @@ _RELEASE_SAVE = (
 #: What each variant sends per verb: "today" as the conductor does now (get, reserve, the
 #: saves); "merged": get, then reserve with the first save; "cached": the conductor trusts
 #: the version it last wrote (the merged UPDATE checks it), so no get unless it is refused.
-VARIANTS = ("today", "merged", "cached")
+#: "floor": as many primary-key reads as "today" sends statements, so what a round trip
+#: costs the server whatever the statement.
+VARIANTS = ("today", "merged", "cached", "floor")
+#: Statements a lifecycle sends today (the floor's count).
+_TODAY = 18
 
 
 def _replay_node(conn: Any, uuid: str, name: str, variant: str, version: int, data: str) -> int:
@@ -387,6 +391,10 @@ def _replay_node(conn: Any, uuid: str, name: str, variant: str, version: int, da
     from datetime import datetime, timezone
 
     holder = "bench-holder"
+    if variant == "floor":
+        for _ in range(_TODAY):
+            conn.execute(_GET, (uuid, name)).fetchone()
+        return version
     for saves in _SAVES.values():
         if variant != "cached":
             version = conn.execute(_GET, (uuid, name)).fetchone()[3]
@@ -588,7 +596,8 @@ def _replayed(rows: list[dict[str, Any]]) -> Table:
         "verb's first save (UPDATE ... SET reservation = holder, ... WHERE uuid AND "
         "version = read AND reservation IS NULL). cached: merged without the get, the "
         "conductor trusting the version its last save wrote (the UPDATE checks it; on "
-        "refusal it would get and retry).",
+        "refusal it would get and retry). floor: as many primary-key reads as today "
+        "sends statements: what the round trips alone cost.",
     ]
     return table
 
