@@ -634,6 +634,15 @@ def run(quick: bool = False) -> Section:
             coordination <= GOAL_COORDINATION,
         ),
     ]
+    section.summary.append(
+        SummaryRow(
+            "statements and WAL records per lifecycle, 2 conductors / 1 (counts: no noise)",
+            f"{two['statements'] / one['statements']:.2f}x, "
+            f"{two['wal_records'] / max(one['wal_records'], 1e-9):.2f}x",
+            "context for the CPU ratio",
+            None,
+        )
+    )
     if ("ironic", 1) in by:
         ironic = by[("ironic", 1)]
         section.summary.append(
