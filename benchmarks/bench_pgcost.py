@@ -275,6 +275,7 @@ def _create_nodes(url: str, n: int, full_indexes: bool = False) -> list[str]:
                 for index, column in V12_SPARSE:
                     conn.execute(f"DROP INDEX {index}")
                     conn.execute(f"CREATE INDEX {index} ON nodes ({column})")
+                conn.execute("ALTER TABLE nodes RESET (fillfactor)")
         conductor = ironic_fsm.Conductor(store=store)
         return [conductor.create_node(name=f"bench-{i:06d}").uuid for i in range(n)]
 
@@ -516,10 +517,11 @@ def _totals(results: list[dict[str, Any]]) -> Table:
             f"{r['wal_bytes'] / 1000:.1f}",
         )
     table.notes += [
-        f"{BEFORE}: ours with schema 11's seven full indexes put back (the layout before "
-        f"schema 12); {DURABLE}: ours on a second server with PostgreSQL's defaults (fsync, "
-        "synchronous_commit, full_page_writes on). Figures are each configuration's run "
-        "with the least CPU of several, interleaved: the box is shared, and CPU times "
+        f"{BEFORE}: ours with schema 11's seven full indexes and full pages put back (the "
+        f"layout before schema 12); {DURABLE}: ours on a second server with PostgreSQL's "
+        "defaults (fsync, synchronous_commit, full_page_writes on). Figures are each "
+        "configuration's run with the least CPU of several, interleaved: the box is shared, "
+        "and CPU times "
         "move by a third from run to run; buffers and WAL records are counts, the same "
         "in every run.",
         "PostgreSQL CPU: /proc of the postmaster and all its children (backends and "

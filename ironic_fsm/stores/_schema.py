@@ -70,7 +70,8 @@ indexes on columns most nodes leave unset (``resource_class``,
 ``parent_node``) hold only the rows that set them: every save changes an
 indexed column (state, timestamps), so PostgreSQL enters each saved row
 version in every index the row is in, and vacuum removes the old one
-from each.
+from each. On PostgreSQL its pages are filled to 70% (``fillfactor``), so
+that a saved row version mostly stays on its page.
 
 Migrations: :data:`MIGRATIONS` maps each version N to the step that makes
 N + 1: DDL statements, and functions for what SQL alone cannot do (filling
@@ -538,6 +539,20 @@ def _v12_ddl(timestamp: str) -> list[str]:
     return statements
 
 
+def _v12_fillfactor(store: SQLStore, conn: Any) -> None:
+    """PostgreSQL: pages of ``nodes`` filled to 70%, so that a save's new row version
+    finds room on its own page.
+
+    A node row is about 1.4 kB, five to a page: full, every save's new
+    version went to another page, found through the free space map or by
+    extending the table. With room on the page it mostly stays (fewer
+    buffers per lifecycle: 700 -> 460 in ``bench_pgcost``). Pages written
+    from now on keep the room; SQLite has no such setting.
+    """
+    if store.dialect == "postgresql":
+        conn.execute("ALTER TABLE nodes SET (fillfactor = 70)")
+
+
 #: One schema step: DDL (given the dialect's timestamp type) or a function of the store
 #: and the connection, run in order.
 _Step = str | Callable[["SQLStore", Any], None]
@@ -554,7 +569,7 @@ MIGRATIONS: Final[dict[int, Callable[[str], builtins.list[_Step]]]] = {
     8: lambda timestamp: [*_v9_ddl(timestamp), _v9_sqlite_history],
     9: lambda timestamp: [*_v10_ddl(timestamp)],
     10: lambda timestamp: [*_v11_ddl(timestamp)],
-    11: lambda timestamp: [*_v12_ddl(timestamp)],
+    11: lambda timestamp: [*_v12_ddl(timestamp), _v12_fillfactor],
 }
 
 #: The schema version this code writes and understands.
