@@ -35,6 +35,7 @@ import bench_lifecycle
 import bench_machine
 import bench_memory
 import bench_patch
+import bench_pgcost
 import bench_planner
 import bench_power_sync
 import bench_reconcile
@@ -55,6 +56,7 @@ BENCHMARKS: dict[str, ModuleType] = {
     "api": bench_api,
     "patch": bench_patch,
     "scaleout": bench_scaleout,
+    "pgcost": bench_pgcost,
 }
 
 

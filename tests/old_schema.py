@@ -343,9 +343,17 @@ CHANGED_BY_V9: Final = frozenset({
 })  # fmt: skip
 
 
+#: The indexes schema 12 makes partial (each on a column most nodes leave unset).
+CHANGED_BY_V12: Final = frozenset({
+    "nodes_resource_class_idx", "nodes_wait_until_idx", "nodes_owner_idx", "nodes_lessee_idx",
+    "nodes_instance_uuid_idx", "nodes_shard_idx", "nodes_parent_node_idx",
+})  # fmt: skip
+
+
 def kept_by_v9(indexes: dict[str, str]) -> dict[str, str]:
-    """``indexes`` (name: definition) but those schema 9 changes."""
-    return {name: text for name, text in indexes.items() if name not in CHANGED_BY_V9}
+    """``indexes`` (name: definition) but those later schemas change (9, and 12)."""
+    changed = CHANGED_BY_V9 | CHANGED_BY_V12
+    return {name: text for name, text in indexes.items() if name not in changed}
 
 
 def nodes_since_v9(columns: tuple[str, ...]) -> str:

@@ -1,6 +1,6 @@
 """The SQL layout of :class:`~ironic_fsm.stores.sql.SQLStore`: tables, columns, migrations.
 
-Layout (schema version 11; a database of an earlier version is upgraded in
+Layout (schema version 12; a database of an earlier version is upgraded in
 place when opened, see "Migrations" below):
 
 * ``nodes``: one row per node. ``data`` holds
@@ -64,7 +64,14 @@ and ``reservation`` of the reserved nodes, for crash recovery (both partial
 since version 7: a save leaves an index alone unless its row is one the
 scan looks for); ``wait_until`` for ``wait`` steps; ``resource_class``;
 ``conductor_group`` (version 6); ``owner``, ``lessee``, ``instance_uuid``
-(version 8); ``shard``, ``parent_node`` (version 10).
+(version 8); ``shard``, ``parent_node`` (version 10). Since version 12 the
+indexes on columns most nodes leave unset (``resource_class``,
+``wait_until``, ``owner``, ``lessee``, ``instance_uuid``, ``shard``,
+``parent_node``) hold only the rows that set them: every save changes an
+indexed column (state, timestamps), so PostgreSQL enters each saved row
+version in every index the row is in, and vacuum removes the old one
+from each. On PostgreSQL its pages are filled to 70% (``fillfactor``), so
+that a saved row version mostly stays on its page.
 
 Migrations: :data:`MIGRATIONS` maps each version N to the step that makes
 N + 1: DDL statements, and functions for what SQL alone cannot do (filling
@@ -513,6 +520,53 @@ def _v11_ddl(timestamp: str) -> list[str]:
     ]
 
 
+#: The nodes' indexes on columns most nodes leave unset (schema 12 makes them partial).
+V12_SPARSE: Final = (
+    ("nodes_resource_class_idx", "resource_class"),
+    ("nodes_wait_until_idx", "wait_until"),
+    ("nodes_owner_idx", "owner"),
+    ("nodes_lessee_idx", "lessee"),
+    ("nodes_instance_uuid_idx", "instance_uuid"),
+    ("nodes_shard_idx", "shard"),
+    ("nodes_parent_node_idx", "parent_node"),
+)
+
+
+def _v12_ddl(timestamp: str) -> list[str]:
+    """Schema 12: the indexes on columns most nodes leave unset hold only the nodes that set them.
+
+    An ``UPDATE`` that cannot be HOT (every save changes an indexed column:
+    the state, the timestamps) enters the new row version in every index
+    of the table, and PostgreSQL's vacuum then removes the old one from
+    each. A partial index leaves out the rows outside its condition, so a
+    save of a node without an owner, a lessee, an instance, a shard, a
+    parent, a resource class or a wait step costs seven index entries
+    less. Every filter on these columns is an ``=`` (or ``IS NOT NULL``),
+    which implies the condition, so both databases still search them.
+    """
+    statements = []
+    for index, column in V12_SPARSE:
+        statements += [
+            f"DROP INDEX {index}",
+            f"CREATE INDEX {index} ON nodes ({column}) WHERE {column} IS NOT NULL",
+        ]
+    return statements
+
+
+def _v12_fillfactor(store: StepContext, conn: Any) -> None:
+    """PostgreSQL: pages of ``nodes`` filled to 70%, so that a save's new row version
+    finds room on its own page.
+
+    A node row is about 1.4 kB, five to a page: full, every save's new
+    version went to another page, found through the free space map or by
+    extending the table. With room on the page it mostly stays (fewer
+    buffers per lifecycle: 700 -> 460 in ``bench_pgcost``). Pages written
+    from now on keep the room; SQLite has no such setting.
+    """
+    if store.dialect == "postgresql":
+        conn.execute("ALTER TABLE nodes SET (fillfactor = 70)")
+
+
 #: One schema step: DDL (given the dialect's timestamp type) or a function of the store's
 #: :class:`StepContext` and the connection, run in order.
 _Step = str | Callable[[StepContext, Any], None]
@@ -529,6 +583,7 @@ MIGRATIONS: Final[dict[int, Callable[[str], builtins.list[_Step]]]] = {
     8: lambda timestamp: [*_v9_ddl(timestamp), _v9_sqlite_history],
     9: lambda timestamp: [*_v10_ddl(timestamp)],
     10: lambda timestamp: [*_v11_ddl(timestamp)],
+    11: lambda timestamp: [*_v12_ddl(timestamp), _v12_fillfactor],
 }
 
 #: The schema version this code writes and understands.
