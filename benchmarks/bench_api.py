@@ -304,7 +304,6 @@ IDLE, SLOW = 1000, 200
 def _attack_cases(port: int, uuid: str, seconds: float) -> dict[str, dict[str, float]]:
     """GET node at 1 and 8 connections, alone and beside IDLE + SLOW held sockets."""
     path = f"/v1/nodes/{uuid}"
-    _case(port, path, 1, 0.5)  # warm-up: the first requests load code and caches
     results = {f"GET node @{c}": _case(port, path, c, seconds) for c in (1, 8)}
     with _holding(port, IDLE, SLOW) as held:
         for connections in (1, 8):
@@ -314,20 +313,32 @@ def _attack_cases(port: int, uuid: str, seconds: float) -> dict[str, dict[str, f
     return results
 
 
-def _servers_under_attack(db: Path, uuid: str, seconds: float) -> dict[str, Any]:
-    """The front end (``python -m ironic_fsm.api``) and cheroot, with and without held sockets."""
-    results: dict[str, Any] = {}
-    starts: dict[str, list[str] | None] = {"asyncio + h11 front end": None}
+def _servers_under_attack(db: Path, uuid: str, seconds: float, rounds: int) -> dict[str, Any]:
+    """The front end and cheroot, with and without held sockets; each case's best round.
+
+    Both servers run throughout and the rounds alternate between them, so
+    that a noisy neighbour slows both alike; the best round (by requests/s)
+    of each case is kept, as the other benchmarks keep their best pass.
+    """
+    argvs: dict[str, list[str] | None] = {"asyncio + h11 front end": None}
     if importlib.util.find_spec("cheroot") is not None:
-        starts["cheroot (before)"] = [sys.executable, "-c", _CHEROOT_SERVER, f"sqlite:///{db}"]
-    for name, argv in starts.items():
-        proc, port = _start(db, argv)
-        try:
-            results[name] = _attack_cases(port, uuid, seconds)
-        finally:
+        argvs["cheroot (before)"] = [sys.executable, "-c", _CHEROOT_SERVER, f"sqlite:///{db}"]
+    procs = {name: _start(db, argv) for name, argv in argvs.items()}
+    best: dict[str, dict[str, dict[str, float]]] = {name: {} for name in procs}
+    try:
+        for _, port in procs.values():
+            _case(port, f"/v1/nodes/{uuid}", 1, 0.5)  # warm-up: code and caches load
+        for _ in range(rounds):
+            for name, (_, port) in procs.items():
+                for case, figures in _attack_cases(port, uuid, seconds).items():
+                    kept = best[name].get(case)
+                    if kept is None or figures["rps"] > kept["rps"]:
+                        best[name][case] = figures
+    finally:
+        for proc, _ in procs.values():
             proc.kill()  # cheroot may still hold threads on the held sockets
             proc.wait(30)
-    return results
+    return best
 
 
 def _get_cases(server: str, port: int, uuid: str, seconds: float) -> dict[str, dict[str, float]]:
@@ -384,7 +395,7 @@ def _measure(quick: bool, nodes: int, lifecycle: int, ironic_python: str | None)
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(30)
-        ours["attack"] = _servers_under_attack(db, uuid, seconds)
+        ours["attack"] = _servers_under_attack(db, uuid, seconds, 1 if quick else 3)
         if ironic_python:
             ironic, ironic_port, ironic_uuid = _start_ironic(ironic_python, Path(work), nodes)
             try:

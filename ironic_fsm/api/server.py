@@ -170,7 +170,7 @@ def start_api(
             )
         )  # fmt: skip
     except BaseException:
-        front.pool.shutdown(wait=False)
+        front.pool.shutdown()
         loop.close()
         raise
     return ApiServer(front, server, loop)
