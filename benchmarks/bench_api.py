@@ -91,10 +91,12 @@ def _start(db: Path, argv: list[str] | None = None) -> tuple[subprocess.Popen[st
     return proc, int(line)
 
 
-def _load(port: int, path: str, connections: int, seconds: float, out: Any) -> None:
+def _load(
+    port: int, path: str, connections: int, seconds: float, patience: float, out: Any
+) -> None:
     """Runs in a child process: N threads GET ``path`` for ``seconds``; sends latencies.
 
-    A request that fails or takes over :data:`_PATIENCE` seconds counts as failed
+    A request that fails or takes over ``patience`` seconds counts as failed
     (its connection is then replaced): a frozen server shows as failures, not a hang.
     """
     latencies: list[float] = []
@@ -103,7 +105,7 @@ def _load(port: int, path: str, connections: int, seconds: float, out: Any) -> N
     size = [0]
 
     def worker() -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=_PATIENCE)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=patience)
         mine: list[float] = []
         end = time.perf_counter() + seconds
         while (start := time.perf_counter()) < end:
@@ -113,7 +115,7 @@ def _load(port: int, path: str, connections: int, seconds: float, out: Any) -> N
                 body = response.read()
             except OSError:
                 conn.close()
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=_PATIENCE)
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=patience)
                 with lock:
                     failed[0] += 1
                 continue
@@ -133,13 +135,17 @@ def _load(port: int, path: str, connections: int, seconds: float, out: Any) -> N
     out.send((latencies, size[0], failed[0]))
 
 
-#: Seconds a load client waits for one answer before counting it failed.
+#: Seconds a load client waits for one answer in the idle-and-slow cases before counting
+#: it failed (a frozen server); the other cases wait as long as an answer takes.
 _PATIENCE = 2.0
 
 
-def _case(port: int, path: str, connections: int, seconds: float) -> dict[str, float]:
+def _case(
+    port: int, path: str, connections: int, seconds: float, patience: float = 600.0
+) -> dict[str, float]:
     parent, child = multiprocessing.Pipe()
-    proc = multiprocessing.Process(target=_load, args=(port, path, connections, seconds, child))
+    load = (port, path, connections, seconds, patience, child)
+    proc = multiprocessing.Process(target=_load, args=load)
     proc.start()
     latencies, size, failed = parent.recv()
     proc.join()
@@ -304,10 +310,10 @@ IDLE, SLOW = 1000, 200
 def _attack_cases(port: int, uuid: str, seconds: float) -> dict[str, dict[str, float]]:
     """GET node at 1 and 8 connections, alone and beside IDLE + SLOW held sockets."""
     path = f"/v1/nodes/{uuid}"
-    results = {f"GET node @{c}": _case(port, path, c, seconds) for c in (1, 8)}
+    results = {f"GET node @{c}": _case(port, path, c, seconds, _PATIENCE) for c in (1, 8)}
     with _holding(port, IDLE, SLOW) as held:
         for connections in (1, 8):
-            figures = _case(port, path, connections, seconds)
+            figures = _case(port, path, connections, seconds, _PATIENCE)
             figures["held"] = held
             results[f"GET node @{connections}, {IDLE:,} idle + {SLOW} slow open"] = figures
     return results
