@@ -277,3 +277,13 @@ def test_serve_refuses_limits_without_the_api(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.returncode == 2
     assert "--header-timeout is only used with --api" in result.stderr
+
+
+def test_the_server_refuses_a_huge_body_or_head_itself(tmp_path: Path) -> None:
+    with api_process(tmp_path / "nodes.sqlite") as url, ExitStack() as stack:
+        big_body, big_head = _connect(_port(url), 2, stack)
+        big_body.sendall(b"POST /v1/nodes HTTP/1.1\r\nHost: api\r\nContent-Length: 9000000\r\n\r\n")
+        big_head.sendall(b"GET /v1 HTTP/1.1\r\nHost: api\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n")
+        ended = _ended([big_body, big_head], time.monotonic() + 60)
+    assert ended[big_body].startswith(b"HTTP/1.1 413 ")
+    assert ended[big_head].startswith(b"HTTP/1.1 431 ")

@@ -271,6 +271,10 @@ class _Connection(asyncio.Protocol):
         self._request = request
         self._body.clear()
         self._size = 0
+        # h11 bounds a head that arrives in pieces; one that arrives whole is checked here.
+        if len(request.target) + sum(len(n) + len(v) for n, v in request.headers) > _MAX_HEAD:
+            self._fail(431)
+            return
         length = _content_length(request)
         if length is not None and length > self._front.limits.max_body:
             self._fail(413)
