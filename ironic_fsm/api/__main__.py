@@ -13,10 +13,13 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from types import FrameType
 
+from ironic_fsm.api.front import Limits
 from ironic_fsm.api.server import start_api
 from ironic_fsm.conductor import Conductor
 from ironic_fsm.config import Config
 from ironic_fsm.exceptions import IronicFSMError
+
+_DEFAULTS = Limits()
 
 
 def _address(text: str) -> tuple[str, int]:
@@ -37,6 +40,19 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--tls-cert")
     parser.add_argument("--tls-key")
     parser.add_argument("--workers", type=int, default=8, help="conductor worker threads")
+    parser.add_argument(
+        "--header-timeout", type=float, default=_DEFAULTS.header_timeout, metavar="SECONDS",
+        help="most seconds to wait for a request's head (default: %(default)s)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--body-timeout", type=float, default=_DEFAULTS.body_timeout, metavar="SECONDS",
+        help="most seconds to read a request's body (default: %(default)s)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--connections-per-address", type=int, metavar="N",
+        default=_DEFAULTS.connections_per_address,
+        help="connections one client address may hold open (default: %(default)s)",
+    )  # fmt: skip
     return parser
 
 
@@ -60,7 +76,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             server = start_api(
                 conductor, host=host, port=port, auth=args.auth, htpasswd=args.htpasswd,
-                tls_cert=args.tls_cert, tls_key=args.tls_key,
+                tls_cert=args.tls_cert, tls_key=args.tls_key, header_timeout=args.header_timeout,
+                body_timeout=args.body_timeout,
+                connections_per_address=args.connections_per_address,
             )  # fmt: skip
         except (IronicFSMError, OSError) as error:
             print(f"error: {error}", file=sys.stderr)

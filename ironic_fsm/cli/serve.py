@@ -169,6 +169,25 @@ def add_serve_parser(
     )
     api.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this certificate")
     api.add_argument("--tls-key", metavar="FILE", help="the certificate's private key")
+    api.add_argument(
+        "--header-timeout",
+        metavar="SECONDS",
+        type=_positive_seconds,
+        help="seconds a connection may take to send a request's head, from its start or the "
+        "previous response (default: 20); slower or idle connections are closed",
+    )
+    api.add_argument(
+        "--body-timeout",
+        metavar="SECONDS",
+        type=_positive_seconds,
+        help="seconds a request may take to send its body after its head (default: 30)",
+    )
+    api.add_argument(
+        "--connections-per-address",
+        metavar="N",
+        type=_positive_int,
+        help="connections one client address may hold open; more get 503 (default: 128)",
+    )
     p.set_defaults(func=_cmd_serve, parser=p)
 
 
@@ -235,10 +254,18 @@ def _configure_logging(log_format: str, level: str, secrets: list[str]) -> loggi
 # -- the command -------------------------------------------------------------------------------
 
 
+#: Options that mean something only with ``--api``.
+_API_ONLY: Final = (
+    "htpasswd", "tls_cert", "tls_key", "header_timeout", "body_timeout", "connections_per_address"
+)  # fmt: skip
+#: API limits passed on only when given: ``start_api`` holds the defaults.
+_API_LIMITS: Final = ("header_timeout", "body_timeout", "connections_per_address")
+
+
 def _check_api(args: argparse.Namespace) -> Callable[..., Any] | None:
     """``start_api`` when ``--api`` is given; bad API options are usage errors (exit 2)."""
     if args.api is None:
-        for option in ("htpasswd", "tls_cert", "tls_key"):
+        for option in _API_ONLY:
             if getattr(args, option) is not None:
                 flag = "--" + option.replace("_", "-")
                 _usage_error(args, f"{flag} is only used with --api")
@@ -324,6 +351,7 @@ def _attach_api(service: Service, start_api: Callable[..., Any], args: argparse.
     """Start the API once the conductor is up; stop it first when stopping."""
     host, port = args.api
     servers: list[Any] = []
+    limits = {name: getattr(args, name) for name in _API_LIMITS if getattr(args, name) is not None}
 
     def start() -> None:
         servers.append(
@@ -335,6 +363,7 @@ def _attach_api(service: Service, start_api: Callable[..., Any], args: argparse.
                 htpasswd=args.htpasswd,
                 tls_cert=args.tls_cert,
                 tls_key=args.tls_key,
+                **limits,
             )
         )
         logging.getLogger("ironic_fsm.service").info(
