@@ -38,7 +38,9 @@ if TYPE_CHECKING:
     from ironic_fsm.stores._connect import _Database
     from ironic_fsm.stores.base import Store
 
-__all__ = ["QueueStore", "QueuedNode", "queued_work", "reserve_queued"]
+__all__ = [
+    "QueueStore", "QueuedNode", "queued_work", "reserve_each", "reserve_queued", "scan_queue",
+]  # fmt: skip
 
 #: Most UUIDs bound to one SQLite statement (its limit on variables is far above).
 _CHUNK = 500
@@ -82,6 +84,13 @@ def queued_work(
     """:meth:`QueueStore.queued_work` on any store; else its ``in_states`` or ``list()``."""
     if isinstance(store, QueueStore):
         return store.queued_work(states) if limit is None else store.queued_work(states, limit)
+    return scan_queue(store, states, limit)
+
+
+def scan_queue(
+    store: Store, states: Collection[str], limit: int | None = None
+) -> builtins.list[QueuedNode]:
+    """The work queue of a store without :class:`QueueStore`: its ``in_states``, or ``list()``."""
     scan = getattr(store, "in_states", None)  # a ScanningStore's (base is not imported here)
     if callable(scan):
         nodes: builtins.list[Node] = scan(states, reservation=None, limit=limit)
@@ -97,10 +106,10 @@ def reserve_queued(
     """:meth:`QueueStore.reserve_queued` on any store; else one ``reserve`` per node."""
     if isinstance(store, QueueStore):
         return store.reserve_queued(uuids, holder, states)
-    return _reserve_each(store, uuids, holder, states)
+    return reserve_each(store, uuids, holder, states)
 
 
-def _reserve_each(
+def reserve_each(
     store: Store, uuids: Sequence[str], holder: str, states: Collection[str]
 ) -> builtins.list[Node]:
     """One ``reserve`` per node: a node that left the queue since it was read is given back.
@@ -124,6 +133,10 @@ def _reserve_each(
             store.release(node.uuid, holder)
         raise
     return got
+
+
+#: The name the SQL store's claims call it by.
+_reserve_each = reserve_each
 
 
 def _decoded(data: str, reservation: str | None, version: int) -> Node:
