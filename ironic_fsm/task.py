@@ -24,7 +24,7 @@ class Task:
 
     That is all a driver sees: the conductor keeps its own bookkeeping for
     the task (events waiting for a save, who holds the reservation) in a
-    separate object, :class:`ironic_fsm.conductor.runtime.Job`.
+    separate object, :class:`ironic_fsm.conductor.jobs.Job`.
     """
 
     node: Node

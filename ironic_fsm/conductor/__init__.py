@@ -12,56 +12,60 @@ is busy raises :class:`~ironic_fsm.exceptions.NodeLocked`. The node's state
 and current step are saved before each step starts and after it ends, so
 :meth:`Conductor.recover` can resume an interrupted flow at its step.
 
-The package's modules, each importing only those listed before it (see
-``docs/architecture.rst``): ``common`` (pure helpers), ``registry``
-(hardware types and their declared steps), ``jobs`` (a reserved node at
-work), ``runtime`` (reserve, checkpoint, events, spawn, power),
-``plans`` (steps asked of drivers, templates, runbooks), ``engine`` (the
-step engine and its per-phase table), ``flows`` (what each verb sets off),
-``nodes`` (records and power), ``verbs`` (``do_provisioning_action``),
-``ring`` (which live conductor owns a node: ``owns``, ``refresh_ring``),
-``recovery`` (liveness, take-over, timeouts), ``reconcile`` (one verb toward
-a wanted state), ``fleet`` (the conductor registry: register, heartbeat,
-``list_conductors``), ``work`` (``claim_work``: the hand-off queue) and
-``history`` (node history: read, trim). The queue itself (``hand_off``,
-``drain``, ``running``) is kept by ``runtime``, where every flow starts.
-:class:`Conductor` joins them.
+:class:`Conductor` is a facade: it builds one :class:`~.context.Context` (the
+store's capabilities, settings, clock, identity, listeners, guards) and wires
+the parts, each in the module named after it and each owning its own state,
+every one getting the parts it calls at construction (see
+``docs/architecture.rst``): ``reservations``, ``launcher`` (executor, hand-off,
+drain), ``catalog`` (templates, runbooks), ``plans``, ``engine`` (the step
+engine), ``flows``, ``nodes``, ``verbs``, ``fleet`` (the registry record),
+``ownership`` (the hash rings of ``ring``), ``recovery``, ``power_sync``,
+``work``, ``reconcile`` and ``history``. An operation on one node is a
+:class:`~.jobs.Job`, which fires events, checkpoints, records history and
+calls the driver. Each public method here delegates to one part.
 """
 
 from __future__ import annotations
 
 import os
-import threading
 import uuid as _uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
+from typing import Any, overload
 
-from ironic_fsm.conductor import runtime as _runtime
+from ironic_fsm.conductor.catalog import Catalog
 from ironic_fsm.conductor.common import process_start, utcnow
-from ironic_fsm.conductor.fleet import Fleet
+from ironic_fsm.conductor.context import Context, Guard, Listener
+from ironic_fsm.conductor.engine import StepEngine
+from ironic_fsm.conductor.fleet import ConductorInfo, FleetRecord
+from ironic_fsm.conductor.flows import Flows
 from ironic_fsm.conductor.history import History
+from ironic_fsm.conductor.jobs import Job
+from ironic_fsm.conductor.launcher import Executor, Launcher
 from ironic_fsm.conductor.nodes import Nodes
-from ironic_fsm.conductor.power_sync import PowerSync
+from ironic_fsm.conductor.ownership import Ownership
+from ironic_fsm.conductor.plans import Plans
+from ironic_fsm.conductor.power_sync import PowerSync, PowerSyncReport
 from ironic_fsm.conductor.reconcile import Reconcile
 from ironic_fsm.conductor.recovery import Recovery
 from ironic_fsm.conductor.registry import HardwareRegistry
-from ironic_fsm.conductor.runtime import Executor, Guard
-from ironic_fsm.conductor.verbs import Verbs
+from ironic_fsm.conductor.reservations import Reservations, _Reserved
+from ironic_fsm.conductor.verbs import Request, Verbs
 from ironic_fsm.conductor.work import Work
 from ironic_fsm.config import Config
 from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.hardware import HardwareType
+from ironic_fsm.history import HistoryEntry
 from ironic_fsm.machine import LIFECYCLE, Lifecycle
+from ironic_fsm.node import Node
 from ironic_fsm.stores import MemoryStore, Store
-from ironic_fsm.stores.base import CatalogStore, MemoryCatalog
+from ironic_fsm.stores.base import CatalogEntry, NodeFields
+from ironic_fsm.stores.capabilities import StoreCapabilities
 
 __all__ = ["Conductor", "Guard", "Listener"]
 
-#: A listener hears every :class:`~ironic_fsm.events.Event`.
-Listener = _runtime.Listener
 
-
-class Conductor(Fleet, History, Reconcile, Verbs, Work, PowerSync, Recovery, Nodes):
+class Conductor:
     """Drives nodes through Ironic's lifecycle.
 
     Args:
@@ -98,41 +102,97 @@ class Conductor(Fleet, History, Reconcile, Verbs, Work, PowerSync, Recovery, Nod
             raise InvalidParameterValue(
                 f"Conductor's hand_off must be True or False, not {hand_off!r}"
             )
-        # The conductor's whole state; the mixins only declare what they use.
-        self.store = store if store is not None else MemoryStore()
-        self.config = config if config is not None else Config()
-        self.lifecycle = lifecycle
-        self._listeners = list(listeners)
-        self._guards = list(guards)
-        self._clock = clock or utcnow
-        self._executor = executor
-        self._registry = HardwareRegistry(self.config)
-        self._templates = {}
-        self._runbooks = {}
-        self._catalog = self.store if isinstance(self.store, CatalogStore) else MemoryCatalog()
-        self._hand_off = hand_off
-        self._drain = threading.Event()
-        self._flows_running = []
-        #: This conductor's identity in reservations: host, process and instance.
-        # The token carries the process start time, so that a reused PID is
-        # not mistaken for this process after it is gone.
+        config = config if config is not None else Config()
+        # This conductor's identity in reservations: host, process and instance. The token
+        # carries the process start time, so that a reused PID is not mistaken for this
+        # process after it is gone.
         started = process_start(os.getpid()) or "0"
-        self.holder = f"{self.config.host}:{os.getpid()}:{started}-{_uuid.uuid4().hex[:8]}"
+        holder = f"{config.host}:{os.getpid()}:{started}-{_uuid.uuid4().hex[:8]}"
+        # What the store offers is asked once, here (and again only for another store).
+        caps = StoreCapabilities(store if store is not None else MemoryStore())
+        ctx = self._ctx = Context(
+            caps, config, lifecycle, clock or utcnow, holder, HardwareRegistry(config),
+            list(listeners), list(guards),
+        )  # fmt: skip
+        # The parts, each with its own state, wired one way: each gets what it calls.
+        self._reservations = reservations = Reservations(ctx)
+        self._launcher = launcher = Launcher(reservations, executor, hand_off)
+        self._catalog = catalog = Catalog(ctx)
+        self._plans = plans = Plans(ctx, catalog)
+        self._engine = engine = StepEngine(ctx, reservations, launcher, plans)
+        self._flows = flows = Flows(ctx, reservations, launcher, plans, engine)
+        self._nodes = Nodes(ctx, reservations)
+        self._verbs = verbs = Verbs(ctx, reservations, launcher, plans, engine, flows)
+        self._fleet = fleet = FleetRecord(ctx)
+        self._ownership = ownership = Ownership(ctx, fleet)
+        self._recovery = Recovery(ctx, reservations, launcher, engine, flows, ownership)
+        self._work = Work(ctx, reservations, launcher, flows, ownership)
+        # Power sync asks this facade's owns() at each node, so that a caller may put its
+        # own rule in its place.
+        self._power_sync = PowerSync(ctx, reservations, launcher, self._owns)
+        self._reconcile = Reconcile(ctx, verbs)
+        self._history = History(ctx)
+
+    @property
+    def config(self) -> Config:
+        """Operator settings."""
+        return self._ctx.config
+
+    @property
+    def lifecycle(self) -> Lifecycle:
+        """The state machine."""
+        return self._ctx.lifecycle
+
+    @property
+    def holder(self) -> str:
+        """This conductor's identity in reservations and the registry: host, process, instance."""
+        return self._ctx.holder
+
+    @holder.setter
+    def holder(self, holder: str) -> None:
+        self._ctx.holder = holder
+
+    @property
+    def store(self) -> Store:
+        """Where nodes live."""
+        return self._ctx.caps.store
+
+    @store.setter
+    def store(self, store: Store) -> None:
+        self._ctx.caps = StoreCapabilities(store)
+
+    @property
+    def _executor(self) -> Executor | None:
+        return self._launcher.executor
+
+    @_executor.setter
+    def _executor(self, executor: Executor | None) -> None:
+        self._launcher.executor = executor
+
+    # -- hardware types, listeners, guards -----------------------------------------------------
 
     def served_hardware_types(self) -> tuple[str, ...]:
         """The hardware types this conductor serves: enabled (default: installed) and registered.
 
         Raises DriverNotFound when ``Config.enabled_hardware_types`` names one that is neither.
         """
-        return self._served_types()
+        return self._fleet.served_types()
+
+    def hardware_type_for(self, node: Node) -> HardwareType:
+        """The hardware type that drives ``node`` (its ``driver``), as registered or installed.
+
+        Raises:
+            DriverNotFound: no hardware type of that name here.
+        """
+        return self._ctx.registry.driver_for(node)
 
     def add_listener(self, listener: Listener) -> None:
         """Start sending events to ``listener``."""
-        self._listeners.append(listener)
+        self._ctx.listeners.append(listener)
 
     def add_guard(self, guard: Guard) -> None:
         """Let ``guard`` veto user-requested transitions."""
-        self._guards.append(guard)
+        self._ctx.guards.append(guard)
 
     def register_hardware_type(self, name: str, hardware_type: HardwareType) -> None:
         """Make ``hardware_type`` available to nodes whose ``driver`` is ``name``.
@@ -141,4 +201,360 @@ class Conductor(Fleet, History, Reconcile, Verbs, Work, PowerSync, Recovery, Nod
             InvalidParameterValue: two enabled clean steps of one interface
                 share a priority (after the operator's overrides).
         """
-        self._registry.register(name, hardware_type)
+        self._ctx.registry.register(name, hardware_type)
+
+    # -- the fleet: this conductor in the registry, and its share of the nodes ----------------
+
+    def register(self) -> ConductorInfo:
+        """Enter the conductor registry as online, now (see :meth:`.FleetRecord.register`)."""
+        return self._fleet.register()
+
+    def heartbeat(self) -> None:
+        """Tell the store this conductor is alive: for recovery, and in the registry.
+
+        Call it periodically, well within ``Config.heartbeat_timeout``
+        (``Config.heartbeat_interval``, 10 s, in Ironic): conductors elsewhere
+        take over the nodes of a holder whose heartbeat expired, and see a
+        conductor whose heartbeat expired as dead. The first call registers
+        the conductor; after :meth:`unregister` it stays offline until
+        :meth:`register`, so that a late timer cannot undo a clean stop.
+        """
+        ctx = self._ctx
+        ctx.caps.store.heartbeat(ctx.holder, ctx.clock())  # 1. the reservations' holder
+        self._fleet.heartbeat()  # 2. the registry's row
+
+    def unregister(self) -> None:
+        """Go offline in the registry at once: call it when stopping cleanly."""
+        self._fleet.unregister()
+
+    def list_conductors(self) -> list[ConductorInfo]:
+        """Every conductor registered in the store, alive or not, by hostname."""
+        return self._fleet.list_conductors()
+
+    def owns(self, node_uuid: str, driver: str, conductor_group: str) -> bool:
+        """Whether this conductor does the work of that node (see :meth:`.Ownership.owns`)."""
+        return self._ownership.owns(node_uuid, driver, conductor_group)
+
+    def _owns(self, node_uuid: str, driver: str, conductor_group: str) -> bool:
+        return self.owns(node_uuid, driver, conductor_group)
+
+    def refresh_ring(self) -> None:
+        """Read the registry now; rebuild the rings if the live conductors changed."""
+        self._ownership.refresh_ring()
+
+    # -- draining ---------------------------------------------------------------------------
+
+    def drain(self) -> None:
+        """Stop taking work, and hand running flows back at their next step boundary.
+
+        From now on ``claim_work``, ``recover`` and ``check_timeouts`` take
+        nothing, a flow about to start is queued instead, and a flow running
+        steps stops before its next step (its position saved, the node
+        queued, released and announced) so that another conductor's
+        ``claim_work`` goes on from there. Flows outside steps (verify,
+        inspect, power) finish. Wait for :meth:`running` to reach 0. Not undone.
+        """
+        self._launcher.drain(self.holder)
+
+    @property
+    def draining(self) -> bool:
+        """Whether :meth:`drain` was called."""
+        return self._launcher.draining
+
+    def running(self) -> int:
+        """Flows this conductor runs now, or has submitted to its executor and not finished."""
+        return self._launcher.running()
+
+    # -- node history ---------------------------------------------------------------------------
+
+    def get_node_history(self, ident: str) -> list[HistoryEntry]:
+        """The node's history, oldest first (``[]`` on a store that keeps none)."""
+        return self._history.get_node_history(ident)
+
+    def get_node_history_entry(self, ident: str, entry_uuid: str) -> HistoryEntry:
+        """One entry of the node's history, by its UUID (NodeNotFound if none)."""
+        return self._history.get_node_history_entry(ident, entry_uuid)
+
+    def trim_node_history(self, now: datetime | None = None) -> int:
+        """Delete the oldest entries beyond ``node_history_max_entries`` per node; how many."""
+        return self._history.trim_node_history(now)
+
+    # -- for tests that reach one operation directly ------------------------------------------
+
+    def _reserved(self, ident: str, *, checked: bool = False) -> _Reserved:
+        return self._reservations.reserved(ident, checked=checked)
+
+    def _record_power_discrepancy(self, job: Job, found: str, *, forced: bool) -> None:
+        self._power_sync.record_power_discrepancy(job, found, forced=forced)
+
+    # -- Catalog (catalog.py) ---------------------------------------------------
+
+    def added_deploy_templates(self) -> dict[str, list[dict[str, Any]]]:
+        """The templates given to :meth:`add_deploy_template` (this process's), as copies."""
+        return self._catalog.added_deploy_templates()
+
+    def create_deploy_template(
+        self, name: str, steps: Sequence[Mapping[str, Any]], *, uuid: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> CatalogEntry:  # fmt: skip
+        """Store a deploy template: its name is a trait, its steps Ironic's
+        ``{interface, step, args, priority}``. Raises CatalogEntryExists for a taken name.
+        """
+        return self._catalog.create_deploy_template(name, steps, uuid=uuid, extra=extra)
+
+    def create_runbook(
+        self, name: str, steps: Sequence[Mapping[str, Any]], *, uuid: str | None = None,
+        extra: dict[str, Any] | None = None, public: bool = False, owner: str | None = None,
+        disable_ramdisk: bool = False,
+    ) -> CatalogEntry:  # fmt: skip
+        """Store a runbook: a trait name, steps ``{interface, step, order[, args]}``."""
+        return self._catalog.create_runbook(
+            name,
+            steps,
+            uuid=uuid,
+            extra=extra,
+            public=public,
+            owner=owner,
+            disable_ramdisk=disable_ramdisk,
+        )
+
+    def get_deploy_template(self, ident: str) -> CatalogEntry:
+        """The stored deploy template with this UUID or name (CatalogEntryNotFound if none)."""
+        return self._catalog.get_deploy_template(ident)
+
+    def get_runbook(self, ident: str) -> CatalogEntry:
+        """The stored runbook with this UUID or name (CatalogEntryNotFound if none)."""
+        return self._catalog.get_runbook(ident)
+
+    def list_deploy_templates(self) -> list[CatalogEntry]:
+        """Every stored deploy template, in creation order."""
+        return self._catalog.list_deploy_templates()
+
+    def list_runbooks(self) -> list[CatalogEntry]:
+        """Every stored runbook, in creation order."""
+        return self._catalog.list_runbooks()
+
+    def update_deploy_template(self, ident: str, **fields: Any) -> CatalogEntry:
+        """Change ``name``, ``steps`` or ``extra``; checked as on creation."""
+        return self._catalog.update_deploy_template(ident, **fields)
+
+    def update_runbook(self, ident: str, **fields: Any) -> CatalogEntry:
+        """Change ``name``, ``steps``, ``extra``, ``public``, ``owner`` or ``disable_ramdisk``."""
+        return self._catalog.update_runbook(ident, **fields)
+
+    def delete_deploy_template(self, ident: str) -> None:
+        return self._catalog.delete_deploy_template(ident)
+
+    def delete_runbook(self, ident: str) -> None:
+        return self._catalog.delete_runbook(ident)
+
+    def add_deploy_template(self, name: str, steps: Sequence[Mapping[str, Any]]) -> None:
+        """A named set of deploy steps, applied to nodes whose instance traits name it."""
+        return self._catalog.add_deploy_template(name, steps)
+
+    def add_runbook(
+        self, name: str, steps: Sequence[Mapping[str, Any]], traits: Iterable[str] = ()
+    ) -> None:
+        """A named list of steps for manual cleaning or servicing."""
+        return self._catalog.add_runbook(name, steps, traits)
+
+    # -- Plans (plans.py) -------------------------------------------------------
+
+    def get_clean_steps(self, ident: str, min_priority: int = 0) -> list[dict[str, Any]]:
+        """The node's clean steps (operator overrides applied), highest priority first."""
+        return self._plans.get_clean_steps(ident, min_priority)
+
+    def get_deploy_steps(self, ident: str) -> list[dict[str, Any]]:
+        """The node's deploy steps, highest priority first."""
+        return self._plans.get_deploy_steps(ident)
+
+    def get_service_steps(self, ident: str) -> list[dict[str, Any]]:
+        """The node's service steps, highest priority first."""
+        return self._plans.get_service_steps(ident)
+
+    def validate_clean_steps(
+        self, ident: str, clean_steps: Sequence[Any], disable_ramdisk: bool = False
+    ) -> list[dict[str, Any]]:
+        """Check a manual clean request without changing anything; return the plan."""
+        return self._plans.validate_clean_steps(ident, clean_steps, disable_ramdisk)
+
+    def validate_service_steps(
+        self, ident: str, service_steps: Sequence[Any], disable_ramdisk: bool = False
+    ) -> list[dict[str, Any]]:
+        """Check a service request without changing anything; return the plan."""
+        return self._plans.validate_service_steps(ident, service_steps, disable_ramdisk)
+
+    def validate_deploy_steps(
+        self, ident: str, deploy_steps: Sequence[Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """Check a deploy request (templates included) without changing anything."""
+        return self._plans.validate_deploy_steps(ident, deploy_steps)
+
+    # -- StepEngine (engine.py) -------------------------------------------------
+
+    def continue_node_clean(self, ident: str) -> Node:
+        """An asynchronous clean step (or the ramdisk) finished: go on with the next step."""
+        return self._engine.continue_node_clean(ident)
+
+    def continue_node_deploy(self, ident: str) -> Node:
+        """An asynchronous deploy step finished: go on with the next step."""
+        return self._engine.continue_node_deploy(ident)
+
+    def continue_node_service(self, ident: str) -> Node:
+        """An asynchronous service step finished: go on with the next step."""
+        return self._engine.continue_node_service(ident)
+
+    # -- Flows (flows.py) -------------------------------------------------------
+
+    def continue_node_inspect(self, ident: str, inventory: Mapping[str, Any] | None = None) -> Node:
+        """An asynchronous inspection reported back; finish it."""
+        return self._flows.continue_node_inspect(ident, inventory)
+
+    def continue_node_rescue(self, ident: str) -> Node:
+        """The rescue ramdisk is up: finish rescuing."""
+        return self._flows.continue_node_rescue(ident)
+
+    # -- Nodes (nodes.py) -------------------------------------------------------
+
+    def get_boot_device(self, ident: str) -> dict[str, Any]:
+        """``{'boot_device', 'persistent'}`` as the node's management interface reads them."""
+        return self._nodes.get_boot_device(ident)
+
+    def get_supported_boot_devices(self, ident: str) -> list[str]:
+        """The boot devices the node's management interface can set."""
+        return self._nodes.get_supported_boot_devices(ident)
+
+    def set_boot_device(self, ident: str, device: str, persistent: bool = False) -> None:
+        """Set the next (or every, ``persistent``) boot device; one the interface does not
+        support is refused (InvalidParameterValue) before the BMC is asked to set it.
+        """
+        return self._nodes.set_boot_device(ident, device, persistent)
+
+    def set_boot_mode(self, ident: str, mode: str) -> Node:
+        """Set the node's boot mode (``uefi``/``bios``) on its BMC and cache it on the node."""
+        return self._nodes.set_boot_mode(ident, mode)
+
+    def set_secure_boot_state(self, ident: str, state: bool) -> Node:
+        """Turn UEFI secure boot on or off on the node's BMC and cache it on the node."""
+        return self._nodes.set_secure_boot_state(ident, state)
+
+    def validate(self, ident: str) -> dict[str, str | None]:
+        """Each interface's ``validate`` on a plain read: ``None`` where it passes, else why."""
+        return self._nodes.validate(ident)
+
+    def create_node(self, **fields: Any) -> Node:
+        """Enroll a node; any :class:`~ironic_fsm.Node` field may be given."""
+        return self._nodes.create_node(**fields)
+
+    def get_node(self, ident: str) -> Node:
+        """The node with this UUID or name."""
+        return self._nodes.get_node(ident)
+
+    # The paging keywords and filters pass through **query; the return type follows fields.
+    @overload
+    def list_nodes(self, *, fields: None = None, **query: Any) -> list[Node]: ...
+    @overload
+    def list_nodes(self, *, fields: Iterable[str], **query: Any) -> list[NodeFields]: ...
+
+    def list_nodes(
+        self,
+        *,
+        limit: int | None = None,
+        marker: str | None = None,
+        sort_key: str = "created_at",
+        sort_dir: str = "asc",
+        fields: Iterable[str] | None = None,
+        **filters: Any,
+    ) -> list[Node] | list[NodeFields]:
+        """One page of the nodes whose fields equal the filters, in ``sort_key`` order.
+
+        ``marker`` is the UUID of the last node of the previous page;
+        ``limit`` caps the page (``None``: every match). Filters and order
+        are the store's (see :func:`~ironic_fsm.stores.base.list_page`), so
+        a page costs what its rows cost, not what the fleet does.
+
+        ``fields`` (Ironic's ``fields``): for callers that need only some
+        fields, one ``dict`` per node holding those fields by name, plus
+        ``uuid`` always, each value as the :class:`Node` attribute has it.
+        The built-in stores then read no record when every field is one
+        they keep apart (:data:`~ironic_fsm.stores.base.COLUMN_FIELDS`: the
+        filterable fields and the timestamps), and decode the page otherwise.
+
+        A filter no node could ever match (an unknown field, a value of the
+        wrong type, a state this lifecycle does not have) is an error, not
+        an empty list; so are a marker that is no node's UUID, a bad
+        ``limit``, ``sort_key`` or ``sort_dir``, and an unknown field in
+        ``fields``.
+        """
+        page = {"limit": limit, "marker": marker, "sort_key": sort_key, "sort_dir": sort_dir}
+        return self._nodes.list_nodes(page, fields, filters)
+
+    def update_node(self, ident: str, **fields: Any) -> Node:
+        """Change user-settable fields, with Ironic's rules for retirement and protection."""
+        return self._nodes.update_node(ident, **fields)
+
+    def delete_node(self, ident: str) -> None:
+        """Remove a node record; allowed in manageable, enroll, adopt failed (and available)."""
+        return self._nodes.delete_node(ident)
+
+    def set_power_state(self, ident: str, power_state: str, timeout: float | None = None) -> Node:
+        """Power the node on or off, or reboot it, through its power interface."""
+        return self._nodes.set_power_state(ident, power_state, timeout)
+
+    # -- Verbs (verbs.py) -------------------------------------------------------
+
+    def do_provisioning_action(
+        self,
+        ident: str,
+        verb: str,
+        *,
+        clean_steps: Sequence[Any] | None = None,
+        deploy_steps: Sequence[Any] | None = None,
+        service_steps: Sequence[Any] | None = None,
+        runbook: str | None = None,
+        disable_ramdisk: bool = False,
+        rescue_password: str | None = None,
+    ) -> Node:
+        """Ask the node to do ``verb`` (``manage``, ``provide``, ``deploy``, ...).
+
+        Without an executor, returns the node once it has settled (stable,
+        wait, hold or failure state).
+
+        Raises:
+            InvalidStateRequested: the node's state does not accept the verb;
+                nothing changed.
+            InvalidParameterValue: arguments that do not fit the verb.
+            NodeLocked: the node is busy.
+            NodeInMaintenance, NodeProtected, NodeIsRetired: as Ironic refuses.
+        """
+        request = Request(
+            verb, clean_steps, deploy_steps, service_steps, runbook, disable_ramdisk,
+            rescue_password,
+        )  # fmt: skip
+        return self._verbs.provision(ident, verb, request)
+
+    def recover(self) -> list[str]:
+        """Take over nodes whose holder is gone and resume their flows."""
+        return self._recovery.recover()
+
+    def check_timeouts(self, now: datetime | None = None) -> list[str]:
+        """Fail nodes that waited too long; resume ``wait`` steps whose time is up."""
+        return self._recovery.check_timeouts(now)
+
+    # -- Work (work.py) ---------------------------------------------------------
+
+    def claim_work(self, limit: int | None = None) -> list[str]:
+        """Reserve queued nodes this conductor owns, and run their flows; returns their UUIDs."""
+        return self._work.claim_work(limit)
+
+    # -- PowerSync (power_sync.py) ----------------------------------------------
+
+    def sync_power_states(self, now: datetime | None = None) -> PowerSyncReport:
+        """One pass of the power sync over the nodes due; see the module's description."""
+        return self._power_sync.sync_power_states(now)
+
+    # -- Reconcile (reconcile.py) -----------------------------------------------
+
+    def reconcile(self, ident: str, wanted: str, **verb_args: Any) -> Node:
+        """Take one step toward the stable state ``wanted``."""
+        return self._reconcile.reconcile(ident, wanted, **verb_args)

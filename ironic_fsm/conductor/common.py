@@ -13,7 +13,7 @@ import uuid as _uuid
 from collections.abc import Callable
 from datetime import datetime, timezone
 from functools import partial
-from typing import Any, Final, TypeGuard
+from typing import Any, Final
 
 from ironic_fsm import states as s
 from ironic_fsm.exceptions import (
@@ -24,8 +24,6 @@ from ironic_fsm.exceptions import (
 )
 from ironic_fsm.masking import scrub, secret_values
 from ironic_fsm.node import Node, is_uuid_like
-from ironic_fsm.stores import Store
-from ironic_fsm.stores.base import HistoryStore
 
 __all__ = [
     "INSPECTING_STATES",
@@ -33,7 +31,6 @@ __all__ = [
     "describe_exc",
     "driver_error",
     "inspection_times",
-    "keeps_history",
     "process_alive",
     "process_start",
     "scrub_node",
@@ -215,18 +212,6 @@ def driver_error(exc: Exception, node: Any, interface: str, method: str) -> Driv
         interface=interface,
         method=method,
     )
-
-
-_HISTORY_KINDS: dict[type, bool] = {}
-
-
-def keeps_history(store: Store) -> TypeGuard[HistoryStore]:
-    """Whether ``store`` is a HistoryStore, asked once per class (a Protocol check is slow)."""
-    kind = type(store)
-    known = _HISTORY_KINDS.get(kind)
-    if known is None:
-        known = _HISTORY_KINDS[kind] = isinstance(store, HistoryStore)
-    return known
 
 
 def wrong_state(node: Node, message: str, **details: Any) -> InvalidStateRequested:

@@ -17,9 +17,12 @@ import attrs
 
 from ironic_fsm import history as h
 from ironic_fsm import states as s
-from ironic_fsm.conductor.common import check_ident, describe_exc, scrub_node, shown
+from ironic_fsm.conductor.common import check_ident, describe_exc, scrub_node, shown, wrong_state
+from ironic_fsm.conductor.context import Context
+from ironic_fsm.conductor.jobs import LOG, Job
+from ironic_fsm.conductor.launcher import Launcher
 from ironic_fsm.conductor.plans import Plans
-from ironic_fsm.conductor.runtime import LOG, Job, wrong_state
+from ironic_fsm.conductor.reservations import Reservations
 from ironic_fsm.events import STEP_END, STEP_FAIL, STEP_START
 from ironic_fsm.exceptions import IronicFSMError, StepFailed
 from ironic_fsm.node import Node
@@ -181,10 +184,15 @@ PHASE_BY_STATE: Final = {
 }
 
 
-class StepEngine(Plans):
+class StepEngine:
     """Runs a phase's planned steps, saving before each one so recovery can resume it."""
 
-    def _call_quietly(self, job: Job, func: Callable[[Task], Any], what: str) -> None:
+    def __init__(self, ctx: Context, reservations: Reservations, launcher: Launcher,
+                 plans: Plans) -> None:  # fmt: skip
+        self._ctx, self._reservations, self._launcher = ctx, reservations, launcher
+        self._plans = plans
+
+    def call_quietly(self, job: Job, func: Callable[[Task], Any], what: str) -> None:
         """Tidy-up after a failure: its own failure is noted, never raised."""
         try:
             func(job.task)
@@ -195,7 +203,7 @@ class StepEngine(Plans):
                 "Node %s: %s failed: %s", node.uuid, what, scrub_node(node, describe_exc(exc))
             )
 
-    def _require_state_of(self, node: Node, state: str, action: str) -> None:
+    def require_state_of(self, node: Node, state: str, action: str) -> None:
         if node.provision_state != state:
             raise wrong_state(
                 node,
@@ -214,24 +222,24 @@ class StepEngine(Plans):
         disabled = info.get(phase.disable_ramdisk_key, False)
         return not disabled and any(st.get("requires_ramdisk", True) for st in plan)
 
-    def _start_steps(self, job: Job, phase: PhaseInfo) -> None:
+    def start_steps(self, job: Job, phase: PhaseInfo) -> None:
         """Prepare the node for the planned steps (ramdisk, deploy prep), then run them."""
         node = job.node
         info = node.driver_internal_info
         if self._needs_prepare(phase, info):
-            self._checkpoint(job)
+            job.checkpoint()
             failure = f"Failed to prepare node {node.uuid} for {phase.doing}"
-            prepared = self._attempt(job, phase, getattr(job.driver.deploy, phase.prepare), failure)
+            prepared = self.attempt(job, phase, getattr(job.driver.deploy, phase.prepare), failure)
             if prepared is FAILED:
                 return
             if phase.prepared_key is not None:
                 info[phase.prepared_key] = True
             if prepared == phase.wait:
-                self._process(job, s.WAIT_EVENT)  # the ramdisk calls back to continue
+                job.fire(s.WAIT_EVENT)  # the ramdisk calls back to continue
                 return
-        self._run_steps(job, phase, 0)
+        self.run_steps(job, phase, 0)
 
-    def _run_steps(self, job: Job, phase: PhaseInfo, index: int) -> None:
+    def run_steps(self, job: Job, phase: PhaseInfo, index: int) -> None:
         """Run the phase's planned steps from ``index`` until done, waiting or failed.
 
         A draining conductor stops at the boundary before each step (the
@@ -245,28 +253,28 @@ class StepEngine(Plans):
             step = steps[index]
             info[phase.index_key] = index
             setattr(node, phase.step_field, dict(step))
-            if self._drain.is_set():  # draining
-                self._queue(job, {"flow": "resume"})
+            if self._launcher.drain_event.is_set():  # draining
+                self._launcher.queue(job, {"flow": "resume"})
                 return
-            if self._listeners:
-                self._step_event(STEP_START, job, step)
+            if self._ctx.listeners:
+                job.step_event(STEP_START, step)
             # Recorded before it starts; this save also records that the
             # previous step ended. Recovery re-runs the recorded step.
-            self._checkpoint(job)
+            job.checkpoint()
             try:
                 result = self._execute_step(job, phase, step)
             except Exception as exc:
                 self._step_failed(job, phase, step, exc)
                 return
             if result is None:
-                if self._listeners:
-                    self._step_event(STEP_END, job, step)
+                if self._ctx.listeners:
+                    job.step_event(STEP_END, step)
                 index += 1
                 continue
             if result in (phase.wait, phase.hold):
                 if node.provision_state == phase.working:
                     event = s.WAIT_EVENT if result == phase.wait else s.HOLD_EVENT
-                    self._process(job, event)
+                    job.fire(event)
                 return
             self._step_failed(
                 job,
@@ -280,7 +288,7 @@ class StepEngine(Plans):
                 ),
             )
             return
-        self._finish_phase(job, phase)
+        self.finish_phase(job, phase)
 
     def _execute_step(self, job: Job, phase: PhaseInfo, step: Step) -> str | None:
         if step["step"] in RESERVED_STEPS:
@@ -296,18 +304,16 @@ class StepEngine(Plans):
         if name == "wait":
             seconds = (step.get("args") or {}).get("seconds")
             if seconds is not None:
-                until = self._now() + timedelta(seconds=seconds)
+                until = self._ctx.clock() + timedelta(seconds=seconds)
                 job.node.driver_internal_info[phase.wait_until_key] = until.isoformat()
             return phase.wait
         power = {"power_on": s.POWER_ON, "power_off": s.POWER_OFF, "reboot": s.REBOOT}[name]
-        self._power(job, power)
+        job.power(power)
         return None
 
     # -- fail and finish ----------------------------------------------------------------------
 
-    def _attempt(
-        self, job: Job, phase: PhaseInfo, call: Callable[[Task], Any], failure: str
-    ) -> Any:
+    def attempt(self, job: Job, phase: PhaseInfo, call: Callable[[Task], Any], failure: str) -> Any:
         """Run one driver call of the phase: its result, or :data:`FAILED` and the phase failed.
 
         The failure is ``failure`` and the reason, and it names no step:
@@ -316,17 +322,17 @@ class StepEngine(Plans):
         try:
             return call(job.task)
         except Exception as exc:
-            self._phase_failed(job, phase, f"{failure}: {describe_exc(exc)}", step=None)
+            self.phase_failed(job, phase, f"{failure}: {describe_exc(exc)}", step=None)
             return FAILED
 
     def _step_failed(self, job: Job, phase: PhaseInfo, step: Step, exc: BaseException) -> None:
         node = job.node
         message = scrub_node(node, phase.step_failure(node, step_id(step), exc))
         LOG.warning("%s", message)
-        self._step_event(STEP_FAIL, job, step, error=message)
-        self._phase_failed(job, phase, message, step=step)
+        job.step_event(STEP_FAIL, step, error=message)
+        self.phase_failed(job, phase, message, step=step)
 
-    def _phase_failed(
+    def phase_failed(
         self,
         job: Job,
         phase: PhaseInfo,
@@ -342,8 +348,7 @@ class StepEngine(Plans):
             node.maintenance = True
             node.fault = phase.fault
             node.maintenance_reason = node.maintenance_reason or message
-            self._record(
-                job,
+            job.record(
                 h.ERROR,
                 h.MAINTENANCE,
                 f"Maintenance set with fault {phase.fault!r}: {message}",
@@ -359,9 +364,9 @@ class StepEngine(Plans):
         else:
             setattr(node, phase.step_field, {})
             info.pop(phase.index_key, None)
-        if phase.poweroff_option is not None and getattr(self.config, phase.poweroff_option):
+        if phase.poweroff_option is not None and getattr(self._ctx.config, phase.poweroff_option):
             try:
-                self._power(job, s.POWER_OFF)
+                job.power(s.POWER_OFF)
             except Exception as exc:
                 message += f". Also failed to power off: {describe_exc(exc)}"
         info.pop(phase.skip_key, None)
@@ -369,9 +374,9 @@ class StepEngine(Plans):
         if node.provision_state == phase.fail:
             node.last_error = message
         else:
-            self._process(job, event, last_error=message)
+            job.fire(event, last_error=message)
 
-    def _finish_phase(self, job: Job, phase: PhaseInfo) -> None:
+    def finish_phase(self, job: Job, phase: PhaseInfo) -> None:
         node = job.node
         info = node.driver_internal_info
         setattr(node, phase.step_field, None)
@@ -382,13 +387,13 @@ class StepEngine(Plans):
         if phase.prepared_key is not None and info.pop(phase.prepared_key, False):
             failure = f"Failed to tear down from {phase.doing} for node {node.uuid}"
             if (
-                self._attempt(job, phase, getattr(job.driver.deploy, phase.cleanup), failure)
+                self.attempt(job, phase, getattr(job.driver.deploy, phase.cleanup), failure)
                 is FAILED
             ):
                 return
         if phase.disable_ramdisk_key is not None:
             info.pop(phase.disable_ramdisk_key, None)
-        self._process(job, phase.done_event(node))
+        job.fire(phase.done_event(node))
 
     # -- continue -------------------------------------------------------------------------------
 
@@ -407,15 +412,17 @@ class StepEngine(Plans):
     def _continue_verb(self, ident: str, phase: PhaseInfo) -> Node:
         ident = check_ident(ident)
         action = f"continue {phase.name}ing"
-        current = self.store.get(ident)
+        current = self._ctx.caps.store.get(ident)
         if current.reservation is None:  # held mid-flow: busy (NodeLocked), checked once free
-            self._require_state_of(current, phase.wait, action)
-        with self._reserved(ident) as job:
-            self._require_state_of(job.node, phase.wait, action)
-            self._spawn(job, lambda j: self._continue(j, phase), queued={"flow": "continue"})
+            self.require_state_of(current, phase.wait, action)
+        with self._reservations.reserved(ident) as job:
+            self.require_state_of(job.node, phase.wait, action)
+            self._launcher.spawn(
+                job, lambda j: self.continue_steps(j, phase), queued={"flow": "continue"}
+            )
             return job.node
 
-    def _continue(self, job: Job, phase: PhaseInfo) -> None:
+    def continue_steps(self, job: Job, phase: PhaseInfo) -> None:
         """From the phase's wait state: honour abort_after, resume, run the next step.
 
         A queued continuation was resumed when it was queued: it starts in the
@@ -427,11 +434,11 @@ class StepEngine(Plans):
         pending = info.pop(key, None) if key is not None else None
         if pending is not None:
             try:
-                info[phase.steps_key] = self._plan_clean(
+                info[phase.steps_key] = self._plans.plan_clean(
                     job, pending["steps"], info.get(phase.disable_ramdisk_key or "", False)
                 )
             except Exception as exc:
-                self._phase_failed(
+                self.phase_failed(
                     job, phase, f"Cannot clean node {node.uuid}: {describe_exc(exc)}", step=None
                 )
                 return
@@ -444,11 +451,11 @@ class StepEngine(Plans):
                 self._abort_after(job, phase, step)
                 return
             if skip:  # otherwise the step runs again and ends later
-                self._step_event(STEP_END, job, step)
+                job.step_event(STEP_END, step)
         index = 0 if current is None else (current + 1 if skip else current)
         if node.provision_state == phase.wait:
-            self._process(job, s.RESUME_EVENT)
-        self._run_steps(job, phase, index)
+            job.fire(s.RESUME_EVENT)
+        self.run_steps(job, phase, index)
 
     # -- abort ----------------------------------------------------------------------------------
 
@@ -458,7 +465,7 @@ class StepEngine(Plans):
             message += f' during or after the completion of step "{step_id(step)}"'
         return message
 
-    def _abort_steps(self, job: Job, phase: PhaseInfo) -> None:
+    def abort_steps(self, job: Job, phase: PhaseInfo) -> None:
         """``abort`` in a phase's wait or hold state."""
         node = job.node
         step = getattr(node, phase.step_field) or None
@@ -468,26 +475,26 @@ class StepEngine(Plans):
             return
         message = self._abort_message(phase, step)
         if phase.abort_via_fail:
-            self._process(job, s.FAIL_EVENT)
-            self._finish_abort(job, phase, message)
+            job.fire(s.FAIL_EVENT)
+            self.finish_abort(job, phase, message)
             return
-        self._process(job, s.ABORT_EVENT, last_error=message)
+        job.fire(s.ABORT_EVENT, last_error=message)
         self._tidy_after_abort(job, phase)
 
     def _abort_after(self, job: Job, phase: PhaseInfo, step: Step) -> None:
-        self._process(job, s.FAIL_EVENT, last_error=self._abort_message(phase, step))
+        job.fire(s.FAIL_EVENT, last_error=self._abort_message(phase, step))
         self._tidy_after_abort(job, phase)
 
     def _undo_prepare_quietly(self, job: Job, phase: PhaseInfo) -> None:
         info = job.node.driver_internal_info
         if phase.prepared_key is None or info.pop(phase.prepared_key, False):
             cleanup = getattr(job.driver.deploy, phase.cleanup)
-            self._call_quietly(job, cleanup, phase.cleanup_label)
+            self.call_quietly(job, cleanup, phase.cleanup_label)
 
     def _tidy_after_abort(self, job: Job, phase: PhaseInfo) -> None:
         node = job.node
         info = node.driver_internal_info
-        self._checkpoint(job)
+        job.checkpoint()
         self._undo_prepare_quietly(job, phase)
         if not phase.keeps_failed_step:
             setattr(node, phase.step_field, {})
@@ -495,7 +502,7 @@ class StepEngine(Plans):
         info.pop(phase.skip_key, None)
         info.pop(phase.wait_until_key, None)
 
-    def _finish_abort(self, job: Job, phase: PhaseInfo, message: str | None) -> None:
+    def finish_abort(self, job: Job, phase: PhaseInfo, message: str | None) -> None:
         """Abort from the failure state (servicing): tidy up, then leave it by ``abort``."""
         node = job.node
         info = node.driver_internal_info
@@ -505,4 +512,4 @@ class StepEngine(Plans):
         info.pop(phase.wait_until_key, None)
         if message is None:
             message = f"By request, the {phase.name} operation was aborted"
-        self._process(job, s.ABORT_EVENT, last_error=message)
+        job.fire(s.ABORT_EVENT, last_error=message)

@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from ironic_fsm import states as s
 from ironic_fsm.conductor.common import check_ident, describe_exc, shown
+from ironic_fsm.conductor.context import Context
 from ironic_fsm.conductor.engine import (
     CLEAN,
     DEPLOY,
@@ -29,7 +30,10 @@ from ironic_fsm.conductor.engine import (
     PhaseInfo,
     StepEngine,
 )
-from ironic_fsm.conductor.runtime import Job, driver_call
+from ironic_fsm.conductor.jobs import Job
+from ironic_fsm.conductor.launcher import Launcher
+from ironic_fsm.conductor.plans import Plans
+from ironic_fsm.conductor.reservations import Reservations
 from ironic_fsm.exceptions import InvalidParameterValue, StepsNotAvailable
 from ironic_fsm.node import Node, check_json
 from ironic_fsm.planner import sort_steps, validate_user_steps
@@ -60,27 +64,32 @@ _SIMPLE_FLOWS: Final = {
 }  # fmt: skip
 
 
-class Flows(StepEngine):
+class Flows:
     """The work behind each verb, run in the caller or in the executor."""
 
-    def _validate_interface(self, job: Job, kind: str) -> None:
-        driver_call(job, kind, "validate")
+    def __init__(self, ctx: Context, reservations: Reservations, launcher: Launcher,
+                 plans: Plans, engine: StepEngine) -> None:  # fmt: skip
+        self._ctx, self._reservations, self._launcher = ctx, reservations, launcher
+        self._plans, self._engine = plans, engine
+
+    def validate_interface(self, job: Job, kind: str) -> None:
+        job.call(kind, "validate")
 
     # -- named flows: run here, or queued for any conductor -----------------------------
 
-    def _start(self, job: Job, flow: Mapping[str, Any]) -> None:
+    def start(self, job: Job, flow: Mapping[str, Any]) -> None:
         """Set off the flow ``flow`` names (``{"flow": name, ...args}``), or queue it."""
-        self._spawn(job, lambda j: self._run_flow(j, flow), queued=flow)
+        self._launcher.spawn(job, lambda j: self.run_flow(j, flow), queued=flow)
 
-    def _run_flow(self, job: Job, flow: Mapping[str, Any] | None) -> None:
+    def run_flow(self, job: Job, flow: Mapping[str, Any] | None) -> None:
         """Run a named flow; one that does not fit the node's state resumes it instead."""
         name = None if flow is None else flow.get("flow")
         state = job.node.provision_state
         phase = PHASE_BY_STATE.get(state)
         if flow is None or (FLOW_STATES.get(name or "") != state and name != "continue"):
-            self._resume(job)
+            self.resume(job)
         elif name == "continue" and phase is not None and state != phase.hold:
-            self._continue(job, phase)
+            self._engine.continue_steps(job, phase)
         elif name in ("clean", "service"):
             steps, disable = flow.get("steps"), flow.get("disable_ramdisk") is True
             if name == "clean":
@@ -89,10 +98,10 @@ class Flows(StepEngine):
                 self._do_service(job, steps or [], disable_ramdisk=disable)
         else:
             method = _SIMPLE_FLOWS.get(name or "")
-            run: Callable[[Job], None] = self._resume if method is None else getattr(self, method)
+            run: Callable[[Job], None] = self.resume if method is None else getattr(self, method)
             run(job)
 
-    def _resume(self, job: Job) -> None:
+    def resume(self, job: Job) -> None:
         """Continue whatever the node was doing when its flow stopped (crash, drain, queue)."""
         node = job.node
         state = node.provision_state
@@ -117,40 +126,39 @@ class Flows(StepEngine):
         index = info.get(phase.index_key)
         if info.get(phase.steps_key) is None:
             # Died before the plan was stored: fail visibly, do not guess.
-            self._phase_failed(
+            self._engine.phase_failed(
                 job, phase,
                 f"Node {node.uuid}: {phase.name} was interrupted before its steps were "
                 "planned; start it again",
                 step=None,
             )  # fmt: skip
         elif index is None:
-            self._start_steps(job, phase)
+            self._engine.start_steps(job, phase)
         else:
-            self._run_steps(job, phase, index)
+            self._engine.run_steps(job, phase, index)
 
     # -- one driver call each -----------------------------------------------------------
 
     def _do_verify(self, job: Job) -> None:
         node, task = job.node, job.task
-        self._checkpoint(job)
+        job.checkpoint()
         try:
             task.driver.power.validate(task)
             # The state-machine spec: verifying really reaches the controller.
             node.power_state = task.driver.power.get_power_state(task)
-            steps = self._driver_steps(job, "verify")
-            overrides = self.config.verify_step_priority_override
+            steps = self._plans.driver_steps(job, "verify")
+            overrides = self._ctx.config.verify_step_priority_override
             plan = [st for st in steps if overrides.get(step_id(st), st["priority"])]
             for step in sort_steps("verify", plan):
                 getattr(task.driver, step["interface"]).execute_verify_step(task, step)
         except Exception as exc:
-            self._process(
-                job,
+            job.fire(
                 s.FAIL_EVENT,
                 last_error=f"Failed to validate power driver interface for node {node.uuid}. "
                 f"Error: {describe_exc(exc)}",
             )
             return
-        self._process(job, s.DONE_EVENT)
+        job.fire(s.DONE_EVENT)
 
     def _operation(
         self,
@@ -167,22 +175,21 @@ class Flows(StepEngine):
         other answer, fails the flow with ``failure`` and the reason.
         """
         node = job.node
-        self._checkpoint(job)
+        job.checkpoint()
         try:
             result = call(job.task)
         except Exception as exc:
-            self._process(job, s.FAIL_EVENT, last_error=f"{failure}: {describe_exc(exc)}")
+            job.fire(s.FAIL_EVENT, last_error=f"{failure}: {describe_exc(exc)}")
             return
         event = results.get(result)
         if event is None:
-            self._process(
-                job,
+            job.fire(
                 s.FAIL_EVENT,
                 last_error=f"{failure}: the driver returned an invalid state {shown(result)} "
                 f"for node {node.uuid}",
             )
             return
-        self._process(job, event)
+        job.fire(event)
 
     def _do_inspect(self, job: Job) -> None:
         self._operation(
@@ -203,24 +210,23 @@ class Flows(StepEngine):
                     node=ident,
                 )
             check_json(inventory, "The inventory")
-        current = self.store.get(ident)
+        current = self._ctx.caps.store.get(ident)
         if current.reservation is None:  # held mid-flow: busy (NodeLocked), checked once free
-            self._require_state_of(current, s.INSPECTWAIT, "continue inspection")
-        with self._reserved(ident) as job:
-            self._require_state_of(job.node, s.INSPECTWAIT, "continue inspection")
+            self._engine.require_state_of(current, s.INSPECTWAIT, "continue inspection")
+        with self._reservations.reserved(ident) as job:
+            self._engine.require_state_of(job.node, s.INSPECTWAIT, "continue inspection")
             node = job.node
             try:
                 result = job.driver.inspect.continue_inspection(job.task, inventory or {})
             except Exception as exc:
-                self._process(
-                    job,
+                job.fire(
                     s.FAIL_EVENT,
                     last_error=f"Failed to process inspection data of node {node.uuid}: "
                     f"{describe_exc(exc)}",
                 )
                 return job.node
             if result != s.INSPECTWAIT:
-                self._process(job, s.DONE_EVENT)
+                job.fire(s.DONE_EVENT)
             return job.node
 
     def _do_adopt(self, job: Job) -> None:
@@ -242,13 +248,13 @@ class Flows(StepEngine):
     def continue_node_rescue(self, ident: str) -> Node:
         """The rescue ramdisk is up: finish rescuing."""
         ident = check_ident(ident)
-        current = self.store.get(ident)
+        current = self._ctx.caps.store.get(ident)
         if current.reservation is None:  # held mid-flow: busy (NodeLocked), checked once free
-            self._require_state_of(current, s.RESCUEWAIT, "continue rescue")
-        with self._reserved(ident) as job:
-            self._require_state_of(job.node, s.RESCUEWAIT, "continue rescue")
-            self._process(job, s.RESUME_EVENT)
-            self._process(job, s.DONE_EVENT)
+            self._engine.require_state_of(current, s.RESCUEWAIT, "continue rescue")
+        with self._reservations.reserved(ident) as job:
+            self._engine.require_state_of(job.node, s.RESCUEWAIT, "continue rescue")
+            job.fire(s.RESUME_EVENT)
+            job.fire(s.DONE_EVENT)
             return job.node
 
     def _do_unrescue(self, job: Job) -> None:
@@ -265,19 +271,19 @@ class Flows(StepEngine):
 
     def _do_tear_down(self, job: Job) -> None:
         node, task = job.node, job.task
-        self._checkpoint(job)
+        job.checkpoint()
         try:
-            self._power(job, s.POWER_OFF)
+            job.power(s.POWER_OFF)
             task.driver.deploy.tear_down(task)
             task.driver.deploy.clean_up(task)
         except Exception as exc:
-            self._process(job, s.FAIL_EVENT, last_error=f"Failed to tear down: {describe_exc(exc)}")
+            job.fire(s.FAIL_EVENT, last_error=f"Failed to tear down: {describe_exc(exc)}")
             return
         node.instance_info = {}
         node.instance_uuid = None  # as Ironic: an undeployed node is no longer associated
         node.driver_internal_info.pop(DEPLOY.steps_key, None)
         node.deploy_step = None
-        self._process(job, s.CLEAN_EVENT)
+        job.fire(s.CLEAN_EVENT)
         self._do_clean(job, None)
 
     # -- the step phases --------------------------------------------------------------------
@@ -289,40 +295,46 @@ class Flows(StepEngine):
         node = job.node
         manual = user_steps is not None
         info = node.driver_internal_info
-        if not manual and self._skip_automated_clean(node):
+        if not manual and self._plans.skip_automated_clean(node):
             node.clean_step = None
-            self._finish_phase(job, CLEAN)
+            self._engine.finish_phase(job, CLEAN)
             return
-        if not manual and node.maintenance and not self.config.allow_provisioning_in_maintenance:
-            self._phase_failed(
+        if (
+            not manual
+            and node.maintenance
+            and not self._ctx.config.allow_provisioning_in_maintenance
+        ):
+            self._engine.phase_failed(
                 job, CLEAN, "Cleaning a node in maintenance mode is not allowed", step=None
             )
             return
         failure = f"Validation of node {node.uuid} for cleaning failed"
-        if self._attempt(job, CLEAN, job.driver.power.validate, failure) is FAILED:
+        if self._engine.attempt(job, CLEAN, job.driver.power.validate, failure) is FAILED:
             return
         info.pop(CLEAN.index_key, None)
         info["cleaning_disable_ramdisk"] = disable_ramdisk
         node.clean_step = {}
         try:
-            info[CLEAN.steps_key] = self._plan_clean(job, user_steps, disable_ramdisk)
+            info[CLEAN.steps_key] = self._plans.plan_clean(job, user_steps, disable_ramdisk)
         except StepsNotAvailable:
             # Agent-style interfaces know their steps once the ramdisk is up:
             # prepare, wait for it, and plan on continuation.
             info[CLEAN.steps_key] = None
             info["clean_plan_pending"] = {"steps": None if user_steps is None else list(user_steps)}
         except Exception as exc:
-            self._phase_failed(
+            self._engine.phase_failed(
                 job, CLEAN, f"Cannot clean node {node.uuid}: {describe_exc(exc)}", step=None
             )
             return
-        self._start_steps(job, CLEAN)
+        self._engine.start_steps(job, CLEAN)
 
     def _do_deploy(self, job: Job) -> None:
         if not job.node.driver_internal_info.get(DEPLOY.steps_key):
-            self._phase_failed(job, DEPLOY, "No deploy steps returned by the driver", step=None)
+            self._engine.phase_failed(
+                job, DEPLOY, "No deploy steps returned by the driver", step=None
+            )
             return
-        self._start_steps(job, DEPLOY)
+        self._engine.start_steps(job, DEPLOY)
 
     def _do_service(
         self, job: Job, user_steps: Sequence[Any], *, disable_ramdisk: bool = False
@@ -331,12 +343,12 @@ class Flows(StepEngine):
         info = node.driver_internal_info
         try:
             plan = validate_user_steps(
-                "service", self._driver_steps(job, "service"), user_steps,
-                disallowed=self.config.disallow_service_steps,
+                "service", self._plans.driver_steps(job, "service"), user_steps,
+                disallowed=self._ctx.config.disallow_service_steps,
                 disable_ramdisk=disable_ramdisk,
             )  # fmt: skip
         except Exception as exc:
-            self._phase_failed(
+            self._engine.phase_failed(
                 job, SERVICE, f"Cannot service node {node.uuid}: {describe_exc(exc)}", step=None
             )
             return
@@ -344,4 +356,4 @@ class Flows(StepEngine):
         info.pop(SERVICE.index_key, None)
         info["service_disable_ramdisk"] = disable_ramdisk
         node.service_step = {}
-        self._start_steps(job, SERVICE)
+        self._engine.start_steps(job, SERVICE)

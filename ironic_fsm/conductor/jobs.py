@@ -1,26 +1,67 @@
-"""A job: one reserved node at work, and the checks the conductor makes on it.
+"""A job: one reserved node at work, the active object every flow works through.
 
-Drivers get the job's :class:`~ironic_fsm.task.Task` (node, driver,
-config); the conductor keeps its own notes on the job beside it. Split
-from :mod:`.runtime` (which re-exports :class:`Job` and :func:`driver_call`)
-to keep that module walkable.
+As Ironic's ``TaskManager``: a job fires the node's events (:meth:`Job.fire`),
+checkpoints it (:meth:`Job.checkpoint`), notes its history (:meth:`Job.record`),
+tells of its steps (:meth:`Job.step_event`), powers it (:meth:`Job.power`) and
+calls its driver's interfaces (:meth:`Job.call`). Drivers get only the job's
+:class:`~ironic_fsm.task.Task` (node, driver, config); the job's own notes (events
+and history waiting for the save that records them) stay beside it.
+
+The rule the job keeps: events are announced only after the save that records
+them, and history is written in the same store transaction as the node, or not
+at all (a store without history drops it: written apart, it could tell of a
+change that then failed to save).
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
+from datetime import datetime
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
-from ironic_fsm.conductor.common import driver_error
+from ironic_fsm import history as h
+from ironic_fsm import states as s
+from ironic_fsm.conductor.common import (
+    INSPECTING_STATES,
+    driver_error,
+    inspection_times,
+    scrub_node,
+)
+from ironic_fsm.conductor.context import Context
+from ironic_fsm.events import PROVISION_END, PROVISION_ERROR, PROVISION_START, Event
 from ironic_fsm.exceptions import IronicFSMError
+from ironic_fsm.masking import mask_secrets
 from ironic_fsm.node import Node, check_name, check_storable
 from ironic_fsm.task import Task
 
 if TYPE_CHECKING:
-    from ironic_fsm.events import Event
     from ironic_fsm.hardware import HardwareType
 
-__all__ = ["Job", "check_fields", "check_name_once", "driver_call"]
+__all__ = [
+    "LOG", "UNSET", "Job", "check_fields", "check_name_once", "driver_call", "emit",
+    "history_entries", "record_now",
+]  # fmt: skip
+
+LOG = logging.getLogger("ironic_fsm.conductor")
+
+UNSET: Final[Any] = object()
+
+#: The history event type of a failure, by the failure state it leads to (else provisioning).
+_FAILURE_TYPES: Final = {
+    s.CLEANFAIL: h.CLEANING,
+    s.DEPLOYFAIL: h.DEPLOYING,
+    s.SERVICEFAIL: h.SERVICING,
+    s.INSPECTFAIL: h.INSPECTING,
+    s.RESCUEFAIL: h.RESCUING,
+    s.UNRESCUEFAIL: h.RESCUING,
+}
+#: A move that is a failure: by the event, or into one of these states.
+_FAIL: Final = s.FAIL_EVENT
+_ERROR_STATES: Final = s.FAILURE_STATES | {s.ERROR}
+#: How an abort names the operation, by its event type.
+_OPERATIONS: Final = {h.RESCUING: "rescue", h.INSPECTING: "inspection", h.DEPLOYING: "deployment"}
 
 
 class Job:
@@ -30,11 +71,14 @@ class Job:
     """
 
     __slots__ = (
-        "announce", "detached", "events", "history", "name_ok", "ran_flow", "task", "took_entry",
+        "announce", "ctx", "detached", "events", "history", "name_ok", "ran_flow", "task",
+        "took_entry",
     )  # fmt: skip
 
-    def __init__(self, task: Task) -> None:
+    def __init__(self, task: Task, ctx: Context) -> None:
         self.task = task
+        #: What the conductor's parts share: the store, settings, clock, listeners.
+        self.ctx = ctx
         #: Events waiting for the save that records them.
         self.events: list[Event] = []
         #: History waiting for the save that records it: (severity, event type, text or
@@ -72,6 +116,215 @@ class Job:
         node = property(attrgetter("task.node"), _set_node)
         driver = property(attrgetter("task.driver"))
 
+    # -- events and saves ------------------------------------------------------------------
+
+    def checkpoint(self) -> None:
+        """Persist the node now, then tell listeners what led here.
+
+        The conductor saves at checkpoints only: before it touches hardware,
+        before each step starts, and when it releases the node. Events wait
+        for the save that records them.
+        """
+        node = self.task.node
+        ctx = self.ctx
+        node.updated_at = ctx.clock()
+        if node.last_error or node.maintenance_reason:
+            # A last line of defence: no secret reaches the store in free text.
+            if node.last_error:
+                node.last_error = scrub_node(node, node.last_error)
+            if node.maintenance_reason:
+                node.maintenance_reason = scrub_node(node, node.maintenance_reason)
+        caps = ctx.caps
+        if not caps.checks_node_types:
+            check_fields(self)
+        elif node.name is not self.name_ok:  # the store checks the rest first, in the same words
+            check_name_once(self)
+        if not self.history:
+            caps.store.save(node)
+        elif caps.history is not None:
+            entries = history_entries(ctx, node, self.history, now=node.updated_at)
+            caps.history.save(node, history=entries)
+            self.history = []
+        else:
+            caps.store.save(node)  # a store without history drops entries: never written apart
+            self.history = []
+        pending = self.events
+        if pending:
+            self.events = []
+            for event in pending:
+                emit(ctx, event)
+
+    def fire(self, event: str, *, target_state: str | None = None, last_error: Any = UNSET) -> None:
+        """Fire ``event`` on the node; the next checkpoint saves and announces it.
+
+        Every transition passes here, so the inspection times follow the
+        state whichever path moved it (:func:`~.common.inspection_times`).
+        """
+        node = self.task.node
+        ctx = self.ctx
+        lifecycle = ctx.lifecycle
+        previous = node.provision_state
+        node.provision_state, node.target_provision_state = lifecycle.advance(
+            previous, node.target_provision_state, event, target_state
+        )
+        now = node.provision_updated_at = ctx.clock()
+        if last_error is not UNSET:
+            node.last_error = None if last_error is None else scrub_node(node, last_error)
+        state = node.provision_state
+        if state in INSPECTING_STATES or previous in INSPECTING_STATES:
+            inspection_times(node, previous, state, now)
+        failed = event == _FAIL or state in _ERROR_STATES
+        if failed:
+            self._record_failure(event, state, last_error)
+        if ctx.listeners:
+            if failed:
+                name = PROVISION_ERROR
+            else:
+                name = PROVISION_END if lifecycle.is_stable(state) else PROVISION_START
+            self.events.append(
+                Event(
+                    name=name,
+                    node=node.uuid,
+                    previous_state=previous,
+                    event=event,
+                    state=state,
+                    target=node.target_provision_state,
+                    error=node.last_error if failed else None,
+                    timestamp=now,
+                )
+            )
+
+    def _record_failure(self, event: str, state: str, last_error: Any) -> None:
+        """Note the history entry of a move into a failure state (an abort is news)."""
+        kind = _FAILURE_TYPES.get(state, h.PROVISIONING)
+        if event == s.ABORT_EVENT:  # by request: news, not an error
+            text = None
+            if last_error is UNSET or not last_error:  # never an older last_error
+                operation = _OPERATIONS.get(kind, kind)
+                text = f"By request, the {operation} operation was aborted."
+            self.record(h.INFO, kind, text)
+        else:
+            # Text from last_error as the checkpoint saves it (often set after this).
+            self.record(h.ERROR, kind, None)
+
+    def record(
+        self, severity: str, event_type: str, event: str | None, *, user: str | None = None
+    ) -> None:
+        """Note a history entry; the next checkpoint writes it with the node, or not at all.
+
+        ``event`` ``None`` stands for the node's ``last_error`` as that save
+        records it. Nothing is noted when ``node_history`` is off.
+        """
+        if self.ctx.config.node_history:
+            self.history.append((severity, event_type, event, user))
+
+    def step_event(self, name: str, step: Mapping[str, Any], error: str | None = None) -> None:
+        """Queue a step's event (start, end, failure) for the next checkpoint to announce."""
+        ctx = self.ctx
+        if not ctx.listeners:
+            return
+        node = self.task.node
+        self.events.append(
+            Event(
+                name=name,
+                node=node.uuid,
+                previous_state=node.provision_state,
+                event=None,
+                state=node.provision_state,
+                target=node.target_provision_state,
+                step=mask_secrets(
+                    {
+                        "interface": step["interface"],
+                        "step": step["step"],
+                        "args": step.get("args", {}),
+                    }
+                ),
+                error=error,
+                timestamp=ctx.clock(),
+            )
+        )
+
+    # -- hardware -------------------------------------------------------------------------
+
+    def call(self, kind: str, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Call ``driver.<kind>.<method>(task, ...)``; foreign errors become DriverError.
+
+        Third-party interfaces raise whatever they like, often with the
+        credentials they were given in the text: callers get one typed,
+        scrubbed error, with the original chained.
+        """
+        try:
+            return getattr(getattr(self.task.driver, kind), method)(self.task, *args, **kwargs)
+        except IronicFSMError:
+            raise
+        except Exception as exc:
+            raise driver_error(exc, self.task.node, kind, method) from exc
+
+    def power(self, power_state: str, timeout: float | None = None) -> None:
+        """Set the node's power (``reboot`` and the soft ones too), its target set meanwhile."""
+        node = self.task.node
+        node.target_power_state = (
+            s.POWER_ON
+            if power_state in (s.REBOOT, s.SOFT_REBOOT)
+            else (s.POWER_OFF if power_state == s.SOFT_POWER_OFF else power_state)
+        )
+        try:
+            if power_state == s.REBOOT:
+                self.call("power", "reboot", timeout=timeout)
+            else:
+                self.call("power", "set_power_state", power_state, timeout=timeout)
+            node.power_state = node.target_power_state
+        finally:
+            node.target_power_state = None
+
+
+def emit(ctx: Context, event: Event) -> None:
+    """Tell every listener; a listener's failure is logged, never raised."""
+    for listener in ctx.listeners:
+        try:
+            listener(event)
+        except Exception:
+            LOG.exception("Listener %r failed on %s for node %s", listener, event.name, event.node)
+
+
+def history_entries(
+    ctx: Context,
+    node: Node,
+    pending: list[tuple[str, str, str | None, str | None]],
+    *,
+    now: datetime | None = None,
+) -> list[h.HistoryEntry]:
+    """The entries noted for ``node``, made at ``now`` (the save's own time, when given)."""
+    now = now or ctx.clock()
+    host = ctx.config.host
+    entries = []
+    for severity, event_type, text, user in pending:
+        if text is None and node.last_error:
+            text = node.last_error  # scrubbed by the checkpoint that saves it
+        else:
+            text = scrub_node(node, text or f"Node {node.uuid} failed in {node.provision_state}")
+        entries.append(
+            h.new_entry(node.uuid, now, severity, event_type, text, conductor=host, user=user)
+        )
+    return entries
+
+
+def record_now(
+    ctx: Context, node: Node, severity: str, event_type: str, event: str, *, user: str | None = None
+) -> None:
+    """Write an entry that goes with no node change (a refused verb), at once.
+
+    Never raises: a request refused for its own reason must not fail
+    for its history instead.
+    """
+    history = ctx.caps.history
+    if not ctx.config.node_history or history is None:
+        return
+    try:
+        history.add_history(history_entries(ctx, node, [(severity, event_type, event, user)]))
+    except Exception:
+        LOG.exception("Node %s: could not record history", node.uuid)
+
 
 def check_name_once(job: Job) -> None:
     """Ironic's name rules; a bad name raises what :meth:`Node.check_types` would."""
@@ -93,16 +346,5 @@ def check_fields(job: Job) -> None:
     check_name_once(job)
 
 
-def driver_call(job: Job, kind: str, method: str, *args: Any, **kwargs: Any) -> Any:
-    """Call ``driver.<kind>.<method>(task, ...)``; foreign errors become DriverError.
-
-    Third-party interfaces raise whatever they like, often with the
-    credentials they were given in the text: callers get one typed,
-    scrubbed error, with the original chained.
-    """
-    try:
-        return getattr(getattr(job.driver, kind), method)(job.task, *args, **kwargs)
-    except IronicFSMError:
-        raise
-    except Exception as exc:
-        raise driver_error(exc, job.node, kind, method) from exc
+#: :meth:`Job.call` as a function of the job: ``driver_call(job, kind, method, ...)``.
+driver_call = Job.call

@@ -11,14 +11,16 @@ import logging
 import math
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Final, NamedTuple, overload
+from typing import Any, Final, NamedTuple
 
 import attrs
 
 from ironic_fsm import history as h
 from ironic_fsm import states as s
-from ironic_fsm.conductor.common import check_ident, describe_exc, scrub_node, shown
-from ironic_fsm.conductor.runtime import Job, Runtime, driver_call, wrong_state
+from ironic_fsm.conductor.common import check_ident, describe_exc, scrub_node, shown, wrong_state
+from ironic_fsm.conductor.context import Context
+from ironic_fsm.conductor.jobs import Job
+from ironic_fsm.conductor.reservations import Reservations
 from ironic_fsm.events import Event
 from ironic_fsm.exceptions import (
     HardwareError,
@@ -37,8 +39,6 @@ from ironic_fsm.stores.base import (
     SHARDED,
     NodeFields,
     check_fields,
-    list_fields,
-    list_page,
 )
 
 __all__ = ["BOOT_MODE_SET", "SECURE_BOOT_SET", "Nodes"]
@@ -143,7 +143,7 @@ _BOOT_SETTINGS: Final = {
 
 def _require_supported(job: Job, what: str, value: str, lister: str) -> None:
     """Refuse a value the management interface does not list, before the BMC is asked."""
-    supported = list(driver_call(job, "management", lister))
+    supported = list(job.call("management", lister))
     if value not in supported:
         raise InvalidParameterValue(
             f"Node {job.node.uuid}: {what} {value!r} is not supported; "
@@ -163,8 +163,11 @@ def _check_boot_settings(node: Node, what: str) -> None:
         )
 
 
-class Nodes(Runtime):
+class Nodes:
     """Node records and power: everything that is not a provisioning verb."""
+
+    def __init__(self, ctx: Context, reservations: Reservations) -> None:
+        self._ctx, self._reservations = ctx, reservations
 
     # -- management and validation, as Ironic's API offers them beside the verbs -------
 
@@ -174,14 +177,14 @@ class Nodes(Runtime):
         The node is reserved for the read (NodeLocked if busy), as Ironic's
         conductor does: a BMC is asked one thing at a time.
         """
-        with self._reserved(ident) as job:
-            found = driver_call(job, "management", "get_boot_device")
+        with self._reservations.reserved(ident) as job:
+            found = job.call("management", "get_boot_device")
         return dict(found or {})
 
     def get_supported_boot_devices(self, ident: str) -> list[str]:
         """The boot devices the node's management interface can set."""
-        with self._reserved(ident) as job:
-            return list(driver_call(job, "management", "get_supported_boot_devices"))
+        with self._reservations.reserved(ident) as job:
+            return list(job.call("management", "get_supported_boot_devices"))
 
     def set_boot_device(self, ident: str, device: str, persistent: bool = False) -> None:
         """Set the next (or every, ``persistent``) boot device; one the interface does not
@@ -192,9 +195,9 @@ class Nodes(Runtime):
                 f"{shown(device)} and {shown(persistent)}",
                 node=ident,
             )
-        with self._reserved(ident) as job:
+        with self._reservations.reserved(ident) as job:
             _require_supported(job, "boot device", device, "get_supported_boot_devices")
-            driver_call(job, "management", "set_boot_device", device, persistent)
+            job.call("management", "set_boot_device", device, persistent)
 
     def set_boot_mode(self, ident: str, mode: str) -> Node:
         """Set the node's boot mode (``uefi``/``bios``) on its BMC and cache it on the node.
@@ -228,12 +231,12 @@ class Nodes(Runtime):
     @contextmanager
     def _boot_settings(self, ident: str, what: str) -> Iterator[Job]:
         """Reserve a node whose boot settings may change: checked before and after reserving."""
-        current = self.store.get(ident)
+        current = self._ctx.caps.store.get(ident)
         if current.reservation is None:  # held: busy (NodeLocked), checked once free
             _check_boot_settings(current, what)
-        with self._reserved(ident) as job:
+        with self._reservations.reserved(ident) as job:
             _check_boot_settings(job.node, what)
-            driver_call(job, "management", "validate")
+            job.call("management", "validate")
             yield job
 
     def _change_boot_setting(self, job: Job, field: str, value: Any) -> None:
@@ -245,20 +248,20 @@ class Nodes(Runtime):
         """
         setting = _BOOT_SETTINGS[field]
         try:
-            current = driver_call(job, "management", setting.getter)
+            current = job.call("management", setting.getter)
         except (UnsupportedOperation, HardwareError) as exc:
             LOG.debug("Node %s: could not read %s: %s", job.node.uuid, field, describe_exc(exc))
             current = None
         if current is None or current != value:
-            driver_call(job, "management", setting.setter, value)
+            job.call("management", setting.setter, value)
         node = job.node
         setattr(node, field, value)
-        if self._listeners:
+        if self._ctx.listeners:
             job.events.append(
                 Event(
                     name=setting.event, node=node.uuid, previous_state=node.provision_state,
                     event=None, state=node.provision_state, target=node.target_provision_state,
-                    timestamp=self._now(),
+                    timestamp=self._ctx.clock(),
                 )
             )  # fmt: skip
 
@@ -268,8 +271,8 @@ class Nodes(Runtime):
         Nothing is reserved or written, so a busy node can be checked too;
         reasons are scrubbed of the node's secrets.
         """
-        node = self.store.get(check_ident(ident))
-        task = self._task_for(node)
+        node = self._ctx.caps.store.get(check_ident(ident))
+        task = self._ctx.task_for(node)
         result: dict[str, str | None] = {}
         for kind, iface in task.driver.interfaces():
             try:
@@ -299,61 +302,29 @@ class Nodes(Runtime):
         node = Node(**fields)  # checks every field's type and shape
         for field in ("provision_state", "target_provision_state"):
             value = getattr(node, field)
-            if value is not None and value not in self.lifecycle.states:
+            if value is not None and value not in self._ctx.lifecycle.states:
                 raise InvalidParameterValue(
                     f"Node {node.uuid}: unknown {field.replace('_', ' ')} {value!r}",
                     node=node.uuid,
                     state=value,
                 )
-        self._driver_for(node)
-        now = self._now()
+        self._ctx.registry.driver_for(node)
+        now = self._ctx.clock()
         node.created_at = node.created_at or now
         node.updated_at = now
         node.provision_updated_at = node.provision_updated_at or now
         node.reservation = None
-        self.store.create(node)
+        self._ctx.caps.store.create(node)
         return node
 
     def get_node(self, ident: str) -> Node:
         """The node with this UUID or name."""
-        return self.store.get(check_ident(ident))
-
-    # The paging keywords and filters pass through **query; the return type follows fields.
-    @overload
-    def list_nodes(self, *, fields: None = None, **query: Any) -> list[Node]: ...
-    @overload
-    def list_nodes(self, *, fields: Iterable[str], **query: Any) -> list[NodeFields]: ...
+        return self._ctx.caps.store.get(check_ident(ident))
 
     def list_nodes(
-        self,
-        *,
-        limit: int | None = None,
-        marker: str | None = None,
-        sort_key: str = "created_at",
-        sort_dir: str = "asc",
-        fields: Iterable[str] | None = None,
-        **filters: Any,
+        self, page: dict[str, Any], fields: Iterable[str] | None, filters: dict[str, Any]
     ) -> list[Node] | list[NodeFields]:
-        """One page of the nodes whose fields equal the filters, in ``sort_key`` order.
-
-        ``marker`` is the UUID of the last node of the previous page;
-        ``limit`` caps the page (``None``: every match). Filters and order
-        are the store's (see :func:`~ironic_fsm.stores.base.list_page`), so
-        a page costs what its rows cost, not what the fleet does.
-
-        ``fields`` (Ironic's ``fields``): for callers that need only some
-        fields, one ``dict`` per node holding those fields by name, plus
-        ``uuid`` always, each value as the :class:`Node` attribute has it.
-        The built-in stores then read no record when every field is one
-        they keep apart (:data:`~ironic_fsm.stores.base.COLUMN_FIELDS`: the
-        filterable fields and the timestamps), and decode the page otherwise.
-
-        A filter no node could ever match (an unknown field, a value of the
-        wrong type, a state this lifecycle does not have) is an error, not
-        an empty list; so are a marker that is no node's UUID, a bad
-        ``limit``, ``sort_key`` or ``sort_dir``, and an unknown field in
-        ``fields``.
-        """
+        """:meth:`~ironic_fsm.Conductor.list_nodes`: ``page`` holds its paging keywords."""
         wanted = None if fields is None else check_fields(fields)
         checked: dict[str, Any] = {}
         for key, value in filters.items():
@@ -376,18 +347,15 @@ class Nodes(Runtime):
             checked[key] = check_field(key, value)
         for key in ("provision_state", "target_provision_state"):
             value = checked.get(key)
-            if value is not None and value not in self.lifecycle.states:
+            if value is not None and value not in self._ctx.lifecycle.states:
                 raise InvalidParameterValue(
                     f"Cannot filter nodes on {key} {value!r}: not a state of this lifecycle",
                     fields=[key],
                 )
-        query: dict[str, Any] = {
-            "limit": limit, "marker": marker, "sort_key": sort_key, "sort_dir": sort_dir,
-            **checked,
-        }  # fmt: skip
+        query: dict[str, Any] = {**page, **checked}
         if wanted is not None:
-            return list_fields(self.store, wanted, **query)
-        return list_page(self.store, **query)
+            return self._ctx.caps.list_fields(wanted, **query)
+        return self._ctx.caps.list_page(**query)
 
     def update_node(self, ident: str, **fields: Any) -> Node:
         """Change user-settable fields, with Ironic's rules for retirement and protection.
@@ -417,12 +385,12 @@ class Nodes(Runtime):
         # update never locks the node; the checks run again under the lock.
         # A node someone holds may be passing through a state that refuses
         # the update: reserving says it is busy (NodeLocked, retryable).
-        current = self.store.get(ident)
+        current = self._ctx.caps.store.get(ident)
         if current.reservation is None:
             self._check_update(current, dict(fields))
         if fields.get("name") is not None and fields["name"] != current.name:
             try:
-                holder = self.store.get(fields["name"])
+                holder = self._ctx.caps.store.get(fields["name"])
             except NodeNotFound:
                 pass
             else:
@@ -431,7 +399,7 @@ class Nodes(Runtime):
                     f"{holder.uuid}",
                     node=current.uuid,
                 )
-        with self._reserved(current.uuid) as job:
+        with self._reservations.reserved(current.uuid) as job:
             self._apply_update(job, fields)
             return job.node
 
@@ -445,7 +413,7 @@ class Nodes(Runtime):
         if "maintenance" in fields and fields["maintenance"] is False:
             fields.setdefault("maintenance_reason", None)
         if "driver" in fields or any(f"{kind}_interface" in fields for kind in INTERFACE_KINDS):
-            return self._driver_for(attrs.evolve(node, **fields))
+            return self._ctx.registry.driver_for(attrs.evolve(node, **fields))
         return None
 
     def _apply_update(self, job: Job, fields: dict[str, Any]) -> None:
@@ -469,11 +437,11 @@ class Nodes(Runtime):
             cleared = "" if fault is None else f" (fault {fault!r} cleared)"
             unset = f"Maintenance mode unset on node {uuid}{cleared}"
             text = _flag_text(node, "maintenance", f"Maintenance mode set on node {uuid}", unset)
-            self._record(job, h.INFO, h.MAINTENANCE, text)
+            job.record(h.INFO, h.MAINTENANCE, text)
         if node.retired != was_retired:
             unset = f"Node {uuid} is no longer retired"
             text = _flag_text(node, "retired", f"Node {uuid} retired", unset)
-            self._record(job, h.INFO, h.PROVISIONING, text)
+            job.record(h.INFO, h.PROVISIONING, text)
 
     def delete_node(self, ident: str) -> None:
         """Remove a node record; allowed in manageable, enroll, adopt failed (and available).
@@ -484,17 +452,17 @@ class Nodes(Runtime):
             NodeProtected: the node is protected.
         """
         ident = check_ident(ident)
-        current = self.store.get(ident)
+        current = self._ctx.caps.store.get(ident)
         if current.reservation is None:  # held: busy (NodeLocked), checked once free
             self._check_delete(current)
-        with self._reserved(ident) as job:
+        with self._reservations.reserved(ident) as job:
             self._check_delete(job.node)
-            self.store.delete(job.node.uuid)
+            self._ctx.caps.store.delete(job.node.uuid)
             job.detached = True  # nothing left to release
 
     def _check_delete(self, node: Node) -> None:
         allowed = set(s.DELETE_ALLOWED_STATES)
-        if self.config.allow_deleting_available_nodes:
+        if self._ctx.config.allow_deleting_available_nodes:
             allowed.add(s.AVAILABLE)
         if node.protected:
             raise NodeProtected(
@@ -542,12 +510,12 @@ class Nodes(Runtime):
                 f"not {shown(timeout)}",
                 node=ident,
             )
-        current = self.store.get(ident)
+        current = self._ctx.caps.store.get(ident)
         if current.reservation is None:  # held: busy (NodeLocked), checked once free
             self._check_power(current)
-        with self._reserved(ident) as job:
+        with self._reservations.reserved(ident) as job:
             self._check_power(job.node)
-            self._power(job, power_state, timeout)
+            job.power(power_state, timeout)
             return job.node
 
     def _check_power(self, node: Node) -> None:

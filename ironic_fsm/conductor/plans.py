@@ -9,19 +9,17 @@ deploy templates and runbooks.
 
 from __future__ import annotations
 
-import re
-import uuid as _uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final, cast
+from typing import Any, Final
 
-import attrs
-
+from ironic_fsm.conductor.catalog import Catalog
 from ironic_fsm.conductor.common import check_ident, driver_error, shown
+from ironic_fsm.conductor.context import Context
+from ironic_fsm.conductor.jobs import Job
 from ironic_fsm.conductor.registry import declared_steps_of
-from ironic_fsm.conductor.runtime import Job, Runtime
 from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError, StepNotAllowed
 from ironic_fsm.hardware import HardwareType
-from ironic_fsm.node import Node, check_json, is_uuid_like
+from ironic_fsm.node import Node
 from ironic_fsm.planner import (
     check_requested_steps,
     plan_automated_clean,
@@ -30,12 +28,6 @@ from ironic_fsm.planner import (
     validate_user_steps,
 )
 from ironic_fsm.steps import INTERFACE_ORDER, Phase, step_id
-from ironic_fsm.stores.base import (
-    CatalogEntry,
-    CatalogEntryNotFound,
-    CatalogKind,
-    CatalogStore,
-)
 from ironic_fsm.task import Task
 
 __all__ = ["Plans", "gather_steps", "plan_automated_clean_for", "refuse_steps"]
@@ -153,255 +145,22 @@ def refuse_steps(ident: str, phase: Phase, steps: Any) -> None:
         )
 
 
-#: Ironic's trait names (custom, or shaped like os-traits'): what a deploy template is named.
-_TRAIT: Final = re.compile(r"(CUSTOM_[A-Z0-9_]+|[A-Z][A-Z0-9_]*)")
-#: The keys of a stored deploy template's and runbook's steps (``args`` optional in a runbook).
-_STEP_KEYS: Final[dict[CatalogKind, frozenset[str]]] = {
-    "deploy_templates": frozenset({"interface", "step", "args", "priority"}),
-    "runbooks": frozenset({"interface", "step", "args", "order"}),
-}
-_WORDS: Final[dict[CatalogKind, str]] = {
-    "deploy_templates": "Deploy template",
-    "runbooks": "Runbook",
-}
+class Plans:
+    """Step queries, pre-validation, and the plans of clean, deploy and service."""
 
-
-def _whole_number(value: Any) -> int | None:
-    """An integer >= 0, or a string of digits (Ironic takes both for priority and order)."""
-    if type(value) is int and value >= 0:
-        return value
-    if type(value) is str and value.isdigit() and value.isascii():
-        return int(value)
-    return None
-
-
-def _step_problems(kind: CatalogKind, number: int, step: Any) -> list[str]:
-    where = f"step {number}"
-    if not isinstance(step, Mapping):
-        return [f"{where} must be an object, not {type(step).__name__}"]
-    rank = "priority" if kind == "deploy_templates" else "order"
-    required = _STEP_KEYS[kind] - ({"args"} if kind == "runbooks" else set())
-    problems = [f"{where} lacks {key!r}" for key in sorted(required - step.keys())]
-    problems += [
-        f"{where} has an unknown key {key!r}" for key in sorted(step.keys() - _STEP_KEYS[kind])
-    ]
-    phase: Phase = "deploy" if kind == "deploy_templates" else "clean"
-    if "interface" in step and step["interface"] not in INTERFACE_ORDER[phase]:
-        problems.append(f"{where}: {shown(step['interface'])} is not a {phase} interface")
-    if rank in step and _whole_number(step[rank]) is None:
-        problems.append(f"{where}: {rank} must be an integer >= 0, not {shown(step[rank])}")
-    return problems
-
-
-def _checked_steps(kind: CatalogKind, name: str, steps: Any) -> list[dict[str, Any]]:
-    """The steps of a stored template or runbook, in Ironic's shape; numbers as integers."""
-    problems: list[str] = []
-    if not isinstance(steps, list) or not steps:
-        problems.append("steps must be a non-empty list")
-    else:
-        for number, step in enumerate(steps, 1):
-            problems += _step_problems(kind, number, step)
-    if not problems:
-        problems = check_requested_steps(
-            "deploy" if kind == "deploy_templates" else "clean", steps, source="steps"
-        )
-    seen = [(st.get("interface"), st.get("step")) for st in steps] if not problems else []
-    if len(set(seen)) != len(seen):
-        problems.append("a step (interface and step) appears twice")
-    if problems:
-        raise InvalidParameterValue(
-            f"Invalid {_WORDS[kind].lower()} {name!r}: {'; '.join(problems)}", problems=problems
-        )
-    rank = "priority" if kind == "deploy_templates" else "order"
-    return [{**step, "args": dict(step.get("args") or {}), rank: _whole_number(step[rank])}
-            for step in steps]  # fmt: skip
-
-
-def _unchecked(steps: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The caller's steps as given: :func:`_check_entry` checks them before anything is kept."""
-    return cast(list[dict[str, Any]], list(steps))
-
-
-def _new_uuid(uuid: str | None) -> str:
-    """The UUID a new template or runbook was given, else a fresh one."""
-    return str(_uuid.uuid4()) if uuid is None else uuid
-
-
-def _check_entry(kind: CatalogKind, entry: CatalogEntry) -> CatalogEntry:
-    """Ironic's rules for a template's or runbook's fields, before the store sees it."""
-    name = entry.name
-    if not isinstance(name, str) or len(name) > 255 or not _TRAIT.fullmatch(name):
-        raise InvalidParameterValue(
-            f"{_WORDS[kind]} name {shown(name)} is not a trait name (CUSTOM_ and capitals, "
-            "digits, '_'; at most 255 characters)",
-            field="name",
-        )
-    check_json(entry.extra, f"{_WORDS[kind]} {name!r} extra")
-    if type(entry.extra) is not dict:
-        raise InvalidParameterValue(f"{_WORDS[kind]} {name!r}: extra must be an object")
-    for flag in ("public", "disable_ramdisk"):
-        if type(getattr(entry, flag)) is not bool:
-            raise InvalidParameterValue(f"Runbook {name!r}: {flag} must be True or False")
-    owner = entry.owner
-    if owner is not None and (type(owner) is not str or len(owner) > 255):
-        raise InvalidParameterValue(f"Runbook {name!r}: owner must be a string of <= 255")
-    if entry.public and owner is not None:
-        raise InvalidParameterValue(f"Runbook {name!r}: a public runbook cannot have an owner")
-    steps = _checked_steps(kind, name, entry.steps)
-    uuid = entry.uuid
-    if not is_uuid_like(uuid):
-        raise InvalidParameterValue(f"{_WORDS[kind]} {name!r}: {shown(uuid)} is not a UUID")
-    return attrs.evolve(entry, uuid=str(_uuid.UUID(uuid)), steps=steps)
-
-
-class Plans(Runtime):
-    """Step queries, pre-validation, deploy templates and runbooks."""
-
-    _templates: dict[str, list[dict[str, Any]]]
-    _runbooks: dict[str, tuple[list[dict[str, Any]], frozenset[str]]]
-    #: Where deploy templates and runbooks are kept: the store, if it can (both built-in
-    #: stores do), else this process.
-    _catalog: CatalogStore
-
-    # -- deploy templates and runbooks kept in the store --------------------------------
-
-    def added_deploy_templates(self) -> dict[str, list[dict[str, Any]]]:
-        """The templates given to :meth:`add_deploy_template` (this process's), as copies."""
-        return {name: [dict(step) for step in steps] for name, steps in self._templates.items()}
-
-    def create_deploy_template(
-        self, name: str, steps: Sequence[Mapping[str, Any]], *, uuid: str | None = None,
-        extra: dict[str, Any] | None = None,
-    ) -> CatalogEntry:  # fmt: skip
-        """Store a deploy template: its name is a trait, its steps Ironic's
-        ``{interface, step, args, priority}``. Raises CatalogEntryExists for a taken name."""
-        entry = CatalogEntry(
-            _new_uuid(uuid), name, _unchecked(steps), {} if extra is None else extra
-        )
-        return self._catalog.add_entry("deploy_templates", _check_entry("deploy_templates", entry))
-
-    def create_runbook(
-        self, name: str, steps: Sequence[Mapping[str, Any]], *, uuid: str | None = None,
-        extra: dict[str, Any] | None = None, public: bool = False, owner: str | None = None,
-        disable_ramdisk: bool = False,
-    ) -> CatalogEntry:  # fmt: skip
-        """Store a runbook: a trait name, steps ``{interface, step, order[, args]}``."""
-        entry = CatalogEntry(
-            _new_uuid(uuid), name, _unchecked(steps), {} if extra is None else extra, public, owner,
-            disable_ramdisk,
-        )  # fmt: skip
-        return self._catalog.add_entry("runbooks", _check_entry("runbooks", entry))
-
-    def get_deploy_template(self, ident: str) -> CatalogEntry:
-        """The stored deploy template with this UUID or name (CatalogEntryNotFound if none)."""
-        return self._catalog.get_entry("deploy_templates", check_ident(ident))
-
-    def get_runbook(self, ident: str) -> CatalogEntry:
-        """The stored runbook with this UUID or name (CatalogEntryNotFound if none)."""
-        return self._catalog.get_entry("runbooks", check_ident(ident))
-
-    def list_deploy_templates(self) -> list[CatalogEntry]:
-        """Every stored deploy template, in creation order."""
-        return self._catalog.list_entries("deploy_templates")
-
-    def list_runbooks(self) -> list[CatalogEntry]:
-        """Every stored runbook, in creation order."""
-        return self._catalog.list_entries("runbooks")
-
-    def update_deploy_template(self, ident: str, **fields: Any) -> CatalogEntry:
-        """Change ``name``, ``steps`` or ``extra``; checked as on creation."""
-        return self._update_entry("deploy_templates", ident, fields, {"name", "steps", "extra"})
-
-    def update_runbook(self, ident: str, **fields: Any) -> CatalogEntry:
-        """Change ``name``, ``steps``, ``extra``, ``public``, ``owner`` or ``disable_ramdisk``."""
-        allowed = {"name", "steps", "extra", "public", "owner", "disable_ramdisk"}
-        return self._update_entry("runbooks", ident, fields, allowed)
-
-    def delete_deploy_template(self, ident: str) -> None:
-        self._catalog.delete_entry("deploy_templates", check_ident(ident))
-
-    def delete_runbook(self, ident: str) -> None:
-        self._catalog.delete_entry("runbooks", check_ident(ident))
-
-    def _update_entry(
-        self, kind: CatalogKind, ident: str, fields: dict[str, Any], allowed: set[str]
-    ) -> CatalogEntry:
-        unknown = sorted(set(fields) - allowed)
-        if unknown:
-            raise InvalidParameterValue(
-                f"{_WORDS[kind]} fields {', '.join(unknown)} cannot be changed", fields=unknown
-            )
-        current = self._catalog.get_entry(kind, check_ident(ident))
-        changed = _check_entry(kind, attrs.evolve(current, **fields))
-        return self._catalog.replace_entry(kind, changed)
-
-    def _deploy_templates(self) -> dict[str, list[dict[str, Any]]]:
-        """The templates a deploy may use: the stored ones, and this process's by name."""
-        stored = {e.name: e.steps for e in self._catalog.list_entries("deploy_templates")}
-        return {**stored, **self._templates}
-
-    def _find_runbook(self, node: Node, name: str) -> tuple[list[dict[str, Any]], frozenset[str]]:
-        """A runbook's clean steps (in ``order``) and the traits that allow it."""
-        entry = self._runbooks.get(name)
-        if entry is not None:
-            return entry
-        try:
-            stored = self._catalog.get_entry("runbooks", name)
-        except CatalogEntryNotFound:
-            raise InvalidParameterValue(
-                f"Node {node.uuid}: no runbook named {name!r}", node=node.uuid
-            ) from None
-        ordered = sorted(stored.steps, key=lambda st: st["order"])
-        steps = [{k: v for k, v in st.items() if k != "order"} for st in ordered]
-        return steps, frozenset({stored.name})  # below 1.112 the name is the trait
-
-    def add_deploy_template(self, name: str, steps: Sequence[Mapping[str, Any]]) -> None:
-        """A named set of deploy steps, applied to nodes whose instance traits name it.
-
-        Each step is ``{'interface', 'step', 'args', 'priority'}``.
-        """
-        if not isinstance(name, str) or not name:
-            raise InvalidParameterValue(f"Deploy template name must be a string, not {shown(name)}")
-        problems = check_requested_steps(
-            "deploy", steps, source=f"deploy template {name}", require_priority=True
-        )
-        if problems:
-            raise InvalidParameterValue(
-                f"Invalid deploy template {name!r}: {'; '.join(problems)}", problems=problems
-            )
-        self._templates[name] = [dict(step) for step in steps]
-
-    def add_runbook(
-        self, name: str, steps: Sequence[Mapping[str, Any]], traits: Iterable[str] = ()
-    ) -> None:
-        """A named list of steps for manual cleaning or servicing.
-
-        A runbook may be used on a node that carries one of ``traits``
-        (or, with no traits, a node that carries the runbook's name as a trait).
-        """
-        if not isinstance(name, str) or not name:
-            raise InvalidParameterValue(f"Runbook name must be a string, not {shown(name)}")
-        problems = check_requested_steps("clean", steps, source=f"runbook {name}")
-        if not isinstance(traits, (list, tuple, set, frozenset)) or not all(
-            type(trait) is str and trait for trait in traits
-        ):
-            problems.append(f"the traits of runbook {name} must be a list of trait names")
-        if problems:
-            raise InvalidParameterValue(
-                f"Invalid runbook {name!r}: {'; '.join(problems)}", problems=problems
-            )
-        self._runbooks[name] = ([dict(step) for step in steps], frozenset(traits))
+    def __init__(self, ctx: Context, catalog: Catalog) -> None:
+        self._ctx, self._catalog = ctx, catalog
 
     # -- the driver's steps -----------------------------------------------------------
 
-    def _driver_steps(self, job: Job, phase: Phase) -> list[dict[str, Any]]:
+    def driver_steps(self, job: Job, phase: Phase) -> list[dict[str, Any]]:
         return gather_steps(phase, job.driver, job.task)
 
     def _steps_for(
         self, ident: str, phase: Phase, *, fresh: bool = False
     ) -> tuple[Node, list[dict[str, Any]]]:
-        node = self.store.get(check_ident(ident))
-        task = self._task_for(node)
+        node = self._ctx.caps.store.get(check_ident(ident))
+        task = self._ctx.task_for(node)
         return node, gather_steps(phase, task.driver, task, fresh=fresh)
 
     def get_clean_steps(self, ident: str, min_priority: int = 0) -> list[dict[str, Any]]:
@@ -412,7 +171,7 @@ class Plans(Runtime):
                 node=ident,
             )
         _, steps = self._steps_for(ident, "clean", fresh=True)
-        overrides = self.config.clean_step_priority_override
+        overrides = self._ctx.config.clean_step_priority_override
         for step in steps:
             step["priority"] = overrides.get(step_id(step), step["priority"])
         return [st for st in sort_steps("clean", steps) if st["priority"] >= min_priority]
@@ -446,9 +205,10 @@ class Plans(Runtime):
     ) -> list[dict[str, Any]]:
         refuse_steps(ident, phase, requested)
         node, steps = self._steps_for(ident, phase)
+        disallowed = getattr(self._ctx.config, f"disallow_{phase}_steps")
         return validate_user_steps(
-            phase, steps, requested, disallowed=getattr(self.config, f"disallow_{phase}_steps"),
-            disable_ramdisk=disable_ramdisk, node=node.uuid,
+            phase, steps, requested, disallowed=disallowed, disable_ramdisk=disable_ramdisk,
+            node=node.uuid,
         )  # fmt: skip
 
     def validate_deploy_steps(
@@ -458,41 +218,41 @@ class Plans(Runtime):
         if deploy_steps is not None:
             refuse_steps(ident, "deploy", deploy_steps)
         node, steps = self._steps_for(ident, "deploy")
-        return self._plan_deploy(node, steps, deploy_steps)
+        return self.plan_deploy(node, steps, deploy_steps)
 
     # -- plans --------------------------------------------------------------------------
 
-    def _deploy_plan(self, job: Job, user_steps: Sequence[Any] | None) -> list[dict[str, Any]]:
+    def deploy_plan(self, job: Job, user_steps: Sequence[Any] | None) -> list[dict[str, Any]]:
         """The job's deploy plan: :meth:`_plan_deploy` of the driver's steps.
 
         With no user steps and no instance traits (so no template either)
         only the driver's steps count: planned once per interface classes.
         """
         if not user_steps and not job.node.instance_info.get("traits"):
-            plan = _plan_deploy_for(job.driver, self.config.disallow_deploy_steps)
+            plan = _plan_deploy_for(job.driver, self._ctx.config.disallow_deploy_steps)
             if plan is not None:
                 return plan
-        return self._plan_deploy(job.node, self._driver_steps(job, "deploy"), user_steps)
+        return self.plan_deploy(job.node, self.driver_steps(job, "deploy"), user_steps)
 
-    def _plan_deploy(
+    def plan_deploy(
         self, node: Node, steps: list[dict[str, Any]], user_steps: Sequence[Any] | None
     ) -> list[dict[str, Any]]:
         instance_traits = node.instance_info.get("traits") or []
         # A template applies through a trait only: a node with none skips the store's read.
-        templates = self._deploy_templates() if node.traits or instance_traits else {}
+        templates = self._catalog.deploy_templates() if node.traits or instance_traits else {}
         return plan_deploy(
             steps,
             templates=templates,
             user_steps=user_steps,
             node_traits=node.traits,
             instance_traits=instance_traits,
-            disallowed=self.config.disallow_deploy_steps,
+            disallowed=self._ctx.config.disallow_deploy_steps,
             node=node.uuid,
         )
 
-    def _runbook_steps(self, node: Node, name: str) -> list[dict[str, Any]]:
+    def runbook_steps(self, node: Node, name: str) -> list[dict[str, Any]]:
         """A copy of the runbook's steps, if the node carries one of its traits."""
-        steps, traits = self._find_runbook(node, name)
+        steps, traits = self._catalog.find_runbook(node, name)
         allowed = traits or frozenset({name})
         if not allowed & set(node.traits):
             raise InvalidParameterValue(
@@ -502,8 +262,8 @@ class Plans(Runtime):
             )
         return [dict(step) for step in steps]
 
-    def _check_disallowed(self, node: Node, phase: Phase, steps: Sequence[Any]) -> None:
-        blocked = set(getattr(self.config, f"disallow_{phase}_steps"))
+    def check_disallowed(self, node: Node, phase: Phase, steps: Sequence[Any]) -> None:
+        blocked = set(getattr(self._ctx.config, f"disallow_{phase}_steps"))
         bad = [step_id(st) for st in steps if isinstance(st, Mapping) and step_id(st) in blocked]
         if bad:
             raise StepNotAllowed(
@@ -513,36 +273,36 @@ class Plans(Runtime):
                 steps=bad,
             )
 
-    def _skip_automated_clean(self, node: Node) -> bool:
+    def skip_automated_clean(self, node: Node) -> bool:
         if node.automated_clean is None:
-            return not self.config.automated_clean
+            return not self._ctx.config.automated_clean
         return not node.automated_clean
 
-    def _plan_clean(
+    def plan_clean(
         self, job: Job, user_steps: Sequence[Any] | None, disable_ramdisk: bool
     ) -> list[dict[str, Any]]:
         """The steps of this cleaning: the user's, a runbook's, or the driver's."""
-        blocked = self.config.disallow_clean_steps
+        blocked = self._ctx.config.disallow_clean_steps
         if user_steps is not None:
             # No node prefix: the caller's message names the node already.
             return validate_user_steps(
-                "clean", self._driver_steps(job, "clean"), user_steps, disallowed=blocked,
+                "clean", self.driver_steps(job, "clean"), user_steps, disallowed=blocked,
                 disable_ramdisk=disable_ramdisk,
             )  # fmt: skip
-        runbook = self._automated_runbook(job.node)
+        runbook = self.automated_runbook(job.node)
         if runbook is not None:
             # Declarative automated cleaning: in list order; disallowed steps
             # are dropped silently, as for driver steps.
             wanted = [st for st in runbook if step_id(st) not in blocked]
-            return validate_user_steps("clean", self._driver_steps(job, "clean"), wanted)
+            return validate_user_steps("clean", self.driver_steps(job, "clean"), wanted)
         return plan_automated_clean_for(
-            job.driver, job.task, overrides=self.config.clean_step_priority_override,
+            job.driver, job.task, overrides=self._ctx.config.clean_step_priority_override,
             disallowed=blocked,
         )  # fmt: skip
 
-    def _automated_runbook(self, node: Node) -> list[dict[str, Any]] | None:
+    def automated_runbook(self, node: Node) -> list[dict[str, Any]] | None:
         """The runbook automated cleaning must use, if the configuration asks for one."""
-        config = self.config
+        config = self._ctx.config
         if config.automated_cleaning_step_source == "autogenerated":
             return None
         name = None
@@ -562,5 +322,5 @@ class Plans(Runtime):
                 )
             return None
         if config.automated_cleaning_runbook_validate_traits:
-            return self._runbook_steps(node, name)
-        return [dict(step) for step in self._find_runbook(node, name)[0]]
+            return self.runbook_steps(node, name)
+        return [dict(step) for step in self._catalog.find_runbook(node, name)[0]]

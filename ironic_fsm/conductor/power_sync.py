@@ -54,15 +54,17 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import attrs
 
 from ironic_fsm import history as h
 from ironic_fsm import states as s
 from ironic_fsm.conductor.common import describe_exc, scrub_node, shown
-from ironic_fsm.conductor.recovery import Recovery
-from ironic_fsm.conductor.runtime import LOG, Job, driver_call
+from ironic_fsm.conductor.context import Context
+from ironic_fsm.conductor.jobs import LOG, Job
+from ironic_fsm.conductor.launcher import Launcher
+from ironic_fsm.conductor.reservations import Reservations
 from ironic_fsm.events import Event
 from ironic_fsm.exceptions import (
     InvalidParameterValue,
@@ -71,7 +73,7 @@ from ironic_fsm.exceptions import (
     NodeNotFound,
 )
 from ironic_fsm.node import Node
-from ironic_fsm.stores.base import PowerSyncRow, mark_power_synced, power_sync_due
+from ironic_fsm.stores.base import PowerSyncRow
 from ironic_fsm.task import Task
 
 __all__ = [
@@ -159,12 +161,23 @@ class _Failures:
             self._counts.pop(uuid, None)
 
 
-class PowerSync(Recovery):
+class PowerSync:
     """Ironic's ``sync_power_states`` periodic task, for the nodes this conductor owns."""
 
-    if TYPE_CHECKING:  # Fleet's, later in the conductor's bases
-
-        def owns(self, node_uuid: str, driver: str, conductor_group: str) -> bool: ...
+    def __init__(
+        self,
+        ctx: Context,
+        reservations: Reservations,
+        launcher: Launcher,
+        owns: Callable[[str, str, str], bool],
+    ) -> None:
+        self._ctx = ctx
+        self._reservations = reservations
+        self._launcher = launcher
+        #: Whether this conductor does a node's work (its share of the rings).
+        self._owns = owns
+        #: Consecutive failures per node, in this conductor's memory.
+        self._failures = _Failures()
 
     def sync_power_states(self, now: datetime | None = None) -> PowerSyncReport:
         """One pass of the power sync over the nodes due; see the module's description.
@@ -181,21 +194,21 @@ class PowerSync(Recovery):
             raise InvalidParameterValue(
                 f"sync_power_states needs a timezone-aware datetime, not {shown(now)}"
             )
-        if self.draining:
+        if self._launcher.draining:
             return PowerSyncReport()
-        now = now or self._now()
-        cutoff = now - timedelta(seconds=self.config.sync_power_state_interval)
+        now = now or self._ctx.clock()
+        cutoff = now - timedelta(seconds=self._ctx.config.sync_power_state_interval)
         mine = [
             row
-            for row in power_sync_due(self.store, cutoff)
-            if self.owns(row.uuid, row.driver, row.conductor_group)
+            for row in self._ctx.caps.power_sync_due(cutoff)
+            if self._owns(row.uuid, row.driver, row.conductor_group)
         ]
-        failures = self._power_failures()
+        failures = self._failures
         work = [(row.uuid, row.maintenance) for row in mine if self._sync_candidate(row)]
         work.sort(key=lambda item: -failures.get(item[0]))  # failing nodes first, as Ironic
         outcomes = self._read_all(work)
         retry = {uuid for uuid, tags in outcomes if "skipped" in tags}
-        mark_power_synced(self.store, [row.uuid for row in mine if row.uuid not in retry], now)
+        self._ctx.caps.mark_power_synced([row.uuid for row in mine if row.uuid not in retry], now)
         found: dict[str, list[str]] = {field.name: [] for field in attrs.fields(PowerSyncReport)}
         for uuid, tags in outcomes:
             for tag in tags:
@@ -208,7 +221,7 @@ class PowerSync(Recovery):
         """Whether power may be read and set in provision state ``state``."""
         if state in _NEVER_SYNCED:
             return False
-        return self.lifecycle.is_stable(state) or state in s.FAILURE_STATES
+        return self._ctx.lifecycle.is_stable(state) or state in s.FAILURE_STATES
 
     def _sync_candidate(self, row: PowerSyncRow) -> bool:
         """A due node to read: free and syncable, or in maintenance for a power failure."""
@@ -230,11 +243,6 @@ class PowerSync(Recovery):
             )
         return not node.maintenance and self._power_syncable(node.provision_state)
 
-    def _power_failures(self) -> _Failures:
-        """This conductor's failure counts (made on first use: construction stays as it was)."""
-        failures: _Failures = self.__dict__.setdefault("_power_failures_", _Failures())
-        return failures
-
     # -- reading ------------------------------------------------------------------------------
 
     def _read_all(self, work: list[tuple[str, bool]]) -> list[tuple[str, tuple[str, ...]]]:
@@ -244,7 +252,7 @@ class PowerSync(Recovery):
         holds no threads, and a pass costs one pool start (well under a
         millisecond) beside the BMC round trips it overlaps.
         """
-        workers = min(self.config.sync_power_state_workers, len(work))
+        workers = min(self._ctx.config.sync_power_state_workers, len(work))
         if workers <= 1:
             return [(uuid, self._sync_node(uuid, recovering)) for uuid, recovering in work]
         from concurrent.futures import ThreadPoolExecutor  # here: import ironic_fsm stays light
@@ -255,10 +263,10 @@ class PowerSync(Recovery):
 
     def _sync_node(self, uuid: str, recovering: bool) -> tuple[str, ...]:
         """One node's outcome tags; a store or code failure skips it (due again next pass)."""
-        if self.draining:
+        if self._launcher.draining:
             return ("skipped",)
         try:
-            node = self.store.get(uuid)
+            node = self._ctx.caps.store.get(uuid)
             if node.reservation is not None or not self._still_candidate(node, recovering):
                 return ("skipped",)
             return self._read(node, recovering)
@@ -272,17 +280,22 @@ class PowerSync(Recovery):
         """Read the power with nothing reserved, then act on what was found."""
         uuid = node.uuid
         try:
-            job = Job(Task(node=node, driver=self._driver_for(node), config=self.config))
+            job = Job(
+                Task(
+                    node=node, driver=self._ctx.registry.driver_for(node), config=self._ctx.config
+                ),
+                self._ctx,
+            )
             if node.power_state is None or recovering:
                 try:
-                    driver_call(job, "power", "validate")
+                    job.call("power", "validate")
                 except InvalidParameterValue as exc:
                     if recovering:
                         return ("failed",)
                     # Nothing recorded and nothing to reach the BMC with: Ironic skips it.
                     LOG.info("Node %s: power not synced: %s", uuid, scrub_node(node, str(exc)))
                     return ()
-            found = driver_call(job, "power", "get_power_state")
+            found = job.call("power", "get_power_state")
         except IronicFSMError as exc:
             return self._read_failed(node, recovering, describe_exc(exc))
         if found not in _READABLE:
@@ -294,8 +307,8 @@ class PowerSync(Recovery):
         if recovering:
             LOG.debug("Node %s: still no power state (%s)", node.uuid, why)
             return ("failed",)
-        count = self._power_failures().bump(node.uuid)
-        retries = self.config.power_state_sync_max_retries
+        count = self._failures.bump(node.uuid)
+        retries = self._ctx.config.power_state_sync_max_retries
         if count <= retries:
             LOG.warning(
                 "Node %s: could not read its power state, attempt %d of %d: %s",
@@ -312,7 +325,7 @@ class PowerSync(Recovery):
     # -- acting (under the reservation) ---------------------------------------------------------
 
     def _act(self, node: Node, found: str, recovering: bool) -> tuple[str, ...]:
-        failures = self._power_failures()
+        failures = self._failures
         recorded = node.power_state
         if recovering:
             failures.reset(node.uuid)
@@ -324,7 +337,7 @@ class PowerSync(Recovery):
             failures.reset(node.uuid)
             return ("checked", *self._guarded_change(node, False, self._take, found))
         count = failures.bump(node.uuid)
-        retries = self.config.power_state_sync_max_retries
+        retries = self._ctx.config.power_state_sync_max_retries
         if count > retries:
             reason = (
                 f"Power state sync failed {count} times in a row for node {node.uuid} (the "
@@ -340,7 +353,7 @@ class PowerSync(Recovery):
     ) -> tuple[str, ...]:
         """Run ``change`` on the node under its reservation, if it is still as ``seen``."""
         try:
-            with self._reserved(seen.uuid) as job:
+            with self._reservations.reserved(seen.uuid) as job:
                 node = job.node
                 if (
                     not self._still_candidate(node, recovering)
@@ -353,7 +366,7 @@ class PowerSync(Recovery):
             LOG.info("Node %s: changed or reserved during the power sync; next pass", seen.uuid)
             return ("skipped",)
 
-    def _record_power_discrepancy(self, job: Job, found: str, *, forced: bool) -> None:
+    def record_power_discrepancy(self, job: Job, found: str, *, forced: bool) -> None:
         """For the power sync: the BMC reports ``found``, the record says otherwise.
 
         Call it before changing the node (or in maintenance), then checkpoint.
@@ -364,8 +377,7 @@ class PowerSync(Recovery):
             if forced
             else f"the record now says {found!r}"
         )
-        self._record(
-            job,
+        job.record(
             h.WARNING,
             h.POWER,
             f"Power state sync: node {node.uuid} is {found!r} on its BMC but recorded as "
@@ -381,14 +393,14 @@ class PowerSync(Recovery):
         """A discrepancy: note it, then force the recorded state or accept the BMC's."""
         node = job.node
         recorded = node.power_state
-        force = self.config.force_power_state_during_sync and recorded in _READABLE
-        self._record_power_discrepancy(job, found, forced=force)
+        force = self._ctx.config.force_power_state_during_sync and recorded in _READABLE
+        self.record_power_discrepancy(job, found, forced=force)
         if not force:
             self._set_recorded(job, found)
             return ("accepted",)
         assert recorded is not None
         try:
-            self._power(job, recorded)
+            job.power(recorded)
         except IronicFSMError as exc:
             error = scrub_node(
                 node,
@@ -396,7 +408,7 @@ class PowerSync(Recovery):
                 + describe_exc(exc),
             )
             LOG.error("%s", error)
-            self._record(job, h.ERROR, h.POWER, error)
+            job.record(h.ERROR, h.POWER, error)
             self._power_event(job, POWER_SET_ERROR, found, recorded, error)
             return ("failed",)
         LOG.warning("Node %s: was %r on its BMC; set back to %r", node.uuid, found, recorded)
@@ -409,9 +421,9 @@ class PowerSync(Recovery):
         node.maintenance = True
         node.maintenance_reason = reason
         node.fault = POWER_FAILURE
-        self._record(job, h.ERROR, h.MAINTENANCE, reason)
+        job.record(h.ERROR, h.MAINTENANCE, reason)
         self._set_recorded(job, found)
-        self._power_failures().reset(node.uuid)  # counted again from zero once it recovers
+        self._failures.reset(node.uuid)  # counted again from zero once it recovers
         LOG.error("%s; the node is now in maintenance", scrub_node(node, reason))
         return ("maintenance_set",)
 
@@ -421,8 +433,7 @@ class PowerSync(Recovery):
         node.maintenance = False
         node.maintenance_reason = None
         node.fault = None
-        self._record(
-            job,
+        job.record(
             h.INFO,
             h.MAINTENANCE,
             f"Power state sync: node {node.uuid} answers again ({found!r}); out of maintenance "
@@ -448,7 +459,7 @@ class PowerSync(Recovery):
         error: str | None = None,
     ) -> None:
         """Queue a :class:`PowerEvent`: announced after the save that records it."""
-        if not self._listeners:
+        if not self._ctx.listeners:
             return
         node = job.node
         # The provision state does not change: it is both the previous and the new one.
@@ -456,6 +467,6 @@ class PowerSync(Recovery):
         event = PowerEvent(
             name=name, node=node.uuid, event=None, target=node.target_provision_state,
             previous_power_state=previous, power_state=power_state, error=error,
-            timestamp=self._now(), **same,
+            timestamp=self._ctx.clock(), **same,
         )  # fmt: skip
         job.events.append(event)

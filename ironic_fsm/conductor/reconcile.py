@@ -17,6 +17,7 @@ from typing import Any
 
 from ironic_fsm import states as s
 from ironic_fsm.conductor.common import check_ident
+from ironic_fsm.conductor.context import Context
 from ironic_fsm.conductor.verbs import Request, Verbs
 from ironic_fsm.exceptions import (
     InvalidParameterValue,
@@ -51,8 +52,11 @@ VERB_ARGS: Mapping[str, frozenset[str]] = MappingProxyType(
 _DESTRUCTIVE = frozenset({s.DELETE_EVENT, s.REBUILD_EVENT})
 
 
-class Reconcile(Verbs):
+class Reconcile:
     """``reconcile``: the next verb toward a wanted state, or nothing."""
+
+    def __init__(self, ctx: Context, verbs: Verbs) -> None:
+        self._ctx, self._verbs = ctx, verbs
 
     def reconcile(self, ident: str, wanted: str, **verb_args: Any) -> Node:
         """Take one step toward the stable state ``wanted``.
@@ -83,12 +87,12 @@ class Reconcile(Verbs):
         ident = check_ident(ident)
         if verb_args:
             _check_verb_args(ident, verb_args)
-        node = self.store.get(ident)
+        node = self._ctx.caps.store.get(ident)
         state = node.provision_state
         if (
             state == wanted
             and node.target_provision_state is None
-            and wanted in self.lifecycle.stable_states
+            and wanted in self._ctx.lifecycle.stable_states
         ):
             return node  # the fast path: already there
         self._check_wanted(node, wanted)
@@ -102,12 +106,15 @@ class Reconcile(Verbs):
             )
         if (
             node.reservation is not None
-            or state not in self.lifecycle.resting_states
-            or (node.target_provision_state is not None and state in self.lifecycle.stable_states)
+            or state not in self._ctx.lifecycle.resting_states
+            or (
+                node.target_provision_state is not None
+                and state in self._ctx.lifecycle.stable_states
+            )
         ):
             return node  # busy: a flow is under way; ask again once it rests
         try:
-            verbs = self.lifecycle.path(state, wanted)
+            verbs = self._ctx.lifecycle.path(state, wanted)
         except InvalidState as exc:
             raise InvalidState(
                 f"Node {node.uuid} cannot be reconciled from {state!r} to {wanted!r}: no "
@@ -118,34 +125,34 @@ class Reconcile(Verbs):
             ) from exc
         self._check_path(node, verbs, wanted)
         verb = verbs[0]
-        event = self.lifecycle.verbs[verb]
+        event = self._ctx.lifecycle.verbs[verb]
         passed = {key: value for key, value in verb_args.items() if event in VERB_ARGS[key]}
         try:
-            return self._provision(
+            return self._verbs.provision(
                 node.uuid, verb, Request(verb, **passed), read_version=node.version
             )
         except NodeLocked:
             # Another caller holds it: that caller's verb is this step's.
-            return self.store.get(node.uuid)
+            return self._ctx.caps.store.get(node.uuid)
         except InvalidStateRequested:
             # Another caller moved it on since it was read: that was this step.
-            now = self.store.get(node.uuid)
+            now = self._ctx.caps.store.get(node.uuid)
             if now.provision_state != state or now.version != node.version:
                 return now
             raise
 
     def _check_wanted(self, node: Node, wanted: Any) -> None:
         """``wanted`` names a stable state of this lifecycle, whatever the node is doing."""
-        if isinstance(wanted, str) and wanted in self.lifecycle.stable_states:
+        if isinstance(wanted, str) and wanted in self._ctx.lifecycle.stable_states:
             return
-        stable = ", ".join(sorted(self.lifecycle.stable_states))
+        stable = ", ".join(sorted(self._ctx.lifecycle.stable_states))
         if not isinstance(wanted, str):
             raise InvalidParameterValue(
                 f"Node {node.uuid}: the wanted state must be a state's name (a string), "
                 f"not {type(wanted).__name__}",
                 node=node.uuid,
             )
-        what = "is not a stable state" if wanted in self.lifecycle.states else "does not exist"
+        what = "is not a stable state" if wanted in self._ctx.lifecycle.states else "does not exist"
         raise InvalidState(
             f"Node {node.uuid} cannot be reconciled toward {wanted!r}: that state {what} "
             f"(stable states: {stable})",
@@ -161,7 +168,7 @@ class Reconcile(Verbs):
         keeps the loop from doing work it cannot finish (tearing down an
         instance, say, on the way to a state a retired node never reaches).
         """
-        events = [self.lifecycle.verbs[verb] for verb in verbs]
+        events = [self._ctx.lifecycle.verbs[verb] for verb in verbs]
         if node.protected:
             for verb, event in zip(verbs, events, strict=True):
                 if event in _DESTRUCTIVE:
@@ -196,10 +203,10 @@ class Reconcile(Verbs):
                 if wanted == s.MANAGEABLE:
                     return False
                 try:
-                    rest = self.lifecycle.path(s.MANAGEABLE, wanted)
+                    rest = self._ctx.lifecycle.path(s.MANAGEABLE, wanted)
                 except InvalidState:
                     return False  # no way on from there either: the path check will say so
-                return any(self.lifecycle.verbs[verb] == s.PROVIDE_EVENT for verb in rest)
+                return any(self._ctx.lifecycle.verbs[verb] == s.PROVIDE_EVENT for verb in rest)
         return False
 
 

@@ -6,7 +6,7 @@ host: the heartbeat expired), takes their nodes over and resumes each
 interrupted flow at its recorded step. :meth:`Recovery.check_timeouts`
 fails wait states that lasted too long and wakes ``wait`` steps whose
 time is up. In a fleet, both act only on the nodes this conductor owns
-(:meth:`~ironic_fsm.conductor.ring.Ownership.owns`): a dead conductor's
+(:meth:`~ironic_fsm.conductor.ownership.Ownership.owns`): a dead conductor's
 nodes go to their new owner, and no two conductors time out the same
 node. A draining conductor does neither.
 """
@@ -21,13 +21,16 @@ from typing import Any
 from ironic_fsm import history as h
 from ironic_fsm import states as s
 from ironic_fsm.conductor.common import local_holder_alive, shown, wait_is_over
-from ironic_fsm.conductor.engine import PHASE_BY_STATE
+from ironic_fsm.conductor.context import Context
+from ironic_fsm.conductor.engine import PHASE_BY_STATE, StepEngine
 from ironic_fsm.conductor.flows import Flows
-from ironic_fsm.conductor.ring import Ownership, node_group
-from ironic_fsm.conductor.runtime import LOG, QUEUED_KEY, Job
+from ironic_fsm.conductor.jobs import LOG, Job
+from ironic_fsm.conductor.launcher import Launcher
+from ironic_fsm.conductor.ownership import Ownership
+from ironic_fsm.conductor.reservations import QUEUED_KEY, Reservations
+from ironic_fsm.conductor.ring import node_group
 from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError, NodeNotFound
 from ironic_fsm.node import Node
-from ironic_fsm.stores.base import in_states, reserved, waking
 
 __all__ = ["Recovery"]
 
@@ -45,18 +48,17 @@ def _timeout_option(state: str) -> str:
     return _OTHER_TIMEOUTS.get(state, "rescue_callback_timeout")
 
 
-class Recovery(Flows, Ownership):
-    """Heartbeats, crash recovery and the periodic timeout check."""
+class Recovery:
+    """Crash recovery and the periodic timeout check.
 
-    def heartbeat(self) -> None:
-        """Tell the store this conductor is alive.
+    Takes over the nodes of dead holders that this conductor owns (the rings
+    say which) and resumes their flows; acts on wait states whose time is up.
+    """
 
-        Call it periodically (more often than ``Config.heartbeat_timeout``)
-        when several hosts share a store: conductors elsewhere take over
-        nodes of a holder whose heartbeat has expired. Holders on the same
-        host are checked by process id instead, at once.
-        """
-        self.store.heartbeat(self.holder, self._now())
+    def __init__(self, ctx: Context, reservations: Reservations, launcher: Launcher,
+                 engine: StepEngine, flows: Flows, ownership: Ownership) -> None:  # fmt: skip
+        self._ctx, self._reservations, self._launcher = ctx, reservations, launcher
+        self._engine, self._flows, self._ownership = engine, flows, ownership
 
     def _holder_alive(
         self,
@@ -71,13 +73,13 @@ class Recovery(Flows, Ownership):
         recovery scan decides without reading any record: a holder without
         heartbeats was last seen when it last saved the node.
         """
-        local = local_holder_alive(holder, self.config.host)
+        local = local_holder_alive(holder, self._ctx.config.host)
         if local is not None:
             return local
         last_seen = heartbeats.get(holder) or updated_at
         if last_seen is None:
             return False
-        return now - last_seen < timedelta(seconds=self.config.heartbeat_timeout)
+        return now - last_seen < timedelta(seconds=self._ctx.config.heartbeat_timeout)
 
     def recover(self) -> list[str]:
         """Take over nodes whose holder is gone and resume their flows.
@@ -91,44 +93,46 @@ class Recovery(Flows, Ownership):
         Reads only the reservations (an index, no record decoded); a node
         is read only once its holder is known to be gone, so a pass with
         nothing to recover costs the same for any fleet. In a fleet, only
-        the nodes this conductor :meth:`owns` are taken over; a draining
+        the nodes this conductor owns are taken over; a draining
         conductor takes none.
         """
-        if self.draining:
+        if self._launcher.draining:
             return []
-        held = reserved(self.store)
+        held = self._ctx.caps.reserved()
         if not held:
             return []
         refreshed = False
-        now = self._now()
-        heartbeats = self.store.holders()
+        now = self._ctx.clock()
+        heartbeats = self._ctx.caps.store.holders()
         taken: list[str] = []
         for uuid, holder, updated_at in held:
-            if holder == self.holder or self._holder_alive(holder, heartbeats, updated_at, now):
+            if holder == self._ctx.holder or self._holder_alive(
+                holder, heartbeats, updated_at, now
+            ):
                 continue
             try:
-                node = self.store.get(uuid)
+                node = self._ctx.caps.store.get(uuid)
             except NodeNotFound:
                 continue  # deleted since the scan
             if node.reservation != holder:
                 continue  # released or taken over since the scan: not ours to take
             if not refreshed:
-                self.refresh_ring()  # once per pass, and only when there is a node to place
+                # Once per pass, and only when there is a node to place.
+                self._ownership.refresh_ring()
                 refreshed = True
-            if not self.owns(uuid, node.driver, node_group(node)):
+            if not self._ownership.owns(uuid, node.driver, node_group(node)):
                 continue  # its owner takes it over
             LOG.warning(
                 "Node %s: taking over from %s, which is gone (state %s)",
                 uuid, holder, node.provision_state,
             )  # fmt: skip
-            self.store.release(uuid, holder)
+            self._ctx.caps.store.release(uuid, holder)
             try:
-                with self._reserved(uuid) as job:
-                    self._record(
-                        job,
+                with self._reservations.reserved(uuid) as job:
+                    job.record(
                         h.WARNING,
                         h.CONDUCTOR,
-                        f"Conductor {self.config.host} took node {uuid} over from "
+                        f"Conductor {self._ctx.config.host} took node {uuid} over from "
                         f"{holder}, which is gone, in {node.provision_state!r}",
                     )
                     # Claimed but not yet started when its holder died: the node still
@@ -136,9 +140,11 @@ class Recovery(Flows, Ownership):
                     # phase with no plan yet would fail as interrupted).
                     flow = job.node.driver_internal_info.pop(QUEUED_KEY, None)
                     if isinstance(flow, dict):
-                        self._spawn(job, functools.partial(self._run_flow, flow=flow), queued=flow)
+                        self._launcher.spawn(
+                            job, functools.partial(self._flows.run_flow, flow=flow), queued=flow
+                        )
                     else:
-                        self._spawn(job, self._resume, queued={"flow": "resume"})
+                        self._launcher.spawn(job, self._flows.resume, queued={"flow": "resume"})
             except IronicFSMError as exc:
                 LOG.info("Node %s: not taken over: %s", uuid, exc)
                 continue
@@ -163,34 +169,34 @@ class Recovery(Flows, Ownership):
             raise InvalidParameterValue(
                 f"check_timeouts needs a timezone-aware datetime, not {shown(now)}"
             )
-        now = now or self._now()
+        now = now or self._ctx.clock()
         acted: dict[str, None] = {}
-        if self.draining:
+        if self._launcher.draining:
             return []
-        self.refresh_ring()
-        for node in waking(self.store, now, reservation=None):
+        self._ownership.refresh_ring()
+        for node in self._ctx.caps.waking(now, reservation=None):
             if node.provision_state in s.WAIT_STATES:
                 self._check_waiting(node, now, acted)
         for state in sorted(s.WAIT_STATES):
-            timeout = getattr(self.config, _timeout_option(state))
+            timeout = getattr(self._ctx.config, _timeout_option(state))
             if not timeout:
                 continue
             # updated_before is strict: one tick later keeps "at or past the timeout".
             since = now - timedelta(seconds=timeout) + _TICK
-            for node in in_states(
-                self.store, [state], updated_before=since, reservation=None, maintenance=False
+            for node in self._ctx.caps.in_states(
+                [state], updated_before=since, reservation=None, maintenance=False
             ):
                 if node.uuid not in acted:
                     self._check_waiting(node, now, acted)
         return list(acted)
 
     def _check_waiting(self, node: Node, now: datetime, acted: dict[str, None]) -> None:
-        if not self.owns(node.uuid, node.driver, node_group(node)):
+        if not self._ownership.owns(node.uuid, node.driver, node_group(node)):
             return
         work = self._timeout_work(node, now)
         if work is not None:
             # Waking a wait step continues the phase: a flow that a drain may queue.
-            woken = isinstance(work, functools.partial) and work.func == self._continue
+            woken = isinstance(work, functools.partial) and work.func == self._engine.continue_steps
             self._act_on(node.uuid, work, {"flow": "continue"} if woken else None)
             acted[node.uuid] = None
 
@@ -202,11 +208,11 @@ class Recovery(Flows, Ownership):
             wait_until = node.driver_internal_info.get(phase.wait_until_key)
             if wait_until is not None:
                 if wait_is_over(wait_until, now):
-                    return functools.partial(self._continue, phase=phase)
+                    return functools.partial(self._engine.continue_steps, phase=phase)
                 return None
         if node.maintenance:
             return None
-        timeout = getattr(self.config, _timeout_option(state))
+        timeout = getattr(self._ctx.config, _timeout_option(state))
         started = node.provision_updated_at
         if not timeout or started is None or now - started < timedelta(seconds=timeout):
             return None
@@ -216,8 +222,8 @@ class Recovery(Flows, Ownership):
         self, uuid: str, work: Callable[[Job], None], queued: Mapping[str, Any] | None
     ) -> None:
         try:
-            with self._reserved(uuid) as job:
-                self._spawn(job, work, queued=queued)
+            with self._reservations.reserved(uuid) as job:
+                self._launcher.spawn(job, work, queued=queued)
         except IronicFSMError as exc:
             LOG.info("Node %s: skipped by the periodic check: %s", uuid, exc)
 
@@ -228,18 +234,16 @@ class Recovery(Flows, Ownership):
         phase = PHASE_BY_STATE.get(state)
         if phase is not None:
             step = getattr(node, phase.step_field) or None
-            self._phase_failed(job, phase, phase.timeout_message(node, step), step=step)
+            self._engine.phase_failed(job, phase, phase.timeout_message(node, step), step=step)
         elif state == s.RESCUEWAIT:
             node.instance_info.pop("rescue_password", None)
-            self._call_quietly(job, lambda _task: self._power(job, s.POWER_OFF), "power off")
-            self._call_quietly(job, job.driver.rescue.clean_up, "rescue clean-up")
-            self._process(
-                job, s.FAIL_EVENT,
+            self._engine.call_quietly(job, lambda _task: job.power(s.POWER_OFF), "power off")
+            self._engine.call_quietly(job, job.driver.rescue.clean_up, "rescue clean-up")
+            job.fire(s.FAIL_EVENT,
                 last_error=f"Timeout reached while waiting for rescue ramdisk callback for node "
                 f"{node.uuid}",
             )  # fmt: skip
         elif state == s.INSPECTWAIT:
-            self._process(
-                job, s.FAIL_EVENT,
+            job.fire(s.FAIL_EVENT,
                 last_error=f"Timeout reached while inspecting node {node.uuid}",
             )  # fmt: skip

@@ -10,17 +10,21 @@ fires the first transition and spawns the flow.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NamedTuple
 
 import attrs
 
 from ironic_fsm import history as h
 from ironic_fsm import states as s
-from ironic_fsm.conductor.common import check_ident, shown
-from ironic_fsm.conductor.engine import DEPLOY, PHASE_BY_STATE, SERVICE
+from ironic_fsm.conductor.common import check_ident, shown, wrong_state
+from ironic_fsm.conductor.context import Context
+from ironic_fsm.conductor.engine import DEPLOY, PHASE_BY_STATE, SERVICE, StepEngine
 from ironic_fsm.conductor.flows import Flows
-from ironic_fsm.conductor.runtime import Job, driver_call, wrong_state
+from ironic_fsm.conductor.jobs import Job, record_now
+from ironic_fsm.conductor.launcher import Launcher
+from ironic_fsm.conductor.plans import Plans
+from ironic_fsm.conductor.reservations import Reservations
 from ironic_fsm.exceptions import (
     InvalidParameterValue,
     InvalidState,
@@ -182,48 +186,18 @@ def _check_read_version(node: Node, verb: str, read_version: int) -> None:
         )
 
 
-class Verbs(Flows):
-    """``do_provisioning_action`` and one handler per event."""
+class Verbs:
+    """``do_provisioning_action``'s work: Ironic's checks, the guards, then one handler per event.
 
-    def do_provisioning_action(
-        self,
-        ident: str,
-        verb: str,
-        *,
-        clean_steps: Sequence[Any] | None = None,
-        deploy_steps: Sequence[Any] | None = None,
-        service_steps: Sequence[Any] | None = None,
-        runbook: str | None = None,
-        disable_ramdisk: bool = False,
-        rescue_password: str | None = None,
-    ) -> Node:
-        """Ask the node to do ``verb`` (``manage``, ``provide``, ``deploy``, ...).
+    The handler starts the verb's flow through the launcher (:data:`_HANDLERS`).
+    """
 
-        Without an executor, returns the node once it has settled (stable,
-        wait, hold or failure state).
+    def __init__(self, ctx: Context, reservations: Reservations, launcher: Launcher,
+                 plans: Plans, engine: StepEngine, flows: Flows) -> None:  # fmt: skip
+        self._ctx, self._reservations, self._launcher = ctx, reservations, launcher
+        self._plans, self._engine, self._flows = plans, engine, flows
 
-        Raises:
-            InvalidStateRequested: the node's state does not accept the verb;
-                nothing changed.
-            InvalidParameterValue: arguments that do not fit the verb.
-            NodeLocked: the node is busy.
-            NodeInMaintenance, NodeProtected, NodeIsRetired: as Ironic refuses.
-        """
-        return self._provision(
-            ident,
-            verb,
-            Request(
-                verb,
-                clean_steps,
-                deploy_steps,
-                service_steps,
-                runbook,
-                disable_ramdisk,
-                rescue_password,
-            ),
-        )
-
-    def _provision(
+    def provision(
         self, ident: str, verb: str, request: Request, *, read_version: int | None = None
     ) -> Node:
         """``do_provisioning_action``'s work; ``read_version`` is the version the caller
@@ -236,11 +210,11 @@ class Verbs(Flows):
                 f"not {type(verb).__name__}",
                 node=ident,
             )
-        event = self.lifecycle.verbs.get(verb)
+        event = self._ctx.lifecycle.verbs.get(verb)
         if event is None:
             raise InvalidStateRequested(
                 f"The requested action {verb!r} could not be understood; known verbs: "
-                f"{', '.join(sorted(self.lifecycle.verbs))}",
+                f"{', '.join(sorted(self._ctx.lifecycle.verbs))}",
                 node=ident,
                 verb=verb,
             )
@@ -255,24 +229,24 @@ class Verbs(Flows):
         # node another conductor holds may be in a passing state: reserving
         # says it is busy (NodeLocked, retryable), and the checks under the
         # reservation decide once it is free.
-        current = self.store.get(ident)
+        current = self._ctx.caps.store.get(ident)
         if current.reservation is None:
             self._check_verb(current, verb, event)
             if read_version is not None:  # reconcile's: no call for the usual verb
                 _check_read_version(current, verb, read_version)
             self._precheck_verb(current, request, event)
-        with self._reserved(ident, checked=True) as job:
+        with self._reservations.reserved(ident, checked=True) as job:
             self._check_verb(job.node, verb, event)
             if read_version is not None:
                 _check_read_version(job.node, verb, read_version)
-            if self._guards:
+            if self._ctx.guards:
                 self._ask_guards(job.node, verb, event)
             self._HANDLERS.get(event, Verbs._verb_generic)(self, job, request)
             return job.node
 
     def _ask_guards(self, node: Node, verb: str, event: str) -> None:
-        new_state = self.lifecycle.next_state(node.provision_state, event)
-        for guard in self._guards:
+        new_state = self._ctx.lifecycle.next_state(node.provision_state, event)
+        for guard in self._ctx.guards:
             reason = guard(attrs.evolve(node), verb, event, new_state)
             if reason:
                 message = (
@@ -280,7 +254,7 @@ class Verbs(Flows):
                     f"rejected: {reason}"
                 )
                 # The node stays as it was; only its history tells of the refusal.
-                self._record_now(node, h.WARNING, h.PROVISIONING, message)
+                record_now(self._ctx, node, h.WARNING, h.PROVISIONING, message)
                 raise TransitionRejected(message, node=node.uuid, verb=verb, reason=reason)
 
     def _precheck_verb(self, node: Node, request: Request, event: str) -> None:
@@ -293,7 +267,7 @@ class Verbs(Flows):
         if node.maintenance and (
             verb in _MAINTENANCE_VERBS
             or event in (s.DEPLOY_EVENT, s.REBUILD_EVENT)
-            or (verb == "provide" and not self.config.allow_provisioning_in_maintenance)
+            or (verb == "provide" and not self._ctx.config.allow_provisioning_in_maintenance)
         ):
             _refuse_in_maintenance(node, verb)
         if verb == "provide" and node.retired:
@@ -304,17 +278,21 @@ class Verbs(Flows):
                 node=node.uuid,
             )
         if request.runbook is not None and verb in ("clean", "service"):
-            self._driver_for(node)  # an unknown driver is refused first, as under the lock
-            self._runbook_steps(node, request.runbook)
+            self._ctx.registry.driver_for(
+                node
+            )  # an unknown driver is refused first, as under the lock
+            self._plans.runbook_steps(node, request.runbook)
         if event in (s.DEPLOY_EVENT, s.REBUILD_EVENT) and (
             request.deploy_steps or node.instance_info.get("traits")
         ):
             # Only what the caller brought can make the plan fail here.
-            job = Job(self._task_for(node))
-            self._plan_deploy(node, self._driver_steps(job, "deploy"), request.deploy_steps)
+            job = Job(self._ctx.task_for(node), self._ctx)
+            self._plans.plan_deploy(
+                node, self._plans.driver_steps(job, "deploy"), request.deploy_steps
+            )
 
     def _check_verb(self, node: Node, verb: str, event: str) -> None:
-        lifecycle = self.lifecycle
+        lifecycle = self._ctx.lifecycle
         if not lifecycle.accepts(node.provision_state, event):
             lifecycle.allowed_events(node.provision_state)  # an unknown state: InvalidState
             raise wrong_state(
@@ -329,24 +307,24 @@ class Verbs(Flows):
 
     def _verb_generic(self, job: Job, request: Request) -> None:
         # Events of derived lifecycles (e.g. "retire"): a plain transition.
-        self._process(job, self.lifecycle.verbs[request.verb])
+        job.fire(self._ctx.lifecycle.verbs[request.verb])
 
     def _verb_manage(self, job: Job, request: Request) -> None:
         if job.node.provision_state == s.ENROLL:
-            self._process(job, s.MANAGE_EVENT, last_error=None)
-            self._start(job, {"flow": "verify"})
+            job.fire(s.MANAGE_EVENT, last_error=None)
+            self._flows.start(job, {"flow": "verify"})
         else:
-            self._process(job, s.MANAGE_EVENT)
+            job.fire(s.MANAGE_EVENT)
 
     def _verb_provide(self, job: Job, request: Request) -> None:
         node = job.node
-        if not self.config.allow_provisioning_in_maintenance:
+        if not self._ctx.config.allow_provisioning_in_maintenance:
             _refuse_in_maintenance(node, "provide")
         _refuse_retired(node)
-        if not self._skip_automated_clean(node):
-            self._automated_runbook(node)  # refuse now if the configuration cannot be met
-        self._process(job, s.PROVIDE_EVENT, last_error=None)
-        self._start(job, {"flow": "clean", "steps": None})
+        if not self._plans.skip_automated_clean(node):
+            self._plans.automated_runbook(node)  # refuse now if the configuration cannot be met
+        job.fire(s.PROVIDE_EVENT, last_error=None)
+        self._flows.start(job, {"flow": "clean", "steps": None})
 
     def _verb_clean(self, job: Job, request: Request) -> None:
         self._start_requested_steps(job, request, "clean", request.clean_steps)
@@ -356,12 +334,12 @@ class Verbs(Flows):
         node = job.node
         _refuse_in_maintenance(node, request.verb)
         if request.runbook is not None:
-            steps = self._runbook_steps(node, request.runbook)
-        self._check_disallowed(node, phase, steps)
+            steps = self._plans.runbook_steps(node, request.runbook)
+        self._plans.check_disallowed(node, phase, steps)
         event, target = _USER_STEP_VERBS[phase]
-        self._process(job, event, target_state=target, last_error=None)
+        job.fire(event, target_state=target, last_error=None)
         flow = {"flow": phase, "steps": list(steps), "disable_ramdisk": request.disable_ramdisk}
-        self._start(job, flow)
+        self._flows.start(job, flow)
 
     def _verb_deploy(self, job: Job, request: Request) -> None:
         node, verb = job.node, request.verb
@@ -371,16 +349,14 @@ class Verbs(Flows):
             raise NodeProtected(
                 f"Node {node.uuid} is protected and cannot be rebuilt", node=node.uuid
             )
-        self._validate_interface(job, "power")
-        self._validate_interface(job, "deploy")
-        plan = self._deploy_plan(job, request.deploy_steps)
-        self._process(
-            job, s.REBUILD_EVENT if verb == "rebuild" else s.DEPLOY_EVENT, last_error=None
-        )
+        self._flows.validate_interface(job, "power")
+        self._flows.validate_interface(job, "deploy")
+        plan = self._plans.deploy_plan(job, request.deploy_steps)
+        job.fire(s.REBUILD_EVENT if verb == "rebuild" else s.DEPLOY_EVENT, last_error=None)
         node.driver_internal_info[DEPLOY.steps_key] = plan
         node.driver_internal_info.pop(DEPLOY.index_key, None)
         node.deploy_step = {}
-        self._start(job, {"flow": "deploy"})
+        self._flows.start(job, {"flow": "deploy"})
 
     def _verb_delete(self, job: Job, request: Request) -> None:
         node = job.node
@@ -389,45 +365,47 @@ class Verbs(Flows):
                 f"Node {node.uuid} is protected; unset protected before undeploying",
                 node=node.uuid,
             )
-        self._process(job, s.DELETE_EVENT, last_error=None)
-        self._start(job, {"flow": "tear_down"})
+        job.fire(s.DELETE_EVENT, last_error=None)
+        self._flows.start(job, {"flow": "tear_down"})
 
     def _verb_inspect(self, job: Job, request: Request) -> None:
-        self._validate_interface(job, "inspect")
-        self._process(job, s.INSPECT_EVENT, last_error=None)
-        self._start(job, {"flow": "inspect"})
+        self._flows.validate_interface(job, "inspect")
+        job.fire(s.INSPECT_EVENT, last_error=None)
+        self._flows.start(job, {"flow": "inspect"})
 
     def _verb_adopt(self, job: Job, request: Request) -> None:
-        self._process(job, s.ADOPT_EVENT, last_error=None)
-        self._start(job, {"flow": "adopt"})
+        job.fire(s.ADOPT_EVENT, last_error=None)
+        self._flows.start(job, {"flow": "adopt"})
 
     def _verb_rescue(self, job: Job, request: Request) -> None:
         _refuse_in_maintenance(job.node, "rescue")
-        self._validate_interface(job, "rescue")
+        self._flows.validate_interface(job, "rescue")
         job.node.instance_info["rescue_password"] = request.rescue_password
-        self._process(job, s.RESCUE_EVENT, last_error=None)
-        self._start(job, {"flow": "rescue"})
+        job.fire(s.RESCUE_EVENT, last_error=None)
+        self._flows.start(job, {"flow": "rescue"})
 
     def _verb_unrescue(self, job: Job, request: Request) -> None:
         _refuse_in_maintenance(job.node, "unrescue")
-        self._process(job, s.UNRESCUE_EVENT, last_error=None)
-        self._start(job, {"flow": "unrescue"})
+        job.fire(s.UNRESCUE_EVENT, last_error=None)
+        self._flows.start(job, {"flow": "unrescue"})
 
     def _verb_service(self, job: Job, request: Request) -> None:
         self._start_requested_steps(job, request, "service", request.service_steps)
 
     def _verb_unhold(self, job: Job, request: Request) -> None:
         phase = PHASE_BY_STATE[job.node.provision_state]
-        self._process(job, s.UNHOLD_EVENT)
+        job.fire(s.UNHOLD_EVENT)
         # A hold is a pause in the plan, not a wait for hardware: go on.
-        self._spawn(job, lambda j: self._continue(j, phase), queued={"flow": "continue"})
+        self._launcher.spawn(
+            job, lambda j: self._engine.continue_steps(j, phase), queued={"flow": "continue"}
+        )
 
     def _verb_abort(self, job: Job, request: Request) -> None:
         node = job.node
         state = node.provision_state
         phase = PHASE_BY_STATE.get(state)
         if phase is not None:
-            self._abort_steps(job, phase)
+            self._engine.abort_steps(job, phase)
         elif state == s.SERVICEFAIL:
             if node.maintenance:
                 raise InvalidState(
@@ -436,15 +414,15 @@ class Verbs(Flows):
                     node=node.uuid,
                     state=state,
                 )
-            self._finish_abort(job, SERVICE, None)
+            self._engine.finish_abort(job, SERVICE, None)
         elif state == s.RESCUEWAIT:
             node.instance_info.pop("rescue_password", None)
-            self._process(job, s.ABORT_EVENT)
-            self._checkpoint(job)
-            self._call_quietly(job, job.driver.rescue.clean_up, "rescue clean-up")
+            job.fire(s.ABORT_EVENT)
+            job.checkpoint()
+            self._engine.call_quietly(job, job.driver.rescue.clean_up, "rescue clean-up")
         elif state == s.INSPECTWAIT:
-            driver_call(job, "inspect", "abort")
-            self._process(job, s.ABORT_EVENT, last_error="Inspection was aborted by request.")
+            job.call("inspect", "abort")
+            job.fire(s.ABORT_EVENT, last_error="Inspection was aborted by request.")
 
     #: The handler of each event; events of derived lifecycles get ``_verb_generic``.
     _HANDLERS: ClassVar[Mapping[str, Callable[[Verbs, Job, Request], None]]] = {

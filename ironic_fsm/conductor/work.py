@@ -1,11 +1,11 @@
 """Claiming queued work: how conductor services pick up what others handed off.
 
 The work queue is no table of its own: it is the nodes in a working state
-(:data:`~ironic_fsm.conductor.runtime.WORKING_STATES`) that nobody holds.
+(:data:`~ironic_fsm.conductor.launcher.WORKING_STATES`) that nobody holds.
 A conductor built with ``hand_off=True`` (a CLI's, an API's) puts nodes
 there after a verb or callback; a draining conductor puts back the flows it
 stops at a step boundary. Each such node carries the flow it owes
-(:data:`~ironic_fsm.conductor.runtime.QUEUED_KEY`), and the store announces
+(:data:`~ironic_fsm.conductor.reservations.QUEUED_KEY`), and the store announces
 it (``NOTIFY ironic_fsm_work`` on PostgreSQL). :meth:`Work.claim_work`
 reads the queue from the store's indexed columns, picks the nodes this
 conductor owns, reserves them in one statement
@@ -22,13 +22,19 @@ anyway, in its own thread.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
-from ironic_fsm.conductor.recovery import Recovery
-from ironic_fsm.conductor.runtime import LOG, QUEUED_KEY, WORKING_STATES, Job
+from ironic_fsm.conductor.context import Context
+from ironic_fsm.conductor.flows import Flows
+from ironic_fsm.conductor.jobs import LOG, Job
+from ironic_fsm.conductor.launcher import WORKING_STATES, Launcher
+from ironic_fsm.conductor.ownership import Ownership
+from ironic_fsm.conductor.reservations import QUEUED_KEY, Reservations
 from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError
 from ironic_fsm.node import Node
-from ironic_fsm.stores._claim import QueuedNode, queued_work, reserve_queued
+from ironic_fsm.stores._claim import QueuedNode
+from ironic_fsm.stores.capabilities import StoreCapabilities
 from ironic_fsm.task import Task
 
 __all__ = ["Work"]
@@ -39,8 +45,20 @@ _RESUME = {"flow": "resume"}
 _HEAD_MARGIN = 2
 
 
-class Work(Recovery):
+def queued_work(
+    caps: StoreCapabilities, states: Collection[str], limit: int | None = None
+) -> list[QueuedNode]:
+    """The store's work queue (a module-level seam: tests put a stale scan in its place)."""
+    return caps.queued_work(states, limit)
+
+
+class Work:
     """:meth:`claim_work`: start the queued flows this conductor owns."""
+
+    def __init__(self, ctx: Context, reservations: Reservations, launcher: Launcher,
+                 flows: Flows, ownership: Ownership) -> None:  # fmt: skip
+        self._ctx, self._reservations, self._launcher = ctx, reservations, launcher
+        self._flows, self._ownership = flows, ownership
 
     def claim_work(self, limit: int | None = None) -> list[str]:
         """Reserve queued nodes this conductor owns, and run their flows; returns their UUIDs.
@@ -66,13 +84,13 @@ class Work(Recovery):
             raise InvalidParameterValue(
                 f"claim_work's limit must be a positive integer or None, not {limit!r}"
             )
-        if self.draining or self._hand_off:
+        if self._launcher.draining or self._launcher.hand_off:
             return []
         mine = self._claimable(limit)
         if not mine:
             return []
         rank = {uuid: i for i, uuid in enumerate(mine)}
-        reserved = reserve_queued(self.store, mine, self.holder, WORKING_STATES)
+        reserved = self._ctx.caps.reserve_queued(mine, self._ctx.holder, WORKING_STATES)
         reserved.sort(key=lambda node: rank[node.uuid])
         claimed: list[str] = []
         for index, node in enumerate(reserved):
@@ -81,7 +99,7 @@ class Work(Recovery):
                     claimed.append(node.uuid)
             except BaseException:
                 for left in reserved[index + 1 :]:  # never started: not ours to keep
-                    self._drop_reservation(left.uuid)
+                    self._reservations.drop(left.uuid)
                 raise
         return claimed
 
@@ -91,18 +109,18 @@ class Work(Recovery):
         mine = self._mine(queue)
         if not whole and len(mine) < (limit or 0):
             # The head of the queue is mostly others': what is ours may be further back.
-            queue = queued_work(self.store, WORKING_STATES)
+            queue = queued_work(self._ctx.caps, WORKING_STATES)
             mine = self._mine(queue)
         if queue and not mine:
             # Rings younger than heartbeat_interval are trusted as they are: reading the
             # registry on every wake was a round trip per claim. Only when all the queue
             # looks like others' is a rebalance worth looking for now.
-            self.refresh_ring()
+            self._ownership.refresh_ring()
             mine = self._mine(queue)
         return mine[:limit]
 
     def _mine(self, queue: list[QueuedNode]) -> list[str]:
-        return [q.uuid for q in queue if self.owns(q.uuid, q.driver, q.conductor_group)]
+        return [q.uuid for q in queue if self._ownership.owns(q.uuid, q.driver, q.conductor_group)]
 
     def _queue_head(self, limit: int | None) -> tuple[list[QueuedNode], bool]:
         """The oldest queued nodes, enough for ``limit`` of ours; and whether that is all.
@@ -112,10 +130,10 @@ class Work(Recovery):
         split, and a short head sends the caller to the whole queue.
         """
         if limit is None:
-            return queued_work(self.store, WORKING_STATES), True
-        members = len(self._rings.members) if self._rings is not None else 1
+            return queued_work(self._ctx.caps, WORKING_STATES), True
+        members = self._ownership.live_count()
         want = limit * max(members, 1) * _HEAD_MARGIN
-        head = queued_work(self.store, WORKING_STATES, limit=want)
+        head = queued_work(self._ctx.caps, WORKING_STATES, limit=want)
         return head, len(head) < want
 
     def _start_claimed(self, node: Node) -> bool:
@@ -123,26 +141,27 @@ class Work(Recovery):
         found = node.driver_internal_info.pop(QUEUED_KEY, None)
         flow: dict[str, Any] | None = found if isinstance(found, dict) else None
         try:
-            job = Job(Task(node=node, driver=self._registry.driver_for(node), config=self.config))
+            driver = self._ctx.registry.driver_for(node)
+            job = Job(Task(node=node, driver=driver, config=self._ctx.config), self._ctx)
             job.took_entry = True  # a copy re-read after a failure drops the stale entry too
         except IronicFSMError as exc:
             LOG.info("Node %s: not claimed: %s", node.uuid, exc)
-            self._drop_reservation(node.uuid)
+            self._reservations.drop(node.uuid)
             return False
         LOG.info(
             "Node %s: claimed by %s in %s (%s)",
-            node.uuid, self.holder, node.provision_state,
+            node.uuid, self._ctx.holder, node.provision_state,
             "queued " + str(flow.get("flow")) if flow else "no queued flow: resumed",
         )  # fmt: skip
-        self._flow_count(1)
-        if self._executor is None:
+        self._launcher.flow_count(1)
+        if self._launcher.executor is None:
             self._run_claimed(job, flow)
             return True
         try:
-            self._executor.submit(self._run_claimed, job, flow)
+            self._launcher.executor.submit(self._run_claimed, job, flow)
         except BaseException:
-            self._flow_count(-1)
-            self._drop_reservation(node.uuid)
+            self._launcher.flow_count(-1)
+            self._reservations.drop(node.uuid)
             raise
         return True
 
@@ -153,14 +172,14 @@ class Work(Recovery):
         """
         node = job.node
         try:
-            if self.draining:
-                self._queue(job, flow or _RESUME)
+            if self._launcher.draining:
+                self._launcher.queue(job, flow or _RESUME)
             else:
-                self._guarded(job, lambda j: self._run_flow(j, flow))
+                self._reservations.guarded(job, lambda j: self._flows.run_flow(j, flow))
         finally:
             try:
-                self._release(job)
+                self._reservations.release(job)
             except Exception:
                 LOG.exception("Node %s: claimed work ended unsaved", node.uuid)
             finally:
-                self._flow_count(-1)
+                self._launcher.flow_count(-1)

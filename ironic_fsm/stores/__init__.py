@@ -30,6 +30,10 @@ Both are also conductor registries (:class:`ConductorRegistry`: one record
 per conductor, :class:`ConductorRecord`), through which conductors sharing a
 store see each other. A store without those methods still works; each
 conductor then sees only itself.
+
+What a store offers beyond :class:`Store` is asked once, by
+:class:`StoreCapabilities` (built when a conductor is), never by testing the
+store again at each call.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from ironic_fsm.stores.base import (
     locked_error,
     matches,
 )
+from ironic_fsm.stores.capabilities import StoreCapabilities
 from ironic_fsm.stores.memory import MemoryStore
 
 if TYPE_CHECKING:
@@ -61,6 +66,7 @@ __all__ = [
     "SQLStore",
     "ScanningStore",
     "Store",
+    "StoreCapabilities",
     "check_filters",
     "locked_error",
     "matches",

@@ -34,7 +34,9 @@ from ironic_fsm.node import Node
 if TYPE_CHECKING:
     from ironic_fsm.stores.base import Store
 
-__all__ = ["QueueStore", "QueuedNode", "queued_work", "reserve_queued"]
+__all__ = [
+    "QueueStore", "QueuedNode", "queued_work", "reserve_each", "reserve_queued", "scan_queue",
+]  # fmt: skip
 
 
 class QueuedNode(NamedTuple):
@@ -75,6 +77,13 @@ def queued_work(
     """:meth:`QueueStore.queued_work` on any store; else its ``in_states`` or ``list()``."""
     if isinstance(store, QueueStore):
         return store.queued_work(states) if limit is None else store.queued_work(states, limit)
+    return scan_queue(store, states, limit)
+
+
+def scan_queue(
+    store: Store, states: Collection[str], limit: int | None = None
+) -> builtins.list[QueuedNode]:
+    """The work queue of a store without :class:`QueueStore`: its ``in_states``, or ``list()``."""
     scan = getattr(store, "in_states", None)  # a ScanningStore's (base is not imported here)
     if callable(scan):
         nodes: builtins.list[Node] = scan(states, reservation=None, limit=limit)
@@ -90,10 +99,10 @@ def reserve_queued(
     """:meth:`QueueStore.reserve_queued` on any store; else one ``reserve`` per node."""
     if isinstance(store, QueueStore):
         return store.reserve_queued(uuids, holder, states)
-    return _reserve_each(store, uuids, holder, states)
+    return reserve_each(store, uuids, holder, states)
 
 
-def _reserve_each(
+def reserve_each(
     store: Store, uuids: Sequence[str], holder: str, states: Collection[str]
 ) -> builtins.list[Node]:
     """One ``reserve`` per node: a node that left the queue since it was read is given back.

@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from ironic_fsm.stores.base import Store
 
 __all__ = [
-    "PowerSyncRow", "PowerSyncStore", "check_sync_args", "mark_power_synced", "power_sync_due",
+    "PowerSyncRow", "PowerSyncStore", "check_sync_args", "every_node_due", "mark_power_synced",
+    "power_sync_due",
 ]  # fmt: skip
 
 
@@ -80,6 +81,11 @@ def power_sync_due(store: Store, before: datetime) -> builtins.list[PowerSyncRow
     """:meth:`PowerSyncStore.power_sync_due` on any store; else every node, from ``list()``."""
     if isinstance(store, PowerSyncStore):
         return store.power_sync_due(before)
+    return every_node_due(store)
+
+
+def every_node_due(store: Store) -> builtins.list[PowerSyncRow]:
+    """The rows of a store without :class:`PowerSyncStore`: every node is due, from ``list()``."""
     return [
         PowerSyncRow(
             n.uuid,

@@ -36,11 +36,19 @@ scanned, so a listing always costs what its indexes say.
 from __future__ import annotations
 
 import builtins
-import inspect
 from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, overload, runtime_checkable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Final,
+    NamedTuple,
+    Protocol,
+    overload,
+    runtime_checkable,
+)
 
 from ironic_fsm.exceptions import InvalidParameterValue, NodeLocked, NodeNotFound
 from ironic_fsm.history import HistoryEntry, check_entry
@@ -114,7 +122,7 @@ __all__ = [
     "check_registration",
     "check_history", "check_page", "check_time", "conductor_order", "duplicate_name",
     "duplicate_uuid", "encode", "in_states", "list_fields", "list_page", "locked_error",
-    "mark_power_synced", "matches", "normalize_filters", "not_found", "order_key",
+    "mark_power_synced", "matches", "normalize_filters", "not_found", "order_key", "pages",
     "power_sync_due", "project", "reserved", "save_with_history", "snapshot", "sort_records",
     "wake_time", "waking",
 ]  # fmt: skip
@@ -298,24 +306,14 @@ class ScanningStore(Store, Protocol):
 # -- for callers: the store's own scans, or a fallback on list() ------------------------------
 
 
-def _takes(store: Store, keyword: str) -> bool:
-    """Whether ``store.list`` takes ``keyword`` (``marker``: it pages; ``fields``: it projects).
+def pages(store: object) -> bool:
+    """Whether ``store.list`` pages, sorts and projects (takes ``marker`` and ``fields``).
 
-    Asked of the signature, not of :class:`ScanningStore`: a store may
-    inherit :class:`ListScans` and keep the first release's ``list``.
+    Declared by the store (:attr:`PagedList.lists_pages`), never guessed from a
+    signature: a store may inherit :class:`ListScans` and keep the first release's
+    ``list``, and its scans are then done here on ``list()``.
     """
-    key = (type(store), keyword)
-    known = _TAKES.get(key)
-    if known is None:
-        try:
-            known = keyword in inspect.signature(store.list).parameters
-        except (TypeError, ValueError):
-            known = False
-        _TAKES[key] = known
-    return known
-
-
-_TAKES: dict[tuple[type, str], bool] = {}
+    return getattr(store, "lists_pages", False) is True
 
 
 def list_page(
@@ -332,7 +330,7 @@ def list_page(
     The fallback reads every matching node, so it costs what the store's
     ``list`` costs; its order is the store's ``list`` order among ties.
     """
-    if _takes(store, "marker"):
+    if pages(store):
         paged: list[Node] = store.list(
             limit=limit, marker=marker, sort_key=sort_key, sort_dir=sort_dir, **filters
         )
@@ -355,7 +353,7 @@ def list_fields(store: Store, fields: Iterable[str], **query: Any) -> list[NodeF
     any other store's nodes are read whole and cut down here.
     """
     wanted = check_fields(fields)
-    if _takes(store, "fields"):
+    if pages(store):
         lister: Any = store.list  # the Store protocol's list has no fields
         found: list[NodeFields] = lister(fields=wanted, **query)
         return found
@@ -392,6 +390,9 @@ class PagedList:
     A mixin for stores: every argument is refused or normalised once, the
     same way for all, before a store reads anything.
     """
+
+    #: ``list`` takes the paging keywords and ``fields`` (see :func:`pages`).
+    lists_pages: ClassVar[bool] = True
 
     # The paging keywords and filters pass through **query; the return type follows fields.
     @overload

@@ -129,6 +129,10 @@ class MemoryStore(MemoryCatalog, PagedList, ListScans):
     each record and build only the nodes they return (a scan is linear in the fleet, but cheap).
     """
 
+    #: ``save`` and ``create`` check every field's type themselves (:func:`_frozen`), in
+    #: :meth:`~ironic_fsm.node.Node.check_types`' words: the conductor checks only names.
+    checks_node_types: Final = True
+
     def __init__(self) -> None:
         super().__init__()  # the deploy templates and runbooks
         self._nodes: dict[str, _Record] = {}

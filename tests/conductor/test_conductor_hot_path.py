@@ -227,7 +227,7 @@ def test_a_bad_value_left_in_the_background_fails_the_node_too() -> None:
 
 def test_a_bad_value_left_by_claimed_work_fails_the_node_without_its_queue_entry() -> None:
     from ironic_fsm import Conductor, Config
-    from ironic_fsm.conductor.runtime import QUEUED_KEY
+    from ironic_fsm.conductor.reservations import QUEUED_KEY
 
     api = Conductor(config=Config(host="api"), hand_off=True)
     worker = Conductor(store=api.store, config=Config(host="worker"))

@@ -25,7 +25,7 @@ from pgserver import PostgresServer
 from test_hash_ring import shared_store  # noqa: F401  (the fixture)
 
 from ironic_fsm import Conductor, Config, HardwareType, states
-from ironic_fsm.conductor.runtime import QUEUED_KEY
+from ironic_fsm.conductor.reservations import QUEUED_KEY
 from ironic_fsm.drivers.fake import FakeDeploy, FakeManagement, fake_hardware
 from ironic_fsm.exceptions import InvalidParameterValue, InvalidStateRequested
 from ironic_fsm.interfaces import VendorInterface

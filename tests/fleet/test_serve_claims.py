@@ -28,7 +28,7 @@ from test_fleet_work import (  # noqa: F401  (_fresh_counts: the autouse fixture
 )
 
 from ironic_fsm import Conductor, states
-from ironic_fsm.conductor.runtime import WORKING_STATES
+from ironic_fsm.conductor.launcher import WORKING_STATES
 from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.node import Node
 from ironic_fsm.stores import MemoryStore, SQLStore, Store
