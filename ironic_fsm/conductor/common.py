@@ -6,9 +6,11 @@ safe to call from any layer of the conductor package.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import reprlib
+import traceback
 import uuid as _uuid
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -193,25 +195,63 @@ def local_holder_alive(holder: str, host: str) -> bool | None:
     return process_alive(int(pid_text), started if started != "0" else None)
 
 
+class DriverFault(Exception):
+    """What a driver's own code raised, as scrubbed text, standing in for the original.
+
+    The original may hold the node's secrets in its message, its arguments,
+    what it chained and its frames' local variables: it is not kept. Its
+    message and traceback are, as text with the secrets masked
+    (:attr:`trace`), and what it chained follows as ``__cause__``.
+    """
+
+    def __init__(self, message: str, trace: str) -> None:
+        super().__init__(message)
+        self.trace = trace
+
+
+#: How many chained exceptions a driver error keeps (a loop of causes ends there too).
+_CHAIN_LIMIT: Final = 8
+
+
+def _scrubbed_chain(exc: BaseException, secrets: set[str]) -> DriverFault:
+    """``exc`` and what it chained (cause, else context), each as a :class:`DriverFault`."""
+    faults: list[DriverFault] = []
+    current: BaseException | None = exc
+    seen: set[int] = set()
+    while current is not None and id(current) not in seen and len(faults) < _CHAIN_LIMIT:
+        seen.add(id(current))
+        text = scrub(f"{type(current).__name__}: {current}", secrets)
+        trace = scrub("".join(traceback.format_tb(current.__traceback__)), secrets)
+        faults.append(DriverFault(text, trace))
+        current = current.__cause__ or (
+            None if current.__suppress_context__ else current.__context__
+        )
+    for fault, chained in itertools.pairwise(faults):
+        fault.__cause__ = chained
+    return faults[0]
+
+
 def driver_error(exc: Exception, node: Any, interface: str, method: str) -> DriverError:
     """``exc``, raised by a driver's own code, as a :class:`DriverError`.
 
     The message names the node and where the error came from, with the
-    node's secrets scrubbed (drivers echo what they were given); chain the
-    original with ``raise ... from exc``.
+    node's secrets scrubbed (drivers echo what they were given). Its cause
+    is the original as scrubbed :class:`DriverFault` text, never the
+    original itself; raise it outside the ``except`` block that caught
+    ``exc``, so that Python does not chain the original as its context.
     """
-    text = f"{type(exc).__name__}: {exc}"
-    if node is not None:
-        text = scrub(text, secret_values(node.driver_info, node.instance_info))
-        where = f"Node {node.uuid}: "
-    else:
-        where = ""
-    return DriverError(
+    secrets = secret_values(node.driver_info, node.instance_info) if node is not None else set()
+    text = scrub(f"{type(exc).__name__}: {exc}", secrets)
+    where = f"Node {node.uuid}: " if node is not None else ""
+    error = DriverError(
         f"{where}the {interface} interface failed in {method}: {text}",
         node=getattr(node, "uuid", None),
         interface=interface,
         method=method,
     )
+    error.__cause__ = _scrubbed_chain(exc, secrets)
+    error.__suppress_context__ = True
+    return error
 
 
 def wrong_state(node: Node, message: str, **details: Any) -> InvalidStateRequested:

@@ -258,7 +258,8 @@ class Job:
         except IronicFSMError:
             raise
         except Exception as exc:
-            raise driver_error(exc, self.task.node, kind, method) from exc
+            error = driver_error(exc, self.task.node, kind, method)
+        raise error  # outside the handler: the original must not become its context
 
     def power(self, power_state: str, timeout: float | None = None) -> None:
         """Set the node's power (``reboot`` and the soft ones too), its target set meanwhile."""

@@ -62,13 +62,16 @@ def gather_steps(
         declared = None if fresh else iface.declared_steps(phase)
         if declared is None:
             method = f"get_{phase}_steps"
+            error = None
             try:
                 declared = getattr(iface, method)(task)
             except IronicFSMError:
                 raise
             except Exception as exc:
-                raise driver_error(exc, task.node, kind, method) from exc
-        steps.extend(declared)
+                error = driver_error(exc, task.node, kind, method)
+            if error is not None:
+                raise error  # outside the handler: the original must not become its context
+        steps.extend(declared or ())
     return steps
 
 

@@ -65,7 +65,7 @@ from ironic_fsm.exceptions import ConcurrentUpdate
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.node import Node
 from ironic_fsm.stores._catalog import CatalogEntry, CatalogKind
-from ironic_fsm.stores._claim import QueuedNode, _reserve_each
+from ironic_fsm.stores._claim import QueuedNode, reserve_each
 from ironic_fsm.stores._connect import _Connection, _hide_password, open_database
 from ironic_fsm.stores._history import History
 from ironic_fsm.stores._migrate import Migrator
@@ -537,7 +537,7 @@ class SQLStore:
         """Reserve for ``holder`` those of ``uuids`` still unreserved and in ``states``."""
         check_claimer(holder)
         if not self._db.returning:  # SQLite before 3.35: one reservation per node
-            return _reserve_each(self, uuids, holder, states) if uuids and states else []
+            return reserve_each(self, uuids, holder, states) if uuids and states else []
         return self._claims.reserve(uuids, holder, states)
 
     def announce_work(self, uuid: str) -> None:

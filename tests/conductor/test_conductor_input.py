@@ -8,6 +8,7 @@ runs on MemoryStore and on a SQLite file (``conductor_store``).
 from __future__ import annotations
 
 import math
+import traceback
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from helpers import (
 )
 
 from ironic_fsm import Conductor, states
+from ironic_fsm.conductor.common import DriverFault
 from ironic_fsm.drivers.fake import FakePower
 from ironic_fsm.exceptions import (
     DriverError,
@@ -43,7 +45,11 @@ class LeakyPower(FakePower):
     """A third-party power interface that echoes the password in its errors."""
 
     def set_power_state(self, task: Task, power_state: str, timeout: float | None = None) -> None:
-        raise RuntimeError(f"BMC refused {task.node.driver_info['ipmi_password']}")
+        password = task.node.driver_info["ipmi_password"]
+        try:
+            raise ValueError(f"bad login {password}")  # what a vendor library raised
+        except ValueError as inner:
+            raise RuntimeError(f"BMC refused {password}") from inner
 
 
 class NamingVendor(VendorInterface):
@@ -303,7 +309,25 @@ def test_a_foreign_driver_error_is_wrapped_and_scrubbed() -> None:
     error = caught.value
     assert SECRET not in str(error)
     assert error.details == {"node": node.uuid, "interface": "power", "method": "set_power_state"}
-    assert isinstance(error.__cause__, RuntimeError)
+    # No secret anywhere in what is raised: not in the cause, the context, their
+    # tracebacks as printed, nor in the original (not kept, nor its frames' locals).
+    cause = error.__cause__
+    assert isinstance(cause, DriverFault)
+    assert str(cause) == "RuntimeError: BMC refused ******"
+    assert isinstance(cause.__cause__, DriverFault)
+    assert str(cause.__cause__) == "ValueError: bad login ******"
+    assert "set_power_state" in cause.trace  # where it came from is kept, as text
+    assert error.__context__ is None
+    assert cause.__traceback__ is None
+    printed = "".join(traceback.format_exception(error))
+    assert SECRET not in printed
+    assert "RuntimeError: BMC refused ******" in printed
+    chain: list[BaseException] = []
+    link: BaseException | None = error
+    while link is not None:
+        chain.append(link)
+        link = link.__cause__ or link.__context__
+    assert not any(SECRET in repr(item) or SECRET in getattr(item, "trace", "") for item in chain)
     assert _record(conductor, node.uuid) == before
 
 
