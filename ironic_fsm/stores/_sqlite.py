@@ -17,6 +17,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import parse_qs, unquote
 
 from ironic_fsm.exceptions import (
     InvalidParameterValue,
@@ -62,6 +63,23 @@ def create_private(path: Path) -> None:
         os.close(fd)
 
 
+def uri_file(target: str) -> Path | None:
+    """The file a SQLite URI (``file:nodes.db?mode=rwc``) may create; ``None`` if it creates none.
+
+    SQLite creates the file in mode ``rwc``, its default; ``ro`` and ``rw``
+    open an existing one only. A name without ``file:`` is a plain file name.
+    """
+    name, _, query = target.partition("?")
+    if parse_qs(query).get("mode", ["rwc"])[-1] != "rwc":
+        return None
+    if not name.startswith("file:"):
+        return Path(name)
+    name = name[len("file:") :]
+    if name.startswith("//"):  # file://[localhost]/absolute/path
+        name = "/" + name[2:].partition("/")[2]
+    return Path(unquote(name))
+
+
 class SQLiteDB:
     """Connections to one SQLite database, reused across threads.
 
@@ -98,8 +116,10 @@ class SQLiteDB:
         if memory:
             self._lock = threading.RLock()
             self._shared = self._connect()
-        elif not uri:
-            create_private(Path(target))
+        else:
+            path = uri_file(target) if uri else Path(target)
+            if path is not None:
+                create_private(path)
 
     def _connect(self) -> sqlite3.Connection:
         try:

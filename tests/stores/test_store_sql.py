@@ -355,6 +355,38 @@ def test_sqlite_files_are_created_owner_only(tmp_path: Path) -> None:
         os.umask(old_umask)
 
 
+@pytest.mark.parametrize(
+    "form",
+    [
+        "sqlite:///file:{path}?mode=rwc&uri=true",
+        "sqlite:///file:{path}?uri=true",  # rwc is SQLite's default
+        "sqlite:///file://{path}?mode=rwc&uri=true",
+        "sqlite:///{path}?uri=true",  # a plain name, with SQLite's URI handling on
+    ],
+)
+def test_a_sqlite_uri_creates_its_file_owner_only(tmp_path: Path, form: str) -> None:
+    """A database named by SQLite's own URI form is as private as one named by its path."""
+    old_umask = os.umask(0)
+    try:
+        # A file: URI's name is percent-decoded by SQLite; a plain name is taken as it is.
+        name = "uri nodes.sqlite" if "file:" in form else "uri-nodes.sqlite"
+        path = tmp_path / name
+        url = form.format(path=str(path).replace(" ", "%20"))
+        with SQLStore(url) as store:
+            store.create(Node(driver_info={"ipmi_password": "s3cr3t"}))
+            wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+            assert (mode(path), mode(wal), mode(shm)) == (0o600, 0o600, 0o600)
+    finally:
+        os.umask(old_umask)
+
+
+def test_a_read_only_sqlite_uri_creates_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "absent.sqlite"
+    with pytest.raises(IronicFSMError):
+        SQLStore(f"sqlite:///file:{path}?mode=ro&uri=true")
+    assert not path.exists()
+
+
 def test_an_existing_sqlite_file_keeps_its_mode(tmp_path: Path) -> None:
     path = tmp_path / "shared.sqlite"
     path.touch()
