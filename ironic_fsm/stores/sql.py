@@ -59,7 +59,7 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from types import TracebackType
-from typing import Any, Final, overload
+from typing import Any, ClassVar, Final, overload
 
 from ironic_fsm.exceptions import ConcurrentUpdate
 from ironic_fsm.history import HistoryEntry
@@ -142,6 +142,10 @@ class SQLStore:
     The schema is created when missing. Opening a database whose schema is
     newer than this code knows raises :class:`InvalidParameterValue`.
     """
+
+    #: ``list`` pages, sorts and reads only the ``fields`` asked for, from columns
+    #: where it can (see :func:`~ironic_fsm.stores.base.pages`).
+    lists_pages: ClassVar[bool] = True
 
     def __init__(
         self,

@@ -661,3 +661,19 @@ def test_a_save_that_json_would_change_is_refused_and_changes_nothing(
         store.save(node)
     assert node.version == 1
     assert _snapshot(store) == before
+
+
+def test_built_in_stores_declare_what_they_offer(store: Store) -> None:
+    """A listing of a few fields reads columns, not records: the store must say it pages.
+
+    The conductor asks the store's declaration (``lists_pages``), never its
+    signature; a store that forgot it would silently decode every record.
+    """
+    from ironic_fsm.stores.base import pages
+    from ironic_fsm.stores.capabilities import StoreCapabilities
+
+    assert pages(store)
+    offered = StoreCapabilities(store)
+    assert offered.history is store
+    assert offered.catalog is store
+    assert offered.scans is store
