@@ -74,12 +74,14 @@ def main() -> None:
         print(f"   {type(exc).__name__}: {exc}")
     show(conductor.get_node("rack1-u07"))
 
-    print("5. Invalid steps that reach the conductor fail the clean, without maintenance:")
-    node = conductor.do_provisioning_action(
-        "rack1-u07", "clean", clean_steps=[{"interface": "raid", "step": "rebuild"}]
-    )
-    show(node)
-    node = conductor.do_provisioning_action("rack1-u07", "manage")
+    print("5. Steps the driver does not have are refused too; the node stays as it was:")
+    try:
+        conductor.do_provisioning_action(
+            "rack1-u07", "clean", clean_steps=[{"interface": "raid", "step": "rebuild"}]
+        )
+    except exceptions.InvalidParameterValue as exc:
+        print(f"   {type(exc).__name__}: {exc}")
+    show(conductor.get_node("rack1-u07"))
 
     print("6. A step that raises fails the clean and puts the node in maintenance:")
     conductor.update_node("rack1-u07", target_raid_config={})  # create_configuration will fail

@@ -17,7 +17,13 @@ from ironic_fsm.conductor.common import check_ident, driver_error, shown
 from ironic_fsm.conductor.context import Context
 from ironic_fsm.conductor.jobs import Job
 from ironic_fsm.conductor.registry import declared_steps_of
-from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError, StepNotAllowed
+from ironic_fsm.exceptions import (
+    DriverError,
+    InvalidParameterValue,
+    IronicFSMError,
+    StepNotAllowed,
+    StepsNotAvailable,
+)
 from ironic_fsm.hardware import HardwareType
 from ironic_fsm.node import Node
 from ironic_fsm.planner import (
@@ -275,6 +281,28 @@ class Plans:
                 node=node.uuid,
                 steps=bad,
             )
+
+    def check_requested(
+        self, job: Job, phase: Phase, steps: Sequence[Any], disable_ramdisk: bool
+    ) -> None:
+        """Check a manual clean's or a service's steps against the driver before anything moves.
+
+        One rule for every entry point (library, CLI, API): a request with
+        unknown steps or wrong arguments is refused, and the node stays as it
+        was. A driver that learns its steps from the ramdisk cannot tell yet
+        (:class:`StepsNotAvailable`): its steps are checked once it can. A
+        driver that fails to list them is a hardware failure, not bad input:
+        the flow meets it again and fails the node, as Ironic does.
+        """
+        try:
+            steps_known = self.driver_steps(job, phase)
+        except (StepsNotAvailable, DriverError):
+            return
+        disallowed = getattr(self._ctx.config, f"disallow_{phase}_steps")
+        validate_user_steps(
+            phase, steps_known, steps, disallowed=disallowed, disable_ramdisk=disable_ramdisk,
+            node=job.node.uuid,
+        )  # fmt: skip
 
     def skip_automated_clean(self, node: Node) -> bool:
         if node.automated_clean is None:

@@ -336,6 +336,7 @@ class Verbs:
         if request.runbook is not None:
             steps = self._plans.runbook_steps(node, request.runbook)
         self._plans.check_disallowed(node, phase, steps)
+        self._plans.check_requested(job, phase, steps, request.disable_ramdisk)
         event, target = _USER_STEP_VERBS[phase]
         job.fire(event, target_state=target, last_error=None)
         flow = {"flow": phase, "steps": list(steps), "disable_ramdisk": request.disable_ramdisk}
