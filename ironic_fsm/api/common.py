@@ -9,14 +9,16 @@ from __future__ import annotations
 import threading
 import zlib
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import falcon
 import fastjsonschema
 import orjson
+import tenacity
 
 from ironic_fsm.api.errors import ApiError
 from ironic_fsm.api.versions import Version, version_text
+from ironic_fsm.exceptions import ConcurrentUpdate
 
 __all__ = [
     "MAX_BODY_BYTES",
@@ -25,6 +27,7 @@ __all__ = [
     "node_lock",
     "query_bool",
     "read_json",
+    "read_modify_write",
     "require_version",
     "send",
     "text_bool",
@@ -39,6 +42,7 @@ MAX_BODY_BYTES: Final = 1024 * 1024
 MAX_BODY_DEPTH: Final = 200
 
 Validator = Callable[[Any], Any]
+T = TypeVar("T")
 
 # Read-modify-write requests (a patch, adding one trait) on one node run one at a
 # time in this process, so that two of them never base their change on the same
@@ -49,6 +53,28 @@ _RMW_LOCKS: Final = tuple(threading.Lock() for _ in range(64))
 def node_lock(uuid: str) -> threading.Lock:
     """The lock that serialises read-modify-write requests on node ``uuid``."""
     return _RMW_LOCKS[zlib.crc32(uuid.encode()) % len(_RMW_LOCKS)]
+
+
+#: Attempts of a read-modify-write that another process keeps overtaking, before 409.
+RMW_ATTEMPTS: Final = 8
+
+
+def read_modify_write(uuid: str, change: Callable[[], T]) -> T:
+    """Run ``change`` (read the node, compute, ``update_node(expected_version=...)``) until
+    no other writer came in between; :class:`ConcurrentUpdate` (409) after
+    :data:`RMW_ATTEMPTS`, never a lost update.
+
+    The in-process lock makes this process's writers take turns (no retry
+    among them); the version check catches the writers of other processes.
+    """
+    retrying = tenacity.Retrying(
+        retry=tenacity.retry_if_exception_type(ConcurrentUpdate),
+        stop=tenacity.stop_after_attempt(RMW_ATTEMPTS),
+        wait=tenacity.wait_random(0, 0.02),
+        reraise=True,
+    )
+    with node_lock(uuid):
+        return retrying(change)
 
 
 def compile_schema(schema: dict[str, Any]) -> Validator:

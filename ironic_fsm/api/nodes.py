@@ -23,9 +23,9 @@ from ironic_fsm import states as s
 from ironic_fsm.api import _glue
 from ironic_fsm.api.common import (
     compile_schema,
-    node_lock,
     query_bool,
     read_json,
+    read_modify_write,
     require_version,
     send,
     text_bool,
@@ -532,8 +532,7 @@ class NodeItem:
     def on_patch(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         operations = _check_patch(read_json(req))
         uuid = self._conductor.get_node(ident).uuid
-        with node_lock(uuid):
-            node = self._patch(req, uuid, operations)
+        node = read_modify_write(uuid, lambda: self._patch(req, uuid, operations))
         send(resp, _view(self._conductor, node, req))
 
     def _patch(self, req: falcon.Request, uuid: str, operations: list[dict[str, Any]]) -> Node:
@@ -561,7 +560,9 @@ class NodeItem:
         fields = {k: v for k, v in changed.items() if k not in _UNSTORED_SETTABLE}
         if fields:
             with _no_valid_host({"conductor_group": node.conductor_group, **fields}):
-                node = self._conductor.update_node(node.uuid, **fields)
+                node = self._conductor.update_node(
+                    node.uuid, expected_version=node.version, **fields
+                )
         return node
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:

@@ -9,9 +9,9 @@ import falcon
 from ironic_fsm.api.common import (
     compile_schema,
     link_pair,
-    node_lock,
     query_bool,
     read_json,
+    read_modify_write,
     require_version,
     send,
     version_of,
@@ -79,23 +79,32 @@ class NodeTrait:
         _writable(req)
         _check_trait(trait)
         uuid = self._conductor.get_node(ident).uuid
-        with node_lock(uuid):
+
+        def add() -> None:
             node = self._conductor.get_node(uuid)
             if trait not in node.traits:
                 if len(node.traits) >= _MAX_TRAITS:
                     raise ApiError(400, f"Node {node.uuid} already has {_MAX_TRAITS} traits")
-                self._conductor.update_node(node.uuid, traits=[*node.traits, trait])
+                self._conductor.update_node(
+                    uuid, expected_version=node.version, traits=[*node.traits, trait]
+                )
+
+        read_modify_write(uuid, add)
         resp.status = 204
-        resp.location = f"{req.prefix}/v1/nodes/{node.uuid}/traits/{trait}"
+        resp.location = f"{req.prefix}/v1/nodes/{uuid}/traits/{trait}"
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, ident: str, trait: str) -> None:
         _writable(req)
         uuid = self._conductor.get_node(ident).uuid
-        with node_lock(uuid):
+
+        def remove() -> None:
             node = self._conductor.get_node(uuid)
             if trait not in node.traits:
                 raise ApiError(404, f"Node {node.uuid} has no trait {trait}")
-            self._conductor.update_node(uuid, traits=[t for t in node.traits if t != trait])
+            kept = [t for t in node.traits if t != trait]
+            self._conductor.update_node(uuid, expected_version=node.version, traits=kept)
+
+        read_modify_write(uuid, remove)
         resp.status = 204
 
 

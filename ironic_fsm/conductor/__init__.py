@@ -489,9 +489,15 @@ class Conductor:
         page = {"limit": limit, "marker": marker, "sort_key": sort_key, "sort_dir": sort_dir}
         return self._nodes.list_nodes(page, fields, filters)
 
-    def update_node(self, ident: str, **fields: Any) -> Node:
-        """Change user-settable fields, with Ironic's rules for retirement and protection."""
-        return self._nodes.update_node(ident, **fields)
+    def update_node(
+        self, ident: str, *, expected_version: int | None = None, **fields: Any
+    ) -> Node:
+        """Change user-settable fields, with Ironic's rules for retirement and protection.
+
+        With ``expected_version``, only if the node is still that version
+        (:class:`~ironic_fsm.exceptions.ConcurrentUpdate` otherwise).
+        """
+        return self._nodes.update_node(ident, expected_version=expected_version, **fields)
 
     def delete_node(self, ident: str) -> None:
         """Remove a node record; allowed in manageable, enroll, adopt failed (and available)."""

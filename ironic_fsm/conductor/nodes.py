@@ -23,6 +23,7 @@ from ironic_fsm.conductor.jobs import Job
 from ironic_fsm.conductor.reservations import Reservations
 from ironic_fsm.events import Event
 from ironic_fsm.exceptions import (
+    ConcurrentUpdate,
     HardwareError,
     InvalidParameterValue,
     InvalidState,
@@ -114,6 +115,16 @@ def _protect_refusal(node: Node) -> str | None:
 #: The events of a boot mode or secure boot change, emitted once it is saved.
 BOOT_MODE_SET: Final = "baremetal.node.boot_mode_set.end"
 SECURE_BOOT_SET: Final = "baremetal.node.secure_boot_set.end"
+
+
+def _check_expected(node: Node, expected_version: int | None) -> None:
+    """Refuse an update computed from another version of the node than the stored one."""
+    if expected_version is not None and node.version != expected_version:
+        raise ConcurrentUpdate(
+            f"Node {node.uuid} changed since it was read (version {expected_version}, now "
+            f"{node.version}); read it again and retry",
+            node=node.uuid,
+        )
 
 
 class _BootSetting(NamedTuple):
@@ -357,8 +368,15 @@ class Nodes:
             return self._ctx.caps.list_fields(wanted, **query)
         return self._ctx.caps.list_page(**query)
 
-    def update_node(self, ident: str, **fields: Any) -> Node:
+    def update_node(
+        self, ident: str, *, expected_version: int | None = None, **fields: Any
+    ) -> Node:
         """Change user-settable fields, with Ironic's rules for retirement and protection.
+
+        ``expected_version`` makes the update a compare-and-set: it is made
+        only if the node is still the version the caller computed it from
+        (a read-modify-write such as a PATCH), else :class:`ConcurrentUpdate`
+        (retry from a new read), across any number of processes.
 
         Raises:
             InvalidParameterValue: unknown or lifecycle-owned fields;
@@ -367,6 +385,7 @@ class Nodes:
             InvalidState: ``retired`` set on an ``available`` node, or
                 ``protected`` set outside ``active``.
             NodeLocked: the node is busy.
+            ConcurrentUpdate: the node is no longer ``expected_version``.
         """
         ident = check_ident(ident)
         bad = sorted(set(fields) - set(NODE_FIELDS))
@@ -386,6 +405,7 @@ class Nodes:
         # A node someone holds may be passing through a state that refuses
         # the update: reserving says it is busy (NodeLocked, retryable).
         current = self._ctx.caps.store.get(ident)
+        _check_expected(current, expected_version)
         if current.reservation is None:
             self._check_update(current, dict(fields))
         if fields.get("name") is not None and fields["name"] != current.name:
@@ -400,6 +420,7 @@ class Nodes:
                     node=current.uuid,
                 )
         with self._reservations.reserved(current.uuid) as job:
+            _check_expected(job.node, expected_version)
             self._apply_update(job, fields)
             return job.node
 

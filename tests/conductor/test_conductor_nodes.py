@@ -20,6 +20,7 @@ from helpers import (
 
 from ironic_fsm import Conductor, Config, Node, states
 from ironic_fsm.exceptions import (
+    ConcurrentUpdate,
     DriverNotFound,
     InvalidParameterValue,
     InvalidStateRequested,
@@ -267,3 +268,16 @@ def test_transitions_stamp_provision_updated_at_from_the_clock() -> None:
     assert node.provision_updated_at == clock.at(90)
     assert node.provision_updated_at.tzinfo is not None
     assert node.updated_at == clock.at(90)
+
+
+def test_update_with_an_expected_version_is_a_compare_and_set() -> None:
+    conductor = make_conductor()
+    node = conductor.create_node(name="cas", driver="fake-hardware", extra={"a": 1})
+    read = conductor.get_node(node.uuid)
+    conductor.update_node(node.uuid, extra={"a": 1, "b": 2})  # another writer, meanwhile
+    with unchanged(conductor, node.uuid), pytest.raises(ConcurrentUpdate, match="changed since"):
+        conductor.update_node(node.uuid, expected_version=read.version, extra={"a": 1, "c": 3})
+    fresh = conductor.get_node(node.uuid)
+    done = conductor.update_node(node.uuid, expected_version=fresh.version, extra={"c": 3})
+    assert done.extra == {"c": 3}
+    assert done.reservation is None
