@@ -58,6 +58,8 @@ class Event:
         step: The step involved (``interface``, ``step``, ``args``), if any.
         error: The error text for ``.error`` and ``step.fail`` events.
         timestamp: When it happened (the conductor's clock, UTC).
+        node_name: The node's name when it happened (``None`` if it has
+            none), so that a listener can say "dc-07 failed" without a store read.
     """
 
     name: str
@@ -69,3 +71,4 @@ class Event:
     step: Mapping[str, Any] | None = None
     error: str | None = None
     timestamp: datetime | None = None
+    node_name: str | None = None

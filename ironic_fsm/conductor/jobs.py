@@ -185,6 +185,7 @@ class Job:
                 Event(
                     name=name,
                     node=node.uuid,
+                    node_name=node.name,
                     previous_state=previous,
                     event=event,
                     state=state,
@@ -228,6 +229,7 @@ class Job:
             Event(
                 name=name,
                 node=node.uuid,
+                node_name=node.name,
                 previous_state=node.provision_state,
                 event=None,
                 state=node.provision_state,

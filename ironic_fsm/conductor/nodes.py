@@ -270,7 +270,8 @@ class Nodes:
         if self._ctx.listeners:
             job.events.append(
                 Event(
-                    name=setting.event, node=node.uuid, previous_state=node.provision_state,
+                    name=setting.event, node=node.uuid, node_name=node.name,
+                    previous_state=node.provision_state,
                     event=None, state=node.provision_state, target=node.target_provision_state,
                     timestamp=self._ctx.clock(),
                 )

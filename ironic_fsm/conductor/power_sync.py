@@ -465,7 +465,8 @@ class PowerSync:
         # The provision state does not change: it is both the previous and the new one.
         same: dict[str, Any] = dict.fromkeys(("previous_state", "state"), node.provision_state)
         event = PowerEvent(
-            name=name, node=node.uuid, event=None, target=node.target_provision_state,
+            name=name, node=node.uuid, node_name=node.name, event=None,
+            target=node.target_provision_state,
             previous_power_state=previous, power_state=power_state, error=error,
             timestamp=self._ctx.clock(), **same,
         )  # fmt: skip

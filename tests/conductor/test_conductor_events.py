@@ -82,7 +82,21 @@ def test_events_for_manage_provide_deploy() -> None:
     assert seen["deploy"][1].step["step"] == "deploy"
     every = [event for events in seen.values() for event in events]
     assert all(e.node == node.uuid for e in every)
+    assert all(e.node_name is None for e in every)  # this node has no name
     assert all(e.timestamp is not None and e.timestamp.tzinfo is not None for e in every)
+
+
+def test_events_name_the_node_as_it_was_named() -> None:
+    """A listener says "dc-07 failed" without reading the store (events carry the name)."""
+    recorder, conductor, node = watched(states.AVAILABLE)
+    conductor.update_node(node.uuid, name="dc-07")
+    conductor.do_provisioning_action(
+        node.uuid, "deploy", deploy_steps=[dstep("deploy", "fail_deploy", 150)]
+    )
+    assert recorder.events
+    assert {(e.node, e.node_name) for e in recorder.events} == {(node.uuid, "dc-07")}
+    error = recorder.events[-1]
+    assert f"{error.node_name} failed: {error.error}".startswith("dc-07 failed: ")
 
 
 def test_events_for_a_failing_deploy_step() -> None:
