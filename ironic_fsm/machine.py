@@ -537,19 +537,30 @@ class Lifecycle:
 
     # -- diagrams ------------------------------------------------------------------
 
-    def to_dot(self) -> str:
-        """Graphviz DOT source of the lifecycle (stable states drawn bold)."""
+    def to_dot(self, states: Iterable[str] | None = None) -> str:
+        """Graphviz DOT source of the lifecycle (stable states drawn bold).
+
+        ``states``: draw only these and the transitions between them (one
+        flow, readable at a page's width); every state by default.
+        """
+        shown = list(self._specs) if states is None else list(dict.fromkeys(states))
+        unknown = [name for name in shown if name not in self._specs]
+        if unknown:
+            raise InvalidState(f"Unknown state(s) {', '.join(map(repr, unknown))} to draw")
         lines = [
             "digraph lifecycle {",
             "  rankdir=LR;",
             '  node [shape=box, style=rounded, fontname="Helvetica"];',
         ]
-        for name, spec in self._specs.items():
-            style = ', style="rounded,bold", penwidth=2' if spec.stable else ""
+        for name in shown:
+            style = ', style="rounded,bold", penwidth=2' if self._specs[name].stable else ""
             lines.append(f'  "{name}" [label="{name}"{style}];')
-        lines.append(f'  "__start__" [shape=point]; "__start__" -> "{self.initial}";')
+        if self.initial in shown:
+            lines.append(f'  "__start__" [shape=point]; "__start__" -> "{self.initial}";')
+        drawn = set(shown)
         for e in self._edges:
-            lines.append(f'  "{e.source}" -> "{e.dest}" [label="{e.event}"];')
+            if e.source in drawn and e.dest in drawn:
+                lines.append(f'  "{e.source}" -> "{e.dest}" [label="{e.event}"];')
         lines.append("}")
         return "\n".join(lines) + "\n"
 

@@ -1,13 +1,16 @@
 """Sphinx directives that document :data:`ironic_fsm.LIFECYCLE` from the code itself.
 
 ``.. lifecycle-diagram::``
-    The state diagram. When the Graphviz ``dot`` program is on ``PATH``
-    (config value ``lifecycle_diagram_dot``, default ``"dot"``; set it to
-    ``""`` to always show text), the output of
-    ``LIFECYCLE.to_dot()`` is rendered to ``_generated/lifecycle.svg`` under the
-    documentation source directory and shown as a figure. Otherwise the
-    output of ``LIFECYCLE.to_mermaid()`` is shown as a literal block, with a
-    note saying that Graphviz renders it as SVG.
+    The state diagram, of the whole lifecycle or, with ``:flow: NAME``, of
+    one flow (a dozen states at most: readable at the page's width; see
+    :data:`FLOWS`). When the Graphviz ``dot`` program is on ``PATH`` (config
+    value ``lifecycle_diagram_dot``, default ``"dot"``; set it to ``""`` to
+    always show text), the output of ``LIFECYCLE.to_dot(states)`` is
+    rendered to ``_generated/lifecycle[-NAME].svg`` under the documentation
+    source directory and shown as a figure. Otherwise a flow is shown as a
+    table of its transitions, and the whole lifecycle as the Mermaid text
+    of ``LIFECYCLE.to_mermaid()``, with a note saying that Graphviz renders
+    them as SVG.
 
 ``.. lifecycle-table::``
     One row per state: its constant in :mod:`ironic_fsm.states`, whether it
@@ -47,9 +50,39 @@ LOG = logging.getLogger(__name__)
 
 #: Where generated files go, relative to the documentation source directory.
 GENERATED_DIR = "_generated"
-SVG_NAME = "lifecycle.svg"
-DOT_NAME = "lifecycle.dot"
 DOT_TIMEOUT = 120  # seconds
+
+#: One diagram per flow: its states (the stable ones it starts from and ends in
+#: included), so that each is small enough to read at the page's width.
+FLOWS: dict[str, tuple[str, ...]] = {
+    "enrolment": (
+        states.ENROLL, states.VERIFYING, states.MANAGEABLE, states.INSPECTING,
+        states.INSPECTWAIT, states.INSPECTFAIL, states.ADOPTING, states.ADOPTFAIL,
+        states.ACTIVE,
+    ),
+    "cleaning": (
+        states.MANAGEABLE, states.CLEANING, states.CLEANWAIT, states.CLEANHOLD,
+        states.CLEANFAIL, states.AVAILABLE,
+    ),
+    "deployment": (
+        states.AVAILABLE, states.DEPLOYING, states.DEPLOYWAIT, states.DEPLOYHOLD,
+        states.DEPLOYFAIL, states.ACTIVE, states.DELETING, states.ERROR, states.CLEANING,
+    ),
+    "rescue": (
+        states.ACTIVE, states.RESCUING, states.RESCUEWAIT, states.RESCUEFAIL, states.RESCUE,
+        states.UNRESCUING, states.UNRESCUEFAIL,
+    ),
+    "servicing": (
+        states.ACTIVE, states.SERVICING, states.SERVICEWAIT, states.SERVICEHOLD,
+        states.SERVICEFAIL,
+    ),
+}  # fmt: skip
+
+
+def _names(flow: str | None) -> tuple[str, str]:
+    """The SVG and DOT file names of a flow's diagram (the whole lifecycle's for ``None``)."""
+    stem = "lifecycle" if flow is None else f"lifecycle-{flow}"
+    return f"{stem}.svg", f"{stem}.dot"
 
 
 # -- helpers -----------------------------------------------------------------------
@@ -124,15 +157,16 @@ def _table(
 # -- the diagram ---------------------------------------------------------------------
 
 
-def _render_svg(dot: str, source: str, outdir: Path) -> Path:
+def _render_svg(dot: str, source: str, outdir: Path, flow: str | None) -> Path:
     """Render DOT ``source`` to SVG, re-running ``dot`` only when the source changed.
 
     Raises:
         OSError, subprocess.SubprocessError: ``dot`` could not be run or failed.
     """
     outdir.mkdir(parents=True, exist_ok=True)
-    dot_file = outdir / DOT_NAME
-    svg_file = outdir / SVG_NAME
+    svg_name, dot_name = _names(flow)
+    dot_file = outdir / dot_name
+    svg_file = outdir / svg_name
     # The DOT file, stamped with the program that rendered it, marks the SVG
     # as up to date.
     stamped = f"// rendered with {dot}\n{source}"
@@ -163,20 +197,30 @@ class LifecycleDiagram(SphinxDirective):
     option_spec = {
         "alt": directives.unchanged,
         "caption": directives.unchanged,
+        "flow": lambda name: directives.choice(name, tuple(FLOWS)),
     }
 
     def run(self) -> list[nodes.Node]:
         _note_code_dependencies(self)
         lifecycle = ironic_fsm.LIFECYCLE
+        flow = self.options.get("flow")
+        shown = FLOWS[flow] if flow else None
         alt = self.options.get("alt") or (
-            f"State diagram of the ironic_fsm lifecycle: {len(lifecycle.states)} states, "
+            f"State diagram of {flow}: {', '.join(shown)}"
+            if shown
+            else f"State diagram of the ironic_fsm lifecycle: {len(lifecycle.states)} states, "
             f"{len(lifecycle.events)} events, {len(lifecycle.transitions)} transitions"
         )
         dot = self.config.lifecycle_diagram_dot_path
         if dot:
             outdir = Path(self.env.srcdir) / GENERATED_DIR
             try:
-                _render_svg(dot, lifecycle.to_dot(), outdir)
+                source = lifecycle.to_dot(shown)
+                if shown:
+                    # A flow drawn top to bottom is 450-650 pt wide, left to right twice
+                    # that: at the page's width its labels then read at their own size.
+                    source = source.replace("rankdir=LR;", "rankdir=TB;", 1)
+                _render_svg(dot, source, outdir, flow)
             except (OSError, subprocess.SubprocessError) as exc:
                 detail = getattr(exc, "stderr", None) or b""
                 LOG.warning(
@@ -187,23 +231,36 @@ class LifecycleDiagram(SphinxDirective):
                     location=self.get_location(),
                 )
             else:
-                return [self._figure(alt)]
-        return self._mermaid()
+                return [self._figure(alt, flow)]
+        return self._transitions(shown) if shown else self._mermaid()
 
-    def _figure(self, alt: str) -> nodes.Node:
+    def _figure(self, alt: str, flow: str | None) -> nodes.Node:
         # A leading "/" makes the URI relative to the source directory.
-        uri = f"/{GENERATED_DIR}/{SVG_NAME}"
+        uri = f"/{GENERATED_DIR}/{_names(flow)[0]}"
         # Scaled to the page width; the HTML builder links it to the full-size file.
         image = nodes.image(uri=uri, alt=alt, width="100%")
         figure = nodes.figure("", classes=["lifecycle-diagram"])
         figure += image
-        caption = self.options.get(
-            "caption",
-            "The lifecycle, drawn from ironic_fsm.LIFECYCLE when these pages were built. "
-            "Stable states have a bold border.",
+        default = (
+            f"{flow.capitalize()}, drawn from ironic_fsm.LIFECYCLE when these pages were "
+            "built. Stable states have a bold border."
+            if flow
+            else "The whole lifecycle, drawn from ironic_fsm.LIFECYCLE when these pages were "
+            "built (open the image for its full size). Stable states have a bold border."
         )
+        caption = self.options.get("caption", default)
         figure += nodes.caption(caption, caption)
         return figure
+
+    def _transitions(self, shown: tuple[str, ...]) -> list[nodes.Node]:
+        """Without Graphviz, a flow's transitions as a table: readable, unlike raw text."""
+        drawn = set(shown)
+        rows = [
+            [_entry(nodes.literal(name, name)) for name in (source, event, dest)]
+            for source, event, dest in ironic_fsm.LIFECYCLE.transitions
+            if source in drawn and dest in drawn
+        ]
+        return [_table(["From", "Event", "To"], rows, [3, 2, 3])]
 
     def _mermaid(self) -> list[nodes.Node]:
         text = ironic_fsm.LIFECYCLE.to_mermaid().rstrip("\n")

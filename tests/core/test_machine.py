@@ -568,3 +568,18 @@ def test_redeclaring_an_existing_transition_adds_nothing() -> None:
     assert len(list(derived.transitions)) == 93
     assert {tuple(t) for t in derived.transitions} == EXPECTED_TRANSITIONS
     assert derived.to_dot().count('"available" -> "manageable"') == 1
+
+
+def test_to_dot_of_some_states_draws_them_and_only_the_transitions_between_them() -> None:
+    """One flow per diagram (the docs draw each readable at a page's width)."""
+    flow = ["manageable", "cleaning", "clean wait", "clean failed", "available"]
+    dot = LIFECYCLE.to_dot(flow)
+    drawn = set(re.findall(r'^  "([^"]+)" \[label=', dot, flags=re.M))
+    assert drawn == set(flow)
+    edges = set(re.findall(r'^  "([^"]+)" -> "([^"]+)" \[label="([^"]+)"\]', dot, flags=re.M))
+    expected = {(s, d, e) for s, e, d in LIFECYCLE.transitions if s in flow and d in flow}
+    assert edges == {(s, d, e) for s, d, e in expected}
+    assert ("cleaning", "manageable", "manage") in edges
+    assert "__start__" not in dot  # enroll, where the lifecycle starts, is not drawn
+    with pytest.raises(InvalidState, match="'nowhere'"):
+        LIFECYCLE.to_dot(["manageable", "nowhere"])
