@@ -52,6 +52,7 @@ from ironic_fsm.stores.base import (
     matches,
 )
 from ironic_fsm.stores.capabilities import StoreCapabilities
+from ironic_fsm.stores.kv import KeyValueStore
 from ironic_fsm.stores.memory import MemoryStore
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ConductorRecord",
     "ConductorRegistry",
+    "KeyValueStore",
     "ListScans",
     "MemoryStore",
     "Reserved",
