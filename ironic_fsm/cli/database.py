@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from ironic_fsm.cli.errors import CLIError
 from ironic_fsm.cli.settings import _read_settings, _Settings, _settings_conductor
 from ironic_fsm.exceptions import (
     IronicFSMError,
@@ -18,7 +20,7 @@ from ironic_fsm.exceptions import (
 
 if TYPE_CHECKING:
     from ironic_fsm.conductor import Conductor
-    from ironic_fsm.stores import SQLStore, Store
+    from ironic_fsm.stores import Store
 
 #: Environment variable naming the database when ``--db`` is not given.
 DB_ENV: Final = "IRONIC_FSM_DB"
@@ -91,9 +93,48 @@ def _missing_driver(url: str, exc: ImportError) -> MissingDependency:
     )
 
 
+def load_store_factory(spec: str) -> Callable[[], Store]:
+    """``package.module:factory`` (``--store``): the callable that builds the application's store.
+
+    Every mistake is a :class:`CLIError` naming the spec and what is wrong,
+    before anything is opened.
+    """
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise CLIError(f"--store {spec!r}: expected MODULE:FACTORY, e.g. mypackage.stores:make")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CLIError(f"--store {spec!r}: cannot import {module_name}: {exc}") from None
+    factory = getattr(module, attribute, None)
+    if not callable(factory):
+        raise CLIError(f"--store {spec!r}: {module_name} has no callable {attribute!r}")
+    return factory  # type: ignore[no-any-return]
+
+
 @contextmanager
-def _open_store(url: str, **store_args: Any) -> Iterator[SQLStore]:
-    """The store at ``url``, closed afterwards; a missing database driver named by its extra."""
+def _open_store(url: str, *, factory: str | None = None, **store_args: Any) -> Iterator[Store]:
+    """The store at ``url``, or the one ``factory`` builds (``--store``), closed afterwards.
+
+    A missing database driver is named by its extra; a factory's product
+    must be a :class:`~ironic_fsm.stores.Store` (its ``close``, if any, is called).
+    """
+    if factory is not None:
+        built = load_store_factory(factory)()
+        from ironic_fsm.stores import Store as StoreProtocol
+
+        if not isinstance(built, StoreProtocol):
+            raise CLIError(
+                f"--store {factory!r} built {type(built).__name__}, which lacks the methods "
+                "of ironic_fsm.stores.Store"
+            )
+        try:
+            yield built
+        finally:
+            close = getattr(built, "close", None)
+            if callable(close):
+                close()
+        return
     try:
         from ironic_fsm.stores import SQLStore  # the store's driver loads only here
 
@@ -158,7 +199,8 @@ def _open_conductor(
     a service, it runs the work itself as before.
     """
     settings = _read_settings(getattr(args, "config", None))
-    with _open_store(resolve_db_url(args.db)) as store:
+    factory = getattr(args, "store", None)
+    with _open_store(resolve_db_url(args.db), factory=factory) as store:
         conductor = _build_conductor(store, settings, **conductor_args)
         if hand_off_for is not None and _service_serves(conductor, hand_off_for):
             conductor = _build_conductor(store, settings, hand_off=True, **conductor_args)

@@ -536,6 +536,11 @@ def _add_global_options(container: argparse.ArgumentParser, default: str | None)
         f"JSON settings file: Config options, runbooks, deploy templates (default: ${CONFIG_ENV})"
     )
     container.add_argument("--db", metavar="URL", default=default, help=db_help)
+    store_help = (
+        "the application's own store instead of a database: a callable "
+        "MODULE:FACTORY that returns an ironic_fsm.stores.Store (e.g. a KeyValueStore)"
+    )
+    container.add_argument("--store", metavar="MODULE:FACTORY", default=default, help=store_help)
     container.add_argument("--config", metavar="FILE", default=default, help=config_help)
     debug_help = "print the traceback of an unexpected error"
     container.add_argument(

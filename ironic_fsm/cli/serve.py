@@ -333,7 +333,9 @@ def _serve(
         graceful_shutdown_timeout=args.graceful_shutdown_timeout,
         listen_dsn=conninfo(url),
     )
-    with _open_store(url, pool_size=workers + _DUTY_CONNECTIONS) as store:
+    factory = getattr(args, "store", None)
+    store_args = {} if factory else {"pool_size": workers + _DUTY_CONNECTIONS}
+    with _open_store(url, factory=factory, **store_args) as store:
         executor = FlowExecutor(workers)
         conductor = _build_conductor(store, settings, executor=executor)
         for name, hardware_type in _EXTRA_HARDWARE.items():
@@ -342,7 +344,10 @@ def _serve(
         if start_api is not None:
             _attach_api(service, start_api, args)
         logging.getLogger("ironic_fsm.service").info(
-            "Serving the database %s (log level %s)", store.url, args.log_level
+            "Serving the %s %s (log level %s)",
+            "store" if factory else "database",
+            factory or getattr(store, "url", url),
+            args.log_level,
         )
         return service.run(handle_signals=True)
 
