@@ -35,6 +35,7 @@ __all__ = [
     "HARDWARE_TYPES_NAMESPACE",
     "HardwareType",
     "installed_hardware_types",
+    "interface_names",
     "interface_namespace",
     "load_hardware_type",
     "load_interface",
@@ -48,6 +49,40 @@ HARDWARE_TYPES_NAMESPACE: Final = "ironic_fsm.hardware.types"
 def interface_namespace(kind: str) -> str:
     """Entry-point group of the interface implementations of ``kind``."""
     return f"ironic_fsm.hardware.interfaces.{kind}"
+
+
+#: Each interface class's name among its kind's entry points (``None``: it has none).
+_CLASS_NAMES: dict[tuple[str, type], str | None] = {}
+
+
+def interface_names(hardware_type: HardwareType) -> dict[str, str | None]:
+    """The name of each interface ``hardware_type`` uses, as Ironic names them (never blank).
+
+    ``no-<kind>`` for the do-nothing ones, else the name of the entry point
+    that provides the class (``fake``, ``ipmi``, ``redfish-virtual-media``);
+    ``None`` where none does (a class registered in code only).
+    """
+    return {kind: _class_name(kind, type(iface)) for kind, iface in hardware_type.interfaces()}
+
+
+def _class_name(kind: str, cls: type) -> str | None:
+    key = (kind, cls)
+    if key not in _CLASS_NAMES:
+        name = None
+        if cls.__name__.startswith("Noop"):
+            name = f"no-{kind}"
+        else:
+            from importlib.metadata import entry_points  # only when a name is asked for
+
+            for ep in entry_points(group=interface_namespace(kind)):
+                try:
+                    if ep.load() is cls:  # the entry may name a re-export of the class
+                        name = str(ep.name)
+                        break
+                except Exception:  # a broken plugin just has no name to offer
+                    continue
+        _CLASS_NAMES[key] = name
+    return _CLASS_NAMES[key]
 
 
 _NOOPS: dict[str, BaseInterface] = {}

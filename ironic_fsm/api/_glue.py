@@ -9,12 +9,11 @@ give the facts, this module puts them in Ironic's words.
 from __future__ import annotations
 
 import weakref
-from importlib.metadata import entry_points
 from typing import Any, Final
 
 from ironic_fsm.conductor import Conductor
 from ironic_fsm.exceptions import IronicFSMError
-from ironic_fsm.hardware import interface_namespace
+from ironic_fsm.hardware import interface_names as hardware_interface_names
 from ironic_fsm.node import Node
 
 __all__ = ["VALIDATED_INTERFACES", "interface_names", "validate_node"]
@@ -34,9 +33,8 @@ _NAMES: weakref.WeakKeyDictionary[Conductor, dict[str, dict[str, str | None]]] =
 def interface_names(conductor: Conductor, driver: str) -> dict[str, str | None]:
     """The name of each interface ``driver`` uses by default (Ironic shows them, never null).
 
-    Found from the entry point that provides each interface's class, or
-    ``no-<kind>`` for the no-op ones; ``None`` where no name is known.
-    Cached per conductor and driver: the registry does not change names.
+    See :func:`ironic_fsm.hardware.interface_names`; cached per conductor and
+    driver: the registry does not change names.
     """
     known = _NAMES.setdefault(conductor, {})
     names = known.get(driver)
@@ -45,22 +43,8 @@ def interface_names(conductor: Conductor, driver: str) -> dict[str, str | None]:
             hardware_type = conductor.hardware_type_for(Node(driver=driver))
         except IronicFSMError:
             return {}
-        names = {kind: _name_of(kind, iface) for kind, iface in hardware_type.interfaces()}
-        known[driver] = names
+        names = known[driver] = hardware_interface_names(hardware_type)
     return names
-
-
-def _name_of(kind: str, iface: object) -> str | None:
-    cls = type(iface)
-    if cls.__name__.startswith("Noop"):
-        return f"no-{kind}"
-    for ep in entry_points(group=interface_namespace(kind)):
-        try:
-            if ep.load() is cls:  # the entry may name a re-export of the class
-                return str(ep.name)
-        except Exception:  # a broken plugin just has no name to offer
-            continue
-    return None
 
 
 def validate_node(conductor: Conductor, ident: str) -> dict[str, dict[str, Any]]:

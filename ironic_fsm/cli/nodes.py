@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ironic_fsm import states as s
 from ironic_fsm._node_fields import json_kind as _kind
@@ -20,11 +20,17 @@ from ironic_fsm.cli.output import (
     _show_fields,
     emit_list,
     emit_one,
+    with_defaults,
 )
 from ironic_fsm.exceptions import (
     IronicFSMError,
 )
+from ironic_fsm.hardware import interface_names
 from ironic_fsm.masking import mask_secrets
+from ironic_fsm.node import Node
+
+if TYPE_CHECKING:
+    from ironic_fsm.conductor import Conductor
 
 _POWER: Final = {
     "on": (s.POWER_ON, s.POWER_ON),
@@ -51,8 +57,17 @@ def _cmd_create(args: argparse.Namespace) -> int:
         fields["conductor_group"] = args.conductor_group
     with _open_conductor(args) as conductor:
         node = conductor.create_node(**fields)
-    emit_one(args, _node_record(node))
+        defaults = _interface_defaults(conductor, node.driver)
+    emit_one(args, _node_record(node, defaults=defaults))
     return 0
+
+
+def _interface_defaults(conductor: Conductor, driver: str) -> dict[str, str | None]:
+    """The names of the interfaces ``driver`` uses by default (none for an unknown driver)."""
+    try:
+        return interface_names(conductor.hardware_type_for(Node(driver=driver)))
+    except IronicFSMError:
+        return {}
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -73,7 +88,16 @@ def _cmd_list(args: argparse.Namespace) -> int:
             fields=fields,
             **filters,
         )
-    records = [_fields_record(row) for row in rows]
+        records = [_fields_record(row) for row in rows]
+        if any(field.endswith("_interface") for field in fields):
+            known: dict[str, dict[str, str | None]] = {}
+            for record, row in zip(records, rows, strict=True):
+                driver = row.get("driver")  # listed with the interfaces (--long)
+                if driver is None:
+                    continue
+                if driver not in known:
+                    known[driver] = _interface_defaults(conductor, driver)
+                with_defaults(record, known[driver])
     emit_list(
         args, columns, [[_column_value(record, column) for column in columns] for record in records]
     )
@@ -89,7 +113,8 @@ def _fields_record(row: Mapping[str, Any]) -> dict[str, Any]:
 def _cmd_show(args: argparse.Namespace) -> int:
     with _open_conductor(args) as conductor:
         node = conductor.get_node(args.node)
-    emit_one(args, _node_record(node, _show_fields(args)))
+        defaults = _interface_defaults(conductor, node.driver)
+    emit_one(args, _node_record(node, _show_fields(args), defaults))
     return 0
 
 

@@ -188,10 +188,27 @@ def _label(node: Node) -> str:
     return f"{node.name} ({node.uuid})" if node.name else node.uuid
 
 
-def _node_record(node: Node, fields: Sequence[str] | None = None) -> dict[str, Any]:
-    """The node's fields (or the ``--fields`` ones), secrets masked: this is a display."""
+def _node_record(
+    node: Node,
+    fields: Sequence[str] | None = None,
+    defaults: Mapping[str, str | None] | None = None,
+) -> dict[str, Any]:
+    """The node's fields (or the ``--fields`` ones), secrets masked: this is a display.
+
+    ``defaults``: the name of each interface kind the node's hardware type
+    uses by default, shown where the node names none (as the API shows it).
+    """
     data = node.to_dict(mask=True)
+    with_defaults(data, defaults)
     return data if not fields else {field: data[field] for field in fields}
+
+
+def with_defaults(record: dict[str, Any], defaults: Mapping[str, str | None] | None) -> None:
+    """Fill each ``<kind>_interface`` left unset in ``record`` with its default's name."""
+    for kind, name in (defaults or {}).items():
+        field = f"{kind}_interface"
+        if field in record and record[field] is None:
+            record[field] = name
 
 
 def _list_fields(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -123,3 +123,23 @@ def test_list_and_show_columns_are_the_real_clients(
     # ``node show`` names its fields the same way: -c takes the same names in both.
     ours_show = _ours(db, capsys, "node", "show", "n1", "-c", "provision_state", "-c", "name")
     assert ours_show == {k: theirs_show[k] for k in ("name", "provision_state")}
+
+
+def test_the_cli_shows_the_interfaces_the_api_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A node that names no interface uses its hardware type's defaults: both show their names."""
+    isolate_cli_env(tmp_path, monkeypatch)
+    db = tmp_path / "nodes.sqlite"
+    assert cli.main(["--db", str(db), "node", "create", "--driver", "fake-hardware",
+                     "--name", "n1"]) == 0  # fmt: skip
+    ours = _ours(db, capsys, "node", "show", "n1")
+    ours_long = _ours(db, capsys, "node", "list", "--long")
+    with api_process(db) as url:
+        theirs = osc(url, "node", "show", "n1", "-f", "json")
+    assert isinstance(ours, dict)
+    assert isinstance(ours_long, list)
+    for kind in ("boot", "deploy", "power", "management", "raid", "bios", "vendor"):
+        field = f"{kind}_interface"
+        assert ours[field] == theirs[field] == ours_long[0][field], field
+    assert ours["boot_interface"] == "fake"
