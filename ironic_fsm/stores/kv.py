@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import abc
 import builtins
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, Final
 
@@ -130,30 +130,23 @@ class KeyValueStore(abc.ABC):
 
     def reserve(self, ident: str, holder: str) -> Node:
         """Take the node for ``holder`` if nobody has it; only ``reservation`` changes."""
-        for _ in range(_ATTEMPTS):
-            found = self._find(ident)
-            if found is None:
-                raise not_found(ident)
-            node = _decode(found[0])
+
+        def take(node: Node) -> bool:
             if node.reservation is not None:
                 raise locked_error(node.uuid, node.reservation)
             node.reservation = holder
-            if self.write(_node_key(node.uuid), _encode(node, node.version), found[1]):
-                return node
-        raise NodeLocked(f"Node {ident} is busy; the operation may be retried", node=ident)
+            return True
+
+        return self._change_reservation(ident, take)
 
     def release(self, ident: str, holder: str) -> None:
-        for _ in range(_ATTEMPTS):
-            found = self._find(ident)
-            if found is None:
-                raise not_found(ident)
-            node = _decode(found[0])
+        def free(node: Node) -> bool:
             if node.reservation != holder:
-                return
+                return False  # not ours: nothing to do
             node.reservation = None
-            if self.write(_node_key(node.uuid), _encode(node, node.version), found[1]):
-                return
-        raise _stale(ident)
+            return True
+
+        self._change_reservation(ident, free)
 
     def heartbeat(self, holder: str, now: datetime) -> None:
         key = f"holder/{holder}"
@@ -182,6 +175,20 @@ class KeyValueStore(abc.ABC):
         """Take ``name`` for ``uuid``: refused if another node has it, or has it as its UUID."""
         if self.read(_node_key(name)) is not None or not self.write(_name_key(name), uuid, None):
             raise duplicate_name(name)
+
+    def _change_reservation(self, ident: str, change: Callable[[Node], bool]) -> Node:
+        """Apply ``change`` to the stored node (the version stays: a lock is not data),
+        from a new read each time another writer came first; ``False``: nothing to write."""
+        for _ in range(_ATTEMPTS):
+            found = self._find(ident)
+            if found is None:
+                raise not_found(ident)
+            node = _decode(found[0])
+            if not change(node):
+                return node
+            if self.write(_node_key(node.uuid), _encode(node, node.version), found[1]):
+                return node
+        raise NodeLocked(f"Node {ident} is busy; the operation may be retried", node=ident)
 
     def _give_back(self, name: str | None, uuid: str) -> None:
         """Free ``name`` if it still names ``uuid`` (never another node's)."""
