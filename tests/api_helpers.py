@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
+import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -50,6 +53,45 @@ def api_process(db: Path, *extra: str, startup: float = 30.0) -> Iterator[str]:
         yield f"http://127.0.0.1:{int(line)}"
     finally:
         stop_processes([proc], timeout=15)
+
+
+@contextmanager
+def serve_api(
+    *cli_args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> Iterator[tuple[str, list[str]]]:
+    """``ironic-fsm [CLI_ARGS] --api 127.0.0.1:0`` (``CLI_ARGS`` end with ``serve``, options
+    after it) on a free port; yields its URL and its stderr lines as they come, and stops
+    it with SIGTERM afterwards."""
+    serve = cli_args.index("serve")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ironic_fsm.cli", *cli_args[: serve + 1],
+         "--api", "127.0.0.1:0", *cli_args[serve + 1 :]],
+        stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
+    )  # fmt: skip
+    lines: list[str] = []
+    port: list[int] = []
+    ready = threading.Event()
+
+    def read() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append(line.rstrip("\n"))
+            found = re.search(r"REST API on 127\.0\.0\.1 port (\d+)", line)
+            if found:
+                port.append(int(found.group(1)))
+                ready.set()
+        ready.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert ready.wait(60), lines
+        assert port, lines
+        yield f"http://127.0.0.1:{port[0]}", lines
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+        reader.join(10)
 
 
 @contextmanager

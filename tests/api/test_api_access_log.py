@@ -7,51 +7,20 @@ process, its standard error read, and requests over HTTP.
 from __future__ import annotations
 
 import re
-import signal
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+from api_helpers import serve_api
 
 LATEST = {"X-OpenStack-Ironic-API-Version": "latest"}
 
 
 @contextmanager
 def _serve(db: Path, *extra: str) -> Iterator[tuple[str, list[str]]]:
-    """``serve --api`` on a free port; yields its URL and the stderr lines read so far."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ironic_fsm.cli", "--db", str(db), "serve",
-         "--api", "127.0.0.1:0", *extra],
-        stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    lines: list[str] = []
-    port: list[int] = []
-    ready = threading.Event()
-
-    def read() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            lines.append(line.rstrip("\n"))
-            found = re.search(r"REST API on 127\.0\.0\.1 port (\d+)", line)
-            if found:
-                port.append(int(found.group(1)))
-                ready.set()
-        ready.set()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        assert ready.wait(60), lines
-        assert port, lines
-        yield f"http://127.0.0.1:{port[0]}", lines
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=60)
-        reader.join(10)
+    with serve_api("--db", str(db), "serve", *extra) as served:
+        yield served
 
 
 def _access_lines(lines: list[str]) -> list[str]:

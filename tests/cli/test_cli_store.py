@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import signal
-import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import httpx
 import pytest
+from api_helpers import serve_api
 from cli_harness import isolate_cli_env
 
 from ironic_fsm import cli
@@ -93,30 +90,10 @@ def test_a_bad_factory_is_a_clear_error(
 
 def test_serve_runs_on_the_applications_store(factory: Path, tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": f"{factory}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ironic_fsm.cli", "--store", "fsm_test_stores:make", "serve",
-         "--api", "127.0.0.1:0"],
-        stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
-    )  # fmt: skip
-    lines: list[str] = []
-    port: list[int] = []
-    ready = threading.Event()
-
-    def read() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            lines.append(line)
-            found = re.search(r"REST API on 127\.0\.0\.1 port (\d+)", line)
-            if found:
-                port.append(int(found.group(1)))
-                ready.set()
-        ready.set()
-
-    threading.Thread(target=read, daemon=True).start()
-    try:
-        assert ready.wait(60), "".join(lines)
-        assert port, "".join(lines)
-        url = f"http://127.0.0.1:{port[0]}"
+    with serve_api("--store", "fsm_test_stores:make", "serve", env=env, cwd=tmp_path) as (
+        url,
+        lines,
+    ):
         headers = {"X-OpenStack-Ironic-API-Version": "latest"}
         created = httpx.post(
             f"{url}/v1/nodes", json={"driver": "fake-hardware", "name": "kv"},
@@ -125,7 +102,4 @@ def test_serve_runs_on_the_applications_store(factory: Path, tmp_path: Path) -> 
         assert created.status_code == 201, created.text
         listed = httpx.get(f"{url}/v1/nodes", headers=headers, timeout=60).json()["nodes"]
         assert [n["name"] for n in listed] == ["kv"]
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=60)
     assert any("Serving the store fsm_test_stores:make" in line for line in lines), "".join(lines)
