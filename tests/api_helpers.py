@@ -138,6 +138,6 @@ def api_client(db: Path) -> Iterator[tuple[Conductor, httpx.Client]]:
     """:func:`api_in_process` with an HTTP client that asks for the latest version."""
     with (
         api_in_process(db) as (conductor, _, url),
-        httpx.Client(base_url=url, headers=LATEST) as client,
+        httpx.Client(base_url=url, headers=LATEST, timeout=60) as client,
     ):
         yield conductor, client

@@ -59,6 +59,6 @@ def test_twenty_clients_lose_nothing(tmp_path: Path) -> None:
             assert node.extra == {f"k{i}": i for i in mine}
             assert node.provision_state == s.MANAGEABLE
             assert node.reservation is None
-        with httpx.Client(base_url=url, headers=LATEST) as http:
+        with httpx.Client(base_url=url, headers=LATEST, timeout=60) as http:
             statuses.append(http.get("/v1/nodes").status_code)
     assert statuses == [200]

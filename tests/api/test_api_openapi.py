@@ -16,7 +16,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[httpx.Cli
     db = tmp_path_factory.mktemp("openapi") / "nodes.sqlite"
     with (
         api_in_process(db) as (_, _, url),
-        httpx.Client(base_url=url, headers=LATEST) as client,
+        httpx.Client(base_url=url, headers=LATEST, timeout=60) as client,
     ):
         yield client, client.get("/openapi.json").json()
 

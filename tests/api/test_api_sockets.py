@@ -165,7 +165,7 @@ def test_the_timeouts_are_configurable_and_take_effect(tmp_path: Path) -> None:
         slow_head.sendall(SLOW_HEAD)
         slow_body.sendall(
             b"POST /v1/nodes HTTP/1.1\r\nHost: api\r\nContent-Type: application/json\r\n"
-            b"Content-Length: 100\r\n\r\n{\"driver\": "
+            b'Content-Length: 100\r\n\r\n{"driver": '
         )
         started = time.monotonic()
         ended = _ended([idle, slow_head, slow_body], started + 60)

@@ -18,7 +18,7 @@ MAX = "1.92"
 @pytest.fixture(scope="module")
 def http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     db = tmp_path_factory.mktemp("api") / "nodes.sqlite"
-    with api_in_process(db) as (_, _, url), httpx.Client(base_url=url) as client:
+    with api_in_process(db) as (_, _, url), httpx.Client(base_url=url, timeout=60) as client:
         yield client
 
 

@@ -142,11 +142,12 @@ def test_ctrl_c_stops_the_bmcs_quickly_and_says_so(tmp_path: Path) -> None:
     try:
         assert proc.stdout is not None
         seen = ""
-        while "Enrolled" not in seen:
+        # Wait for the condition, not for a time: nodes in the middle of their
+        # lifecycle (a step has started; with a pace of 0.4 s the run lasts seconds more).
+        while "Enrolled" not in seen or "step.start" not in seen.split("Enrolled", 1)[1]:
             line = proc.stdout.readline()
             assert line, f"the demo ended early: {seen}{proc.communicate()}"
             seen += line
-        time.sleep(1.0)  # nodes are in the middle of their lifecycle (pace 0.4 s)
         assert proc.poll() is None
         assert _processes_mentioning(str(output))  # the BMCs are running
         interrupted = time.monotonic()
@@ -158,7 +159,9 @@ def test_ctrl_c_stops_the_bmcs_quickly_and_says_so(tmp_path: Path) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     assert proc.returncode == 130, rest + errors
-    assert took < 2.5, f"took {took:.1f} s to stop"
+    # At once: the run itself lasts far longer; the bound leaves a loaded machine room.
+    assert took < 10, f"took {took:.1f} s to stop"
+    assert "nodes in" not in rest  # it stopped, rather than finishing the fleet first
     assert "Interrupted: stopping 5 BMC emulators ..." in rest
     assert "Stopped 5 BMC emulators" in rest
     tail = rest[rest.index("Interrupted") :]
