@@ -177,17 +177,8 @@ class PostgresServer:
         last: Exception | None = None
         for _ in range(3):  # another process may grab the port between bind and listen
             self.port = _free_port()
-            options = (
-                f"-h 127.0.0.1 -p {self.port} -k {self.socket_dir} "
-                "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
-                "-c max_connections=200"
-            )
             try:
-                self._run(
-                    "pg_ctl", "start", "-D", str(self.data_dir), "-o", options,
-                    "-w", "-t", str(int(START_TIMEOUT)), "-l", str(self.base_dir / "server.log"),
-                    timeout=START_TIMEOUT + 10,
-                )  # fmt: skip
+                self._pg_ctl_start()
             except RuntimeError as exc:
                 last = exc
                 continue
@@ -195,6 +186,30 @@ class PostgresServer:
             self._wait_ready(started)
             return
         raise RuntimeError(f"PostgreSQL did not start: {last}")
+
+    def _pg_ctl_start(self) -> None:
+        assert self.base_dir is not None
+        options = (
+            f"-h 127.0.0.1 -p {self.port} -k {self.socket_dir} "
+            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
+            "-c max_connections=200"
+        )
+        self._run(
+            "pg_ctl", "start", "-D", str(self.data_dir), "-o", options,
+            "-w", "-t", str(int(START_TIMEOUT)), "-l", str(self.base_dir / "server.log"),
+            timeout=START_TIMEOUT + 10,
+        )  # fmt: skip
+
+    def pause(self, mode: str = "fast") -> None:
+        """Stop the server but keep its data (``pg_ctl stop -m MODE``): the database goes away."""
+        self._run("pg_ctl", "stop", "-D", str(self.data_dir), "-m", mode, "-w")
+        self._running = False
+
+    def resume(self) -> None:
+        """Start the paused server again, on the same port: the database comes back."""
+        self._pg_ctl_start()
+        self._running = True
+        self._wait_ready(time.monotonic())
 
     def _wait_ready(self, started: float) -> None:
         deadline = started + START_TIMEOUT

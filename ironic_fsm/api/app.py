@@ -22,6 +22,7 @@ from ironic_fsm.api.versions import (
     version_text,
 )
 from ironic_fsm.conductor import Conductor
+from ironic_fsm.exceptions import IronicFSMError
 
 __all__ = ["make_app"]
 
@@ -53,7 +54,7 @@ class Versions:
 
 
 #: Paths of this server's own, outside Ironic's ``/v1`` (never given the ``/v1`` prefix).
-_OWN_PATHS: Final = frozenset({"/", "/openapi.json"})
+_OWN_PATHS: Final = frozenset({"/", "/openapi.json", "/healthz", "/readyz"})
 
 
 class IronicPaths:
@@ -72,6 +73,49 @@ class IronicPaths:
             path = "/v1" + path
         if path != req.path:
             req.path = path
+
+
+class Health:
+    """``GET /healthz``: the process answers (Kubernetes' liveness probe; no auth, no I/O)."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        send(resp, {"status": "ok"})
+
+    on_head = on_get
+
+
+class Ready:
+    """``GET /readyz``: ready for work (Kubernetes' readiness probe; no auth).
+
+    Ready when the database answers, this conductor is registered and alive
+    in it (its heartbeat is current), and it is not draining; else ``503``
+    with the reason, so that a load balancer sends requests elsewhere.
+    """
+
+    def __init__(self, conductor: Conductor) -> None:
+        self._conductor = conductor
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        reason = self._unready()
+        if reason is None:
+            send(resp, {"status": "ready"})
+        else:
+            send(resp, {"status": "not ready", "reason": reason}, 503)
+
+    on_head = on_get
+
+    def _unready(self) -> str | None:
+        conductor = self._conductor
+        if conductor.draining:
+            return "draining: finishing its flows before it stops"
+        try:
+            conductors = conductor.list_conductors()
+        except IronicFSMError as error:
+            return f"the database does not answer: {type(error).__name__}"
+        host = conductor.config.host
+        if not any(info.hostname == host and info.alive for info in conductors):
+            return f"conductor {host} is not registered and alive in the database"
+        return None
 
 
 class Root:
@@ -109,6 +153,8 @@ def make_app(
         ("/", Root(), {}),
         ("/v1", V1(), {}),
         ("/openapi.json", openapi.OpenApi(), {}),
+        ("/healthz", Health(), {}),
+        ("/readyz", Ready(conductor), {}),
         ("/v1/nodes", nodes.NodeCollection(conductor), {}),
         ("/v1/nodes/detail", nodes.NodeCollection(conductor, detail=True), {}),
         ("/v1/nodes/validate", actions.Validate(conductor), {}),

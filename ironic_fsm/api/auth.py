@@ -27,9 +27,12 @@ _BCRYPT_PREFIXES: Final = ("$2y$", "$2a$", "$2b$")
 #: Routes reached before there are credentials, as Ironic's ``acl_public_routes``:
 #: version discovery (clients ask it before they authenticate), and the ramdisk
 #: agent's three calls (it holds no credentials; an agent token guards them).
-#: Whole paths only, each with an optional ``.json``, as Ironic matches them.
+#: Whole paths only, each with an optional ``.json``, as Ironic matches them. Beside
+#: them the health probes, which Kubernetes asks without credentials and which
+#: show nothing of the nodes.
 _PUBLIC: Final = re.compile(
     r"(?:/|/v1|/v1/lookup|/v1/heartbeat/[a-z0-9\-]+|/v1/continue_inspection)(?:\.json)?"
+    r"|/healthz|/readyz"
 )
 #: bcrypt reads at most this many bytes of a password. ``htpasswd -B`` hashes the
 #: first 72 of a longer one and its users type the whole; bcrypt 5 refuses more
