@@ -110,7 +110,7 @@ def read_body(req: falcon.Request) -> bytes:
     """The request's body, whole, under the size cap; chunked bodies included.
 
     A chunked body has no Content-Length, and Falcon's bounded stream then
-    reads nothing: the server (cheroot) marks such input as terminated, so it
+    reads nothing: the server marks such input as terminated, so it
     is read to its end, which also keeps its bytes from being taken for the
     next request on the connection.
     """
