@@ -23,8 +23,11 @@ machinery itself: the worst case for scale-out, where CPU and database
 are all there is. From them, a projection of what one PostgreSQL core can
 feed, on paper, up to 1,000,000 nodes, with its assumptions printed.
 
-Goal (issue 11): 2 processes >= 1.6x one, on these 2 cores, PostgreSQL on
-the same box.
+The former goal (issue 11), 2 processes >= 1.6x one on these 2 cores with
+PostgreSQL on the same box, was withdrawn by issue 18: the box cannot show
+it (below), and what decides how far one database carries a fleet is the
+database's own cost per lifecycle, measured by ``bench_pgcost``. The ratio
+is still reported, for context.
 
 What the box can give is measured, not assumed: "CPUs busy (box)" is every
 CPU's busy time over the run from ``/proc/stat``. Our processes' own CPU
@@ -494,8 +497,8 @@ def _verdicts(section: Section, best: dict[tuple[str, int], dict[str, float]]) -
             SummaryRow(
                 f"{operator}: 2 serve processes / 1, lifecycle throughput",
                 f"{ratio:.2f}x",
-                f">= {GOAL_2X}x",
-                ratio >= GOAL_2X if operator == "pipelined" else None,
+                f"(was >= {GOAL_2X}x; withdrawn: see bench_pgcost)",
+                None,
             )
         )
 
