@@ -41,7 +41,11 @@ def _open_files() -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = 4096 if hard == resource.RLIM_INFINITY else min(hard, 4096)
     if want < IDLE + SLOW + 200:
-        pytest.skip(f"RLIMIT_NOFILE's hard limit ({hard}) is too low to hold the sockets")
+        # Never a skip: a test that cannot run here fails, saying what it needs.
+        pytest.fail(
+            f"RLIMIT_NOFILE's hard limit ({hard}) is too low to hold the sockets: "
+            f"raise it to {IDLE + SLOW + 200} or more (ulimit -Hn)"
+        )
     if soft != resource.RLIM_INFINITY and soft < want:
         resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
 
