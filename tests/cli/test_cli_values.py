@@ -143,3 +143,35 @@ def test_the_cli_shows_the_interfaces_the_api_shows(
         field = f"{kind}_interface"
         assert ours[field] == theirs[field] == ours_long[0][field], field
     assert ours["boot_interface"] == "fake"
+
+
+def test_conductor_and_history_columns_are_the_real_clients(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Everything else the CLI lists keys its rows as ``openstack baremetal`` does."""
+    isolate_cli_env(tmp_path, monkeypatch)
+    db = tmp_path / "nodes.sqlite"
+    assert cli.main(["--db", str(db), "node", "create", "--driver", "fake-hardware",
+                     "--name", "h1"]) == 0  # fmt: skip
+    assert cli.main(["--db", str(db), "node", "set", "h1", "--maintenance",
+                     "--maintenance-reason", "fan"]) == 0  # fmt: skip
+    with api_process(db) as url:  # the API process registers its conductor
+        theirs = {
+            "conductors": osc(url, "conductor", "list", "-f", "json"),
+            "conductors --long": osc(url, "conductor", "list", "--long", "-f", "json"),
+            "history": osc(url, "node", "history", "list", "h1", "-f", "json"),
+            "history --long": osc(url, "node", "history", "list", "h1", "--long", "-f", "json"),
+        }
+        ours = {
+            "conductors": _ours(db, capsys, "conductor", "list"),
+            "conductors --long": _ours(db, capsys, "conductor", "list", "--long"),
+            "history": _ours(db, capsys, "node", "history", "list", "h1"),
+            "history --long": _ours(db, capsys, "node", "history", "list", "h1", "--long"),
+        }
+    for listing, rows in theirs.items():
+        mine = ours[listing]
+        assert isinstance(mine, list)
+        assert rows, listing
+        assert mine, listing
+        assert list(mine[0]) == list(rows[0]), listing
+    assert ours["history"][0]["event"] == theirs["history"][0]["event"]
