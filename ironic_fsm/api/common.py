@@ -56,7 +56,7 @@ def node_lock(uuid: str) -> threading.Lock:
 
 
 #: Attempts of a read-modify-write that another process keeps overtaking, before 409.
-RMW_ATTEMPTS: Final = 8
+RMW_ATTEMPTS: Final = 10
 
 
 def read_modify_write(uuid: str, change: Callable[[], T]) -> T:
@@ -70,7 +70,8 @@ def read_modify_write(uuid: str, change: Callable[[], T]) -> T:
     retrying = tenacity.Retrying(
         retry=tenacity.retry_if_exception_type(ConcurrentUpdate),
         stop=tenacity.stop_after_attempt(RMW_ATTEMPTS),
-        wait=tenacity.wait_random(0, 0.02),
+        # Jittered and growing: writers that collided once spread out (5 ms .. 0.2 s).
+        wait=tenacity.wait_random_exponential(multiplier=0.005, max=0.2),
         reraise=True,
     )
     with node_lock(uuid):
