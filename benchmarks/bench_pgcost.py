@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from _harness import Section, SummaryRow, Table, run_alone
+from _procstat import children_of, cpu_seconds
 
 HERE = Path(__file__).resolve().parent
 VERBS = ("manage", "provide", "deploy", "undeploy")
@@ -63,41 +64,9 @@ IRONIC_SHARE = 5
 DURABLE = "ours-durable"
 #: Where ``_ironic_pg.py`` builds Ironic 39's virtualenv unless ``$IRONIC_VENV`` says.
 IRONIC_VENV = Path(os.environ.get("IRONIC_VENV", "/tmp/ironicpg/venv"))
-_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 # -- CPU of processes ------------------------------------------------------------------------
-
-
-def cpu_seconds(pid: int, children: bool = False) -> float:
-    """utime + stime of a process (and of its reaped children), in seconds; 0 if gone."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            fields = stat.read().rpartition(")")[2].split()
-    except OSError:
-        return 0.0
-    ticks = int(fields[11]) + int(fields[12])
-    if children:
-        ticks += int(fields[13]) + int(fields[14])
-    return ticks / _TICKS
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", encoding="ascii") as stat:
-                    if int(stat.read().rpartition(")")[2].split()[1]) == pid:
-                        found.append(int(entry))
-            except (OSError, IndexError, ValueError):
-                continue
-    return found
-
-
-def postgres_cpu(postmaster: int) -> float:
-    """The whole server's CPU so far: the postmaster, its live and its reaped children."""
-    return sum(postgres_cpu_by_kind(postmaster).values())
 
 
 def postgres_cpu_by_kind(postmaster: int) -> dict[str, float]:
@@ -110,7 +79,7 @@ def postgres_cpu_by_kind(postmaster: int) -> dict[str, float]:
     kinds = {"backends": 0.0, "autovacuum": 0.0, "background": 0.0, "reaped": 0.0}
     kinds["background"] += cpu_seconds(postmaster)
     kinds["reaped"] = cpu_seconds(postmaster, children=True) - cpu_seconds(postmaster)
-    for pid in _children(postmaster):
+    for pid in children_of(postmaster):
         try:
             title = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
         except OSError:

@@ -62,6 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from _harness import Section, SummaryRow, Table, run_alone
+from _procstat import box_cpu, cpu_seconds, postgres_cpu
 
 HERE = Path(__file__).resolve().parent
 GOAL_2X = 1.6
@@ -76,56 +77,6 @@ CONFIG = {
     "sync_power_state_interval": 0,
     "node_history_cleanup_interval": 0,
 }
-_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def _cpu_seconds(pid: int, children: bool = False) -> float:
-    """utime + stime of a process (and of its reaped children), in seconds; 0 if gone."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            fields = stat.read().rpartition(")")[2].split()
-    except OSError:
-        return 0.0
-    ticks = int(fields[11]) + int(fields[12])  # utime, stime
-    if children:
-        ticks += int(fields[13]) + int(fields[14])  # cutime, cstime
-    return ticks / _TICKS
-
-
-def _box_cpu() -> float:
-    """CPU seconds spent by the whole box so far, every CPU, every process and the kernel.
-
-    Our processes' ``/proc/<pid>/stat`` miss the kernel's loopback and
-    softirq work and whatever else shares the box (other users' tests): on a
-    shared 2-core machine that was half a CPU, enough to hide that the box
-    was already full at one service.
-    """
-    with open("/proc/stat", encoding="ascii") as stat:
-        ticks = [int(f) for f in stat.readline().split()[1:]]
-    idle = ticks[3] + ticks[4]  # idle, iowait
-    return (sum(ticks[:8]) - idle) / _TICKS  # guest time is already inside user
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", encoding="ascii") as stat:
-                    if int(stat.read().rpartition(")")[2].split()[1]) == pid:
-                        found.append(int(entry))
-            except (OSError, IndexError, ValueError):
-                continue
-    return found
-
-
-def _postgres_cpu(postmaster: int) -> float:
-    """The whole server's CPU so far: the postmaster, its live and its reaped children."""
-    return _cpu_seconds(postmaster, children=True) + sum(
-        _cpu_seconds(pid) for pid in _children(postmaster)
-    )
-
-
 # -- the server ------------------------------------------------------------------------
 
 
@@ -333,17 +284,17 @@ def one_run(
             )
             uuids = [conductor.create_node(driver="fake-hardware").uuid for _ in range(nodes)]
             _statements(server, reset=True)
-            pg_before = _postgres_cpu(postmaster)
-            serve_before = sum(_cpu_seconds(p.pid) for p in procs)
+            pg_before = postgres_cpu(postmaster)
+            serve_before = sum(cpu_seconds(p.pid) for p in procs)
             me_before = resource.getrusage(resource.RUSAGE_SELF)
-            box_before = _box_cpu()
+            box_before = box_cpu()
             started = time.perf_counter()
             OPERATORS[operator](conductor, uuids, timeout=600)
             wall = time.perf_counter() - started
-            box = _box_cpu() - box_before
+            box = box_cpu() - box_before
             me_after = resource.getrusage(resource.RUSAGE_SELF)
-            serve_cpu = sum(_cpu_seconds(p.pid) for p in procs) - serve_before
-            pg_cpu = _postgres_cpu(postmaster) - pg_before
+            serve_cpu = sum(cpu_seconds(p.pid) for p in procs) - serve_before
+            pg_cpu = postgres_cpu(postmaster) - pg_before
             calls = _statements(server)
         finally:
             store.close()

@@ -92,6 +92,15 @@ def test_a_value_typed_on_the_command_line_shows_typed(
     assert '"tier": 1' in shown
 
 
+def _with_node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> Path:
+    """A database of the test's own holding one fake-hardware node ``name``, made by our CLI."""
+    isolate_cli_env(tmp_path, monkeypatch)
+    db = tmp_path / "nodes.sqlite"
+    created = ["--db", str(db), "node", "create", "--driver", "fake-hardware", "--name", name]
+    assert cli.main(created) == 0
+    return db
+
+
 def _ours(db: Path, capsys: pytest.CaptureFixture[str], *argv: str) -> object:
     capsys.readouterr()
     assert cli.main(["--db", str(db), *argv, "-f", "json"]) == 0
@@ -102,10 +111,7 @@ def test_list_and_show_columns_are_the_real_clients(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``-c provision_state`` and ``--long -f json`` keys as ``openstack baremetal`` prints them."""
-    isolate_cli_env(tmp_path, monkeypatch)
-    db = tmp_path / "nodes.sqlite"
-    assert cli.main(["--db", str(db), "node", "create", "--driver", "fake-hardware",
-                     "--name", "n1"]) == 0  # fmt: skip
+    db = _with_node(tmp_path, monkeypatch, "n1")
     with api_process(db) as url:
         theirs_list = osc(url, "node", "list", "-f", "json")
         theirs_long = osc(url, "node", "list", "--long", "-f", "json")
@@ -129,10 +135,7 @@ def test_the_cli_shows_the_interfaces_the_api_shows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A node that names no interface uses its hardware type's defaults: both show their names."""
-    isolate_cli_env(tmp_path, monkeypatch)
-    db = tmp_path / "nodes.sqlite"
-    assert cli.main(["--db", str(db), "node", "create", "--driver", "fake-hardware",
-                     "--name", "n1"]) == 0  # fmt: skip
+    db = _with_node(tmp_path, monkeypatch, "n1")
     ours = _ours(db, capsys, "node", "show", "n1")
     ours_long = _ours(db, capsys, "node", "list", "--long")
     with api_process(db) as url:
@@ -149,10 +152,7 @@ def test_conductor_and_history_columns_are_the_real_clients(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Everything else the CLI lists keys its rows as ``openstack baremetal`` does."""
-    isolate_cli_env(tmp_path, monkeypatch)
-    db = tmp_path / "nodes.sqlite"
-    assert cli.main(["--db", str(db), "node", "create", "--driver", "fake-hardware",
-                     "--name", "h1"]) == 0  # fmt: skip
+    db = _with_node(tmp_path, monkeypatch, "h1")
     assert cli.main(["--db", str(db), "node", "set", "h1", "--maintenance",
                      "--maintenance-reason", "fan"]) == 0  # fmt: skip
     with api_process(db) as url:  # the API process registers its conductor
