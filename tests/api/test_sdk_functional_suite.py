@@ -23,11 +23,10 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 
+import openstack
 import pytest
 from api_helpers import serve_api
 from conftest import fresh_postgres_url
-
-import openstack
 
 SUITE = Path(openstack.__file__).parent / "tests" / "functional" / "baremetal"
 
