@@ -86,9 +86,26 @@ def compile_schema(schema: dict[str, Any]) -> Validator:
         try:
             return check(value)
         except fastjsonschema.JsonSchemaValueException as error:
-            raise ApiError(400, f"Invalid input: {error.message}") from None
+            raise ApiError(400, f"Invalid input: {error.message}{_size_words(error)}") from None
 
     return validate
+
+
+#: jsonschema's words for a size limit (Ironic validates with it, and clients match them).
+_SIZE_WORDS: Final = {
+    "minItems": "is too short",
+    "minLength": "is too short",
+    "maxItems": "is too long",
+    "maxLength": "is too long",
+}
+
+
+def _size_words(error: fastjsonschema.JsonSchemaValueException) -> str:
+    """``; [] is too short`` after a size error, as Ironic's validator says it."""
+    words = _SIZE_WORDS.get(error.rule or "")
+    if words is None:
+        return ""
+    return f"; {orjson.dumps(error.value).decode()} {words}"
 
 
 def read_json(req: falcon.Request, *, optional: bool = False) -> Any:

@@ -472,7 +472,9 @@ def _apply_one(doc: dict[str, Any], op: dict[str, Any], number: int) -> dict[str
             # match; it quotes the request's own key, never a stored value.
             why = str(error)
         raise ApiError(
-            400, f"Cannot apply patch operation {number} ({op['op']} {op['path']}): {why}"
+            # "Couldn't apply patch ... Reason: ...": Ironic's words, which clients match.
+            400,
+            f"Couldn't apply patch operation {number} ({op['op']} {op['path']}). Reason: {why}",
         ) from None
 
 

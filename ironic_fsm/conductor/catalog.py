@@ -124,7 +124,10 @@ def _check_entry(kind: CatalogKind, entry: CatalogEntry) -> CatalogEntry:
     steps = _checked_steps(kind, name, entry.steps)
     uuid = entry.uuid
     if not is_uuid_like(uuid):
-        raise InvalidParameterValue(f"{_WORDS[kind]} {name!r}: {shown(uuid)} is not a UUID")
+        # Ironic's words ("Expected UUID for uuid: ..."), which clients match.
+        raise InvalidParameterValue(
+            f"{_WORDS[kind]} {name!r}: Expected UUID for uuid: {shown(uuid)}"
+        )
     return attrs.evolve(entry, uuid=str(_uuid.UUID(uuid)), steps=steps)
 
 
