@@ -1,0 +1,142 @@
+"""``serve`` through database outages: PostgreSQL restarted, SQLite's disk filled then freed.
+
+Real processes on a real database: two ``serve`` processes run 60 nodes
+from enroll to active (an asynchronous clean step, a deploy step and a
+``wait`` step each), driven by a hand-off conductor playing operator and
+ramdisk agent, while the database goes away under them. Every flow must
+reach its target once the database is back: no node failed for the outage,
+no step lost or run twice (the step log of :mod:`serve_hardware`), nothing
+left reserved, and both services still running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from conftest import fresh_postgres_url
+from pgserver import PostgresServer
+from serve_fleet import ServeFleet, drive, fleet_nodes, serve_fleet
+from serve_hardware import StepRuns
+from tmpfs import tmpfs
+
+import ironic_fsm
+from ironic_fsm import states
+from ironic_fsm.exceptions import StoreError
+from ironic_fsm.stores.base import reserved
+
+#: Longer than any outage here: flows wait the database out instead of stopping.
+RETRY = {"store_retry_timeout": 25, "heartbeat_timeout": 30}
+
+
+@pytest.fixture
+def pg_url(postgres_server: PostgresServer) -> Iterator[str]:
+    for url in fresh_postgres_url(postgres_server):
+        # PostgreSQL's default, which the test server turns off for speed: without it
+        # an immediate stop loses commits it acknowledged, as no production server does.
+        yield url + quote(" -csynchronous_commit=on")
+
+
+def _in_flight(conductor: ironic_fsm.Conductor) -> int:
+    """Nodes the services hold now (from the reservation index)."""
+    return sum(1 for _, holder, _ in reserved(conductor.store) if holder != conductor.holder)
+
+
+def _settled_checks(
+    conductor: ironic_fsm.Conductor, fleet: ServeFleet, nodes: list[str], log: Path
+) -> list[str]:
+    """What is wrong once the drive is over (empty: nothing)."""
+    wrong: list[str] = []
+    for node in conductor.list_nodes():
+        if node.provision_state != states.ACTIVE or node.last_error or node.maintenance:
+            wrong.append(f"{node.uuid} {node.provision_state} {node.last_error!r}")
+        if node.reservation is not None:
+            wrong.append(f"{node.uuid} left reserved by {node.reservation}")
+    wrong += StepRuns(log).problems(nodes)  # lost, or run twice
+    wrong += [f"serve {p.pid} exited {p.returncode}" for p in fleet.procs if p.poll() is not None]
+    return wrong
+
+
+def _operator_round(conductor: ironic_fsm.Conductor) -> None:
+    """The operator's conductor takes back what its own refused requests left reserved."""
+    with contextlib.suppress(StoreError):  # still away: next round
+        conductor.recover()
+
+
+def test_postgres_restarted_three_times_under_two_services(
+    postgres_server: PostgresServer, pg_url: str, tmp_path: Path
+) -> None:
+    conductor, nodes, log = fleet_nodes(pg_url, tmp_path, 60, step_seconds=0.1)
+    plan = ["fast", "immediate", "fast"]
+    done: list[tuple[str, int]] = []  # each restart: its mode, nodes held at that moment
+
+    with serve_fleet(pg_url, tmp_path, config=RETRY) as fleet:
+        fleet.start_many(conductor, 2)
+
+        def restart_mid_flow(seen: dict[str, str]) -> None:
+            _operator_round(conductor)
+            if not plan:
+                return
+            active = sum(state == states.ACTIVE for state in seen.values())
+            if active < 15 * len(done):  # spread over the run
+                return
+            held = _in_flight(conductor)
+            if held < 2:
+                return  # wait for flows in progress: the restart must cut them
+            mode = plan.pop(0)
+            postgres_server.pause(mode)
+            postgres_server.resume()
+            done.append((mode, held))
+
+        seen = drive(conductor, nodes, timeout=150, during=restart_mid_flow)
+        # A last takeover pass may still be releasing: give it a few heartbeats.
+        deadline = time.monotonic() + 10
+        while (
+            wrong := _settled_checks(conductor, fleet, nodes, log)
+        ) and time.monotonic() < deadline:
+            _operator_round(conductor)
+            time.sleep(0.2)
+        errors = "\n".join(fleet.stderr(p) for p in fleet.procs)
+    assert [mode for mode, _ in done] == ["fast", "immediate", "fast"], seen
+    assert wrong == [], "\n".join(wrong)
+    assert "the store is unavailable" in errors  # the outages were met, and said so
+    print(f"restarts {done}; {len(StepRuns(log).pids())} services ran steps")
+    conductor.store.close()
+
+
+def test_sqlite_disk_full_then_freed_under_two_services(tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "disk", size="24m") as disk:
+        url = f"sqlite:///{disk.path / 'nodes.sqlite'}"
+        conductor, nodes, log = fleet_nodes(url, tmp_path, 20, step_seconds=0.1)
+        full: dict[str, float] = {}
+        with serve_fleet(url, tmp_path, config=RETRY) as fleet:
+            fleet.start_many(conductor, 2)
+
+            def fill_mid_flow(seen: dict[str, str]) -> None:
+                _operator_round(conductor)
+                if "at" not in full:
+                    if _in_flight(conductor) >= 2:
+                        disk.fill()
+                        full["at"] = time.monotonic()
+                elif "freed" not in full and time.monotonic() - full["at"] > 4:
+                    disk.free()
+                    full["freed"] = time.monotonic()
+
+            drive(conductor, nodes, timeout=120, during=fill_mid_flow)
+            deadline = time.monotonic() + 10
+            while (
+                wrong := _settled_checks(conductor, fleet, nodes, log)
+            ) and time.monotonic() < deadline:
+                _operator_round(conductor)
+                time.sleep(0.2)
+            errors = "\n".join(fleet.stderr(p) for p in fleet.procs)
+        assert "freed" in full
+        assert wrong == [], "\n".join(wrong)
+        assert "database or disk is full" in errors
+        with conductor.store.connection() as conn:  # type: ignore[attr-defined]
+            assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        conductor.store.close()
