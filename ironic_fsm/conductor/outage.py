@@ -35,7 +35,7 @@ LOG = logging.getLogger("ironic_fsm.conductor")
 
 #: The store errors that say "nothing was written, try again later".
 RETRYABLE: Final = (StoreUnavailable, StoreBusy)
-#: The first wait between two tries and the longest (seconds); jittered, doubling.
+#: The scale of the waits between two tries and the longest (seconds): random, doubling.
 _FIRST_WAIT: Final = 0.05
 _LONGEST_WAIT: Final = 2.0
 
@@ -58,7 +58,7 @@ def save_through(ctx: Context, node: Node, save: Callable[[], None], error: Exce
     started = time.monotonic()
     retrying = tenacity.Retrying(
         retry=tenacity.retry_if_exception_type(RETRYABLE),
-        wait=tenacity.wait_exponential_jitter(initial=_FIRST_WAIT, max=_LONGEST_WAIT),
+        wait=tenacity.wait_random_exponential(multiplier=_FIRST_WAIT, max=_LONGEST_WAIT),
         stop=tenacity.stop_after_delay(timeout),
         reraise=True,
     )
