@@ -83,13 +83,19 @@ class Recovery:
         return now - last_seen < timedelta(seconds=self._ctx.config.heartbeat_timeout)
 
     def recover(self) -> list[str]:
-        """Take over nodes whose holder is gone and resume their flows.
+        """Take over nodes whose holder is gone, and this conductor's own orphans; resume them.
 
         A flow resumes at the step recorded before the crash (steps are
         idempotent, as the cleaning spec requires); steps before it do not
         run again. Nodes in wait, hold, stable or failure states are just
         released: their flow goes on when its callback, ``unhold`` or a
         user's verb comes. Returns the UUIDs taken over.
+
+        This conductor's own orphans are nodes the store says it holds that
+        no thread of it holds: a flow stopped by a database outage, a
+        release or a reservation whose answer was lost with the connection
+        (:meth:`_take_back`). Nobody else may take them (their holder is
+        alive), so this conductor goes on with them, the same way.
 
         Reads only the reservations (an index, no record decoded); a node
         is read only once its holder is known to be gone, so a pass with
