@@ -18,7 +18,7 @@ import attrs
 
 from ironic_fsm import states as s
 from ironic_fsm.conductor.jobs import Job
-from ironic_fsm.conductor.outage import stalling
+from ironic_fsm.conductor.outage import ended_unsaved, stalling
 from ironic_fsm.conductor.reservations import QUEUED_KEY, Reservations
 from ironic_fsm.task import Task
 
@@ -139,8 +139,8 @@ class Launcher:
             finally:
                 try:
                     reservations.release(worker)
-                except Exception:
-                    LOG.exception("Node %s: background work ended unsaved", uuid)
+                except Exception as exc:
+                    ended_unsaved(uuid, "background work", exc)
                 finally:
                     self.flow_count(-1, uuid)
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ironic_fsm.conductor.jobs import Job
     from ironic_fsm.node import Node
 
-__all__ = ["RETRYABLE", "save_through", "stalling"]
+__all__ = ["RETRYABLE", "ended_unsaved", "save_through", "stalling"]
 
 LOG = logging.getLogger("ironic_fsm.conductor")
 
@@ -109,3 +109,20 @@ def stalling(work: Callable[[Job], None]) -> Callable[[Job], None]:
             job.detached = True
 
     return run
+
+
+def ended_unsaved(uuid: str, what: str, exc: Exception) -> None:
+    """Log a flow whose final save (its release) failed; an outage is said plainly.
+
+    The node stays reserved at its last recorded step either way, for
+    :meth:`.Recovery.recover` to take back.
+    """
+    if isinstance(exc, RETRYABLE):
+        LOG.warning(
+            "Node %s: the store is unavailable (%s); the flow's final save could not be "
+            "made, the flow stops at its last recorded step, and this conductor resumes it "
+            "once the store is back",
+            uuid, exc,
+        )  # fmt: skip
+    else:
+        LOG.error("Node %s: %s ended unsaved", uuid, what, exc_info=exc)

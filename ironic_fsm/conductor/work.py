@@ -29,7 +29,7 @@ from ironic_fsm.conductor.context import Context
 from ironic_fsm.conductor.flows import Flows
 from ironic_fsm.conductor.jobs import LOG, Job
 from ironic_fsm.conductor.launcher import WORKING_STATES, Launcher
-from ironic_fsm.conductor.outage import stalling
+from ironic_fsm.conductor.outage import ended_unsaved, stalling
 from ironic_fsm.conductor.ownership import Ownership
 from ironic_fsm.conductor.reservations import QUEUED_KEY, Reservations
 from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError
@@ -191,7 +191,7 @@ class Work:
         finally:
             try:
                 self._reservations.release(job)
-            except Exception:
-                LOG.exception("Node %s: claimed work ended unsaved", node.uuid)
+            except Exception as exc:
+                ended_unsaved(node.uuid, "claimed work", exc)
             finally:
                 self._launcher.flow_count(-1, node.uuid)

@@ -12,6 +12,7 @@ left reserved, and both services still running.
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +22,7 @@ import pytest
 from conftest import fresh_postgres_url
 from pgserver import PostgresServer
 from serve_fleet import ServeFleet, drive, fleet_nodes, serve_fleet
-from serve_hardware import StepRuns
+from serve_hardware import STEPS, StepRuns
 from tmpfs import tmpfs
 
 import ironic_fsm
@@ -47,16 +48,25 @@ def _in_flight(conductor: ironic_fsm.Conductor) -> int:
 
 
 def _settled_checks(
-    conductor: ironic_fsm.Conductor, fleet: ServeFleet, nodes: list[str], log: Path
+    conductor: ironic_fsm.Conductor,
+    fleet: ServeFleet,
+    nodes: list[str],
+    log: Path,
+    *,
+    strict: bool = True,
 ) -> list[str]:
-    """What is wrong once the drive is over (empty: nothing)."""
+    """What is wrong once the drive is over (empty: nothing).
+
+    ``strict``: no step may have run twice (else :func:`_rerun_problems` judges).
+    """
     wrong: list[str] = []
     for node in conductor.list_nodes():
         if node.provision_state != states.ACTIVE or node.last_error or node.maintenance:
             wrong.append(f"{node.uuid} {node.provision_state} {node.last_error!r}")
         if node.reservation is not None:
             wrong.append(f"{node.uuid} left reserved by {node.reservation}")
-    wrong += StepRuns(log).problems(nodes)  # lost, or run twice
+    if strict:
+        wrong += StepRuns(log).problems(nodes)  # lost, or run twice
     wrong += [f"serve {p.pid} exited {p.returncode}" for p in fleet.procs if p.poll() is not None]
     return wrong
 
@@ -157,4 +167,69 @@ def test_sqlite_disk_full_then_freed_under_two_services(tmp_path: Path) -> None:
         assert "database or disk is full" in errors
         with conductor.store.connection() as conn:  # type: ignore[attr-defined]
             assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        conductor.store.close()
+
+
+#: Shorter than the outage: flows stop at their last recorded step and are taken back.
+GIVE_UP = {"store_retry_timeout": 1}
+#: What a service logs when a flow (or its final save) gives up: the node it leaves reserved.
+_STALLED = re.compile(r"Node (\S+): the store is unavailable .*the flow stops at its last")
+
+
+def _rerun_problems(log: Path, nodes: list[str], stalled: set[str]) -> list[str]:
+    """Steps lost, or run again where no flow stopped (a stopped one reruns one step at most).
+
+    A flow that stopped may have finished its step without recording it:
+    that step, and only that one, runs again when the flow is taken back.
+    """
+    runs = StepRuns(log).runs
+    wrong = []
+    for node in nodes:
+        repeated = [step for step in STEPS if len(runs.get((node, step), [])) > 1]
+        wrong += [f"{node} {s}: lost" for s in STEPS if not any(d for _, d in runs[(node, s)])]
+        if repeated and (node not in stalled or len(repeated) > 1):
+            how = "stopped" if node in stalled else "never stopped"
+            wrong.append(f"{node}: {repeated} ran again ({how})")
+    return wrong
+
+
+def test_flows_that_outlast_their_retries_are_taken_back_by_their_own_service(
+    tmp_path: Path,
+) -> None:
+    with tmpfs(tmp_path / "disk", size="24m") as disk:
+        url = f"sqlite:///{disk.path / 'nodes.sqlite'}"
+        conductor, nodes, log = fleet_nodes(url, tmp_path, 16, step_seconds=0.3)
+        full: dict[str, float] = {}
+        with serve_fleet(url, tmp_path, config=GIVE_UP) as fleet:
+            fleet.start_many(conductor, 2)
+
+            def errors() -> str:
+                return "\n".join(fleet.stderr(p) for p in fleet.procs)
+
+            def fill_until_flows_stop(seen: dict[str, str]) -> None:
+                _operator_round(conductor)
+                if "at" not in full:
+                    if _in_flight(conductor) >= 4:  # mid-step: the fill must cut flows
+                        _empty_wal(conductor)
+                        disk.fill()
+                        full["at"] = time.monotonic()
+                elif "freed" not in full:
+                    waited = time.monotonic() - full["at"]
+                    if (_STALLED.search(errors()) and waited > 3) or waited > 15:
+                        disk.free()
+                        full["freed"] = time.monotonic()
+
+            drive(conductor, nodes, timeout=120, during=fill_until_flows_stop)
+            deadline = time.monotonic() + 10
+            while (
+                wrong := _settled_checks(conductor, fleet, nodes, log, strict=False)
+            ) and time.monotonic() < deadline:
+                _operator_round(conductor)
+                time.sleep(0.2)
+            text = errors()
+        stalled = set(_STALLED.findall(text))
+        assert stalled, "no flow stopped: the outage did not outlast the retries"
+        assert wrong == [], "\n".join(wrong)
+        assert _rerun_problems(log, nodes, stalled) == []
+        assert "no flow of its runs it" in text  # taken back by the service that held it
         conductor.store.close()
