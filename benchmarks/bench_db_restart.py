@@ -16,7 +16,7 @@ and to the last stalled flow moving.
 What the figure is made of: each service's connection pool finds its
 connections broken and re-opens them with psycopg_pool's own backoff (1,
 2, 4 ... s after the first failure), and a flow's save retries meanwhile
-with random waits of up to 2 s (``store_retry_timeout`` 30 s, well above
+with random waits of up to 2 s (``store_retry_timeout`` 30 s here, well above
 the outage, so that no flow stops).
 
 Run alone: ``python benchmarks/bench_db_restart.py [--quick]``.
