@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TypeVar
 from urllib.parse import quote
 
+import attrs
 import crash_worker
 import pytest
 from conftest import fresh_postgres_url
@@ -127,4 +128,33 @@ def test_an_own_orphan_outside_a_flow_is_released(tmp_path: Path) -> None:
         assert after.provision_state == states.MANAGEABLE
         assert conductor.get_node(other.uuid) == other  # untouched
         assert conductor.recover() == []
+        conductor.store.close()
+
+
+def test_a_save_whose_answer_was_lost_counts_as_saved(tmp_path: Path) -> None:
+    """The database committed, the connection broke before it said so: the retry is stale.
+
+    That stale retry must be recognised as the save already made (the record
+    is ours exactly, one version on), and anything else still refused.
+    """
+    from ironic_fsm.conductor.outage import save_through
+    from ironic_fsm.exceptions import ConcurrentUpdate, StoreUnavailable
+
+    with ThreadPoolExecutor(1) as executor:
+        conductor = _conductor(f"sqlite:///{tmp_path / 'nodes.sqlite'}", executor)
+        ctx = conductor._ctx
+        node = conductor.create_node(driver="crash-hardware", provision_state=states.MANAGEABLE)
+        lost = StoreUnavailable("The SQLite database x cannot write now")
+        node.extra = {"rack": "r1"}
+        sent = node.version
+        conductor.store.save(node)  # committed...
+        node.version = sent  # ...but its answer never came back
+        save_through(ctx, node, lambda: conductor.store.save(node), lost)
+        assert node.version == sent + 1
+        assert conductor.get_node(node.uuid) == node
+        node.extra = {"rack": "r2"}  # someone else's change meanwhile: still refused
+        conductor.store.save(attrs.evolve(node, extra=dict(node.extra)))
+        node.extra = {"rack": "r3"}
+        with pytest.raises(ConcurrentUpdate):
+            save_through(ctx, node, lambda: conductor.store.save(node), lost)
         conductor.store.close()
