@@ -45,7 +45,10 @@ def durable(url: str) -> str:
 def test_postgres_down_raises_store_unavailable_and_keeps_the_record(
     postgres_server: PostgresServer, pg_url: str, mode: str
 ) -> None:
-    with SQLStore(pg_url, pool_size=2, pool_timeout=1.0) as store:
+    # The test server trusts every connection: a password in the URL is accepted, and
+    # must appear in no message.
+    url = pg_url.replace("://postgres@", "://postgres:hunter2@")
+    with SQLStore(url, pool_size=2, pool_timeout=1.0) as store:
         node = Node(name="kept", driver_info={"ipmi_password": "s3cret"})
         store.create(node)
         store.get(node.uuid)  # a pooled connection, which the restart breaks
@@ -59,6 +62,8 @@ def test_postgres_down_raises_store_unavailable_and_keeps_the_record(
             assert isinstance(info.value, StoreError)
             assert info.value.target in str(info.value)
             assert "s3cret" not in str(info.value)
+            assert "hunter2" not in str(info.value)
+            assert "***" in info.value.target
             assert node.version == before.version  # not counted as saved
             # Once the broken pooled connections are gone, the pool cannot open one:
             # down, not busy.
@@ -68,6 +73,7 @@ def test_postgres_down_raises_store_unavailable_and_keeps_the_record(
                     store.get(node.uuid)
                 messages.append(str(down.value))
             assert "could be opened within 1 s" in messages[-1], messages
+            assert not any("hunter2" in message for message in messages)
         finally:
             postgres_server.resume()
         assert _once_back(store, node.uuid) == before  # nothing was written
