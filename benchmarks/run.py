@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_api
 import bench_apply
 import bench_bmc
+import bench_db_restart
 import bench_fleet
 import bench_import
 import bench_lifecycle
@@ -57,6 +58,7 @@ BENCHMARKS: dict[str, ModuleType] = {
     "patch": bench_patch,
     "scaleout": bench_scaleout,
     "pgcost": bench_pgcost,
+    "db_restart": bench_db_restart,
 }
 
 

@@ -188,6 +188,13 @@ class Config:
     #: Seconds between two heartbeats of a conductor service (keep it well
     #: under ``heartbeat_timeout``).
     heartbeat_interval: float = attrs.field(default=10, validator=_positive)
+    #: Seconds a conductor keeps retrying a flow's save while the database is
+    #: unavailable (restarting, cut off, out of space) before the flow stops at its
+    #: last recorded step, to be resumed by this conductor once the database is back
+    #: (docs/fleet.rst, "When the database goes away"); 0: no retry. A try waiting
+    #: for a pooled PostgreSQL connection may overrun it by the store's
+    #: ``pool_timeout`` (30 s): keep the sum under ``heartbeat_timeout``.
+    store_retry_timeout: float = attrs.field(default=20, validator=_non_negative)
     #: Seconds between two passes of the callback-timeout check; 0 disables it.
     check_provision_state_interval: float = attrs.field(default=60, validator=_non_negative)
     #: Seconds between two power-state syncs; 0 disables them.

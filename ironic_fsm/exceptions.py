@@ -27,7 +27,8 @@ The tree::
     ├── MissingDependency (ImportError)      an extra is not installed
     ├── UnsupportedOperation (NotImplementedError)
     ├── StoreError                           the database failed the request
-    │   └── StoreBusy                        another writer holds the lock; retryable
+    │   ├── StoreBusy                        another writer holds the lock; retryable
+    │   └── StoreUnavailable                 database down, cut off or disk full; retryable
     └── HardwareError                        the BMC could not do what we asked
         ├── BMCUnreachable (ConnectionError)
         ├── BMCAuthError (PermissionError)
@@ -65,6 +66,7 @@ __all__ = [
     "StepsNotAvailable",
     "StoreBusy",
     "StoreError",
+    "StoreUnavailable",
     "TransitionRejected",
     "UnsupportedOperation",
 ]
@@ -193,6 +195,20 @@ class StoreError(IronicFSMError):
 
 class StoreBusy(StoreError):
     """Another writer held the database lock for longer than the busy timeout."""
+
+    retryable = True
+
+
+class StoreUnavailable(StoreError):
+    """The database could not be reached or could not write at all; retryable.
+
+    A connection refused or cut (a PostgreSQL restart), no pooled connection
+    to be had, a disk that is full or failing under SQLite. Nothing about the
+    request was wrong: the same call may succeed once the database is back.
+    A conductor retries it during a flow (``Config.store_retry_timeout``)
+    and never fails a node for it. ``target`` names the database, its
+    password masked.
+    """
 
     retryable = True
 

@@ -25,7 +25,7 @@ from serve_hardware import DEPLOY_STEPS, NAME, serve_test_hardware
 
 import ironic_fsm
 from ironic_fsm import states
-from ironic_fsm.exceptions import InvalidStateRequested, NodeLocked
+from ironic_fsm.exceptions import InvalidStateRequested, NodeLocked, StoreUnavailable
 from ironic_fsm.stores import SQLStore
 
 HERE = Path(__file__).resolve().parent
@@ -50,9 +50,18 @@ class ServeFleet:
     """``serve`` processes on one database, stopped (SIGKILL if need be) on exit."""
 
     def __init__(
-        self, url: str, tmp: Path, *, workers: int = 4, poll: float = 0.2, hosts: bool = False
+        self,
+        url: str,
+        tmp: Path,
+        *,
+        workers: int = 4,
+        poll: float = 0.2,
+        hosts: bool = False,
+        config: dict[str, Any] | None = None,
     ) -> None:
         self.url = url
+        #: The services' Config: :data:`CONFIG` and these.
+        self.config = {**CONFIG, **(config or {})}
         self.tmp = tmp
         self.workers = workers
         self.poll = poll
@@ -63,7 +72,7 @@ class ServeFleet:
 
     def start(self, *extra: str) -> subprocess.Popen[bytes]:
         index = len(self.procs)
-        config = dict(CONFIG, host=f"host-{index}") if self.hosts else CONFIG
+        config = dict(self.config, host=f"host-{index}") if self.hosts else self.config
         settings = self.tmp / f"serve-{index}.json"
         settings.write_text(json.dumps({"config": config}))
         err = open(self.tmp / f"serve-{index}.err", "wb")  # noqa: SIM115 - the process owns it
@@ -156,7 +165,11 @@ def drive(
     deadline = time.monotonic() + timeout
     seen: dict[str, str] = {}
     while time.monotonic() < deadline:
-        rows = conductor.list_nodes(driver=NAME)
+        try:
+            rows = conductor.list_nodes(driver=NAME)
+        except StoreUnavailable:  # a test restarting the database: wait for it
+            time.sleep(0.1)
+            continue
         seen = {n.uuid: n.provision_state for n in rows if n.uuid in wanted}
         if during is not None:
             during(seen)
@@ -177,5 +190,5 @@ def _next(conductor: ironic_fsm.Conductor, uuid: str, state: str) -> None:
             steps = DEPLOY_STEPS if state == states.AVAILABLE else None
             kwargs = {"deploy_steps": steps} if steps else {}
             conductor.do_provisioning_action(uuid, _NEXT[state], **kwargs)
-    except (NodeLocked, InvalidStateRequested):
-        pass  # a service moved it on meanwhile: the next round sees where it is
+    except (NodeLocked, InvalidStateRequested, StoreUnavailable):
+        pass  # a service moved it on meanwhile (or the database is away): see next round

@@ -50,6 +50,7 @@ _STATUS: Final[tuple[tuple[type[BaseException], int], ...]] = (
     (exc.NodeLocked, 409),
     (exc.ConcurrentUpdate, 409),
     (exc.StoreBusy, 503),
+    (exc.StoreUnavailable, 503),
     (exc.StepsNotAvailable, 503),
     (exc.NodeProtected, 403),
     (exc.InvalidStateRequested, 400),
@@ -61,6 +62,14 @@ _STATUS: Final[tuple[tuple[type[BaseException], int], ...]] = (
     (exc.TransitionRejected, 400),
     (exc.UnsupportedOperation, 400),
 )
+
+
+#: What a client is told while the database is down, and when to try again (seconds).
+_OUTAGE_MESSAGE: Final = (
+    "The database of this service is unavailable (restarting, unreachable or out of "
+    "space); nothing was changed. Retry later."
+)
+_OUTAGE_RETRY_AFTER: Final = 2
 
 
 def status_of(error: BaseException) -> int:
@@ -110,6 +119,12 @@ def _on_library_error(
         LOG.error("%s %s failed: %s", req.method, req.path, error)
     if isinstance(error, exc.StepsNotAvailable) and error.retry_after > 0:
         resp.set_header("Retry-After", str(int(error.retry_after)))
+    if isinstance(error, exc.StoreUnavailable):
+        # The operator's log has the database and the driver's reason; a client needs
+        # to know only that nothing changed and that it may retry.
+        resp.set_header("Retry-After", str(_OUTAGE_RETRY_AFTER))
+        _respond(resp, status, _OUTAGE_MESSAGE)
+        return
     _respond(resp, status, str(error))
 
 

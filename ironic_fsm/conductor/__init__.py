@@ -540,7 +540,8 @@ class Conductor:
         return self._verbs.provision(ident, verb, request)
 
     def recover(self) -> list[str]:
-        """Take over nodes whose holder is gone and resume their flows."""
+        """Take over nodes whose holder is gone (or that this conductor's own flows left
+        reserved, stopped by a database outage) and resume their flows."""
         return self._recovery.recover()
 
     def check_timeouts(self, now: datetime | None = None) -> list[str]:

@@ -30,6 +30,7 @@ from ironic_fsm.conductor.common import (
     scrub_node,
 )
 from ironic_fsm.conductor.context import Context
+from ironic_fsm.conductor.outage import RETRYABLE, save_through
 from ironic_fsm.events import PROVISION_END, PROVISION_ERROR, PROVISION_START, Event
 from ironic_fsm.exceptions import IronicFSMError
 from ironic_fsm.masking import mask_secrets
@@ -71,8 +72,8 @@ class Job:
     """
 
     __slots__ = (
-        "announce", "ctx", "detached", "events", "history", "name_ok", "ran_flow", "task",
-        "took_entry",
+        "announce", "ctx", "detached", "events", "history", "name_ok", "ran_flow", "stalled",
+        "task", "took_entry",
     )  # fmt: skip
 
     def __init__(self, task: Task, ctx: Context) -> None:
@@ -84,8 +85,12 @@ class Job:
         #: History waiting for the save that records it: (severity, event type, text or
         #: ``None`` for the node's ``last_error`` as saved, user).
         self.history: list[tuple[str, str, str | None, str | None]] = []
-        #: The reservation went elsewhere (a background worker) or the node is gone.
+        #: The reservation went elsewhere (a background worker), the node is gone, or
+        #: the flow stalled on an outage: nothing here saves or releases it.
         self.detached = False
+        #: The store stayed unavailable and the flow stopped (:func:`.outage.stalling`):
+        #: the error; the node stays reserved at its last recorded step.
+        self.stalled: Exception | None = None
         #: The node was queued: announce it once the release has been saved.
         self.announce = False
         #: The name last found to follow Ironic's rules (a str never changes: one check
@@ -139,20 +144,31 @@ class Job:
             check_fields(self)
         elif node.name is not self.name_ok:  # the store checks the rest first, in the same words
             check_name_once(self)
-        if not self.history:
-            caps.store.save(node)
-        elif caps.history is not None:
-            entries = history_entries(ctx, node, self.history, now=node.updated_at)
-            caps.history.save(node, history=entries)
-            self.history = []
-        else:
-            caps.store.save(node)  # a store without history drops entries: never written apart
-            self.history = []
+        try:
+            self._save(node)
+        except RETRYABLE as exc:
+            if not self.ran_flow:
+                raise  # a request's own save: its caller hears of the outage at once
+            # A flow's: the database blinked, which is never the node's failure.
+            save_through(ctx, node, lambda: self._save(node), exc)
         pending = self.events
         if pending:
             self.events = []
             for event in pending:
                 emit(ctx, event)
+
+    def _save(self, node: Node) -> None:
+        """One try at writing the node, with the history noted for it (cleared once written)."""
+        caps = self.ctx.caps
+        if not self.history:
+            caps.store.save(node)
+        elif caps.history is not None:
+            entries = history_entries(self.ctx, node, self.history, now=node.updated_at)
+            caps.history.save(node, history=entries)
+            self.history = []
+        else:
+            caps.store.save(node)  # a store without history drops entries: never written apart
+            self.history = []
 
     def fire(self, event: str, *, target_state: str | None = None, last_error: Any = UNSET) -> None:
         """Fire ``event`` on the node; the next checkpoint saves and announces it.

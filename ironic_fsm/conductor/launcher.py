@@ -18,6 +18,7 @@ import attrs
 
 from ironic_fsm import states as s
 from ironic_fsm.conductor.jobs import Job
+from ironic_fsm.conductor.outage import ended_unsaved, stalling
 from ironic_fsm.conductor.reservations import QUEUED_KEY, Reservations
 from ironic_fsm.task import Task
 
@@ -51,9 +52,9 @@ class Launcher:
         self.executor = executor
         self.hand_off = hand_off
         self.drain_event = threading.Event()
-        #: One entry per running flow: ``list.append`` and ``list.pop`` are atomic, so the
-        #: count needs no lock on every verb.
-        self._running: list[None] = []
+        #: The node of each running flow: ``list.append`` and ``list.remove`` are atomic,
+        #: so the count needs no lock on every verb.
+        self._running: list[str] = []
 
     def drain(self, holder: str) -> None:
         """Stop taking work; flows hand back at their next step boundary (not undone)."""
@@ -70,11 +71,15 @@ class Launcher:
         """Flows running now, or submitted to the executor and not finished."""
         return len(self._running)
 
-    def flow_count(self, delta: int) -> None:
+    def runs(self, uuid: str) -> bool:
+        """Whether a flow of this conductor is running (or submitted) on node ``uuid``."""
+        return uuid in self._running
+
+    def flow_count(self, delta: int, uuid: str) -> None:
         if delta > 0:
-            self._running.append(None)
+            self._running.append(uuid)
         else:
-            self._running.pop()
+            self._running.remove(uuid)
 
     def queue(self, job: Job, flow: Mapping[str, Any]) -> None:
         """Leave ``flow`` to whichever conductor claims the node: mark it, release, announce.
@@ -103,19 +108,22 @@ class Launcher:
             return
         reservations = self._reservations
         executor = self.executor
+        uuid = job.task.node.uuid
         if executor is None:
             running = self._running  # as flow_count(), without a call on every verb
-            running.append(None)
+            running.append(uuid)
             try:
-                reservations.guarded(job, work)
+                reservations.guarded(job, stalling(work))
             finally:
-                running.pop()
+                running.remove(uuid)
+            if job.stalled is not None:  # the node stays reserved, for recover()
+                raise job.stalled
             return
-        self.flow_count(1)
+        self.flow_count(1, uuid)
         try:
             job.checkpoint()  # the caller sees the first transition saved
         except BaseException:
-            self.flow_count(-1)
+            self.flow_count(-1, uuid)
             raise
         task = job.task
         worker = Job(Task(node=task.node, driver=task.driver, config=task.config), job.ctx)
@@ -127,13 +135,13 @@ class Launcher:
                 if queued is not None and self.drain_event.is_set():
                     self.queue(worker, queued)
                 else:
-                    reservations.guarded(worker, work)
+                    reservations.guarded(worker, stalling(work))
             finally:
                 try:
                     reservations.release(worker)
-                except Exception:
-                    LOG.exception("Node %s: background work ended unsaved", worker.node.uuid)
+                except Exception as exc:
+                    ended_unsaved(uuid, "background work", exc)
                 finally:
-                    self.flow_count(-1)
+                    self.flow_count(-1, uuid)
 
         executor.submit(run)

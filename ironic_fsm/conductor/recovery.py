@@ -31,6 +31,7 @@ from ironic_fsm.conductor.reservations import QUEUED_KEY, Reservations
 from ironic_fsm.conductor.ring import node_group
 from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError, NodeNotFound
 from ironic_fsm.node import Node
+from ironic_fsm.task import Task
 
 __all__ = ["Recovery"]
 
@@ -82,13 +83,19 @@ class Recovery:
         return now - last_seen < timedelta(seconds=self._ctx.config.heartbeat_timeout)
 
     def recover(self) -> list[str]:
-        """Take over nodes whose holder is gone and resume their flows.
+        """Take over nodes whose holder is gone, and this conductor's own orphans; resume them.
 
         A flow resumes at the step recorded before the crash (steps are
         idempotent, as the cleaning spec requires); steps before it do not
         run again. Nodes in wait, hold, stable or failure states are just
         released: their flow goes on when its callback, ``unhold`` or a
         user's verb comes. Returns the UUIDs taken over.
+
+        This conductor's own orphans are nodes the store says it holds that
+        no thread of it holds: a flow stopped by a database outage, a
+        release or a reservation whose answer was lost with the connection
+        (:meth:`_take_back`). Nobody else may take them (their holder is
+        alive), so this conductor goes on with them, the same way.
 
         Reads only the reservations (an index, no record decoded); a node
         is read only once its holder is known to be gone, so a pass with
@@ -106,9 +113,11 @@ class Recovery:
         heartbeats = self._ctx.caps.store.holders()
         taken: list[str] = []
         for uuid, holder, updated_at in held:
-            if holder == self._ctx.holder or self._holder_alive(
-                holder, heartbeats, updated_at, now
-            ):
+            if holder == self._ctx.holder:
+                if self._take_back(uuid):
+                    taken.append(uuid)
+                continue
+            if self._holder_alive(holder, heartbeats, updated_at, now):
                 continue
             try:
                 node = self._ctx.caps.store.get(uuid)
@@ -135,21 +144,91 @@ class Recovery:
                         f"Conductor {self._ctx.config.host} took node {uuid} over from "
                         f"{holder}, which is gone, in {node.provision_state!r}",
                     )
-                    # Claimed but not yet started when its holder died: the node still
-                    # owes its queued flow, which must run rather than be "resumed" (a
-                    # phase with no plan yet would fail as interrupted).
-                    flow = job.node.driver_internal_info.pop(QUEUED_KEY, None)
-                    if isinstance(flow, dict):
-                        self._launcher.spawn(
-                            job, functools.partial(self._flows.run_flow, flow=flow), queued=flow
-                        )
-                    else:
-                        self._launcher.spawn(job, self._flows.resume, queued={"flow": "resume"})
+                    self._go_on(job)
             except IronicFSMError as exc:
                 LOG.info("Node %s: not taken over: %s", uuid, exc)
                 continue
             taken.append(uuid)
         return taken
+
+    def _go_on(self, job: Job) -> None:
+        """Go on with a node whose flow stopped elsewhere: its queued flow, or from its step."""
+        # Claimed but not yet started when its flow stopped: the node still owes its
+        # queued flow, which must run rather than be "resumed" (a phase with no plan
+        # yet would fail as interrupted).
+        flow = job.node.driver_internal_info.pop(QUEUED_KEY, None)
+        if isinstance(flow, dict):
+            self._launcher.spawn(
+                job, functools.partial(self._flows.run_flow, flow=flow), queued=flow
+            )
+        else:
+            self._launcher.spawn(job, self._flows.resume, queued={"flow": "resume"})
+
+    def _take_back(self, uuid: str) -> bool:
+        """A node the store says this conductor holds: go on with it if no thread here does.
+
+        Such an orphan is left by a flow stopped by a database outage, by a
+        release that never reached the database, or by a reservation whose
+        answer was lost with the connection. Whether a thread holds it is
+        asked of :attr:`.Reservations.held` (counted before every reserve)
+        and of the launcher (every running flow); the hold taken here keeps
+        any other thread off it meanwhile.
+        """
+        held = self._reservations.held
+        if self._launcher.runs(uuid) or not held.take(uuid):
+            return False
+        try:
+            try:
+                node = self._ctx.caps.store.get(uuid)
+            except NodeNotFound:
+                return False
+            if (
+                node.reservation != self._ctx.holder
+                or not held.alone(uuid)
+                or self._launcher.runs(uuid)
+            ):
+                return False  # released, or taken up by a thread here, since the scan
+            LOG.warning(
+                "Node %s: reserved by this conductor but no flow of its runs it (stopped by "
+                "a database outage, or its release was lost); going on from %s",
+                uuid, node.provision_state,
+            )  # fmt: skip
+            self._take_up(node)
+            return True
+        finally:
+            held.discard(uuid)
+
+    def _take_up(self, node: Node) -> None:
+        """Resume an orphan of this conductor's as :meth:`recover` resumes a dead holder's.
+
+        A node the rings now give another conductor is released for its
+        owner to claim, as queued work.
+        """
+        uuid = node.uuid
+        reservations = self._reservations
+        if not self._ownership.owns(uuid, node.driver, node_group(node)):
+            reservations.drop(uuid)
+            reservations.announce(uuid)
+            return
+        try:
+            driver = self._ctx.registry.driver_for(node)
+        except IronicFSMError as exc:
+            LOG.info("Node %s: released, not resumed: %s", uuid, exc)
+            reservations.drop(uuid)
+            return
+        job = Job(Task(node=node, driver=driver, config=self._ctx.config), self._ctx)
+        job.record(
+            h.WARNING,
+            h.CONDUCTOR,
+            f"Conductor {self._ctx.config.host} went on with node {uuid}, which it held with "
+            f"no flow running (stopped by a database outage), in {node.provision_state!r}",
+        )
+        try:
+            self._go_on(job)
+        except BaseException:
+            reservations.drop(uuid)
+            raise
+        reservations.release(job)
 
     # -- timeouts -----------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from typing import Final
 from ironic_fsm import states as s
 from ironic_fsm.conductor.common import check_ident, describe_exc, scrub_node
 from ironic_fsm.conductor.context import Context
+from ironic_fsm.conductor.holdings import Holdings
 from ironic_fsm.conductor.jobs import Job, check_fields
 from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError, NodeNotFound, StoreError
 from ironic_fsm.node import NODE_FIELDS
@@ -38,30 +39,36 @@ class _Reserved:
 
     def __enter__(self) -> Job:
         ctx = self.owner.ctx
-        node = ctx.caps.store.reserve(self.ident, ctx.holder)
+        node = self.owner.held.reserve(ctx.caps.store, self.ident, ctx.holder)
         self.uuid = node.uuid
         try:
             driver = ctx.registry.driver_for(node)
         except BaseException:
             self.owner.drop(self.uuid)
+            self.owner.held.discard(self.uuid)
             raise
         self.job = Job(Task(node=node, driver=driver, config=ctx.config), ctx)
         return self.job
 
     def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
-        if kind is None:
-            self.owner.release(self.job)
-        else:
-            self.owner.drop(self.uuid)
+        try:
+            if kind is None:
+                self.owner.release(self.job)
+            else:
+                self.owner.drop(self.uuid)
+        finally:
+            self.owner.held.discard(self.uuid)
 
 
 class Reservations:
     """Reserve, release, drop; run a flow guarded; fail it from its saved copy."""
 
-    __slots__ = ("ctx",)
+    __slots__ = ("ctx", "held")
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
+        #: The nodes this process's threads hold now (see :mod:`.holdings`).
+        self.held = Holdings()
 
     def reserved(self, ident: str, *, checked: bool = False) -> _Reserved:
         """Reserve the node and yield a job; on the way out, save and release.

@@ -29,6 +29,7 @@ from ironic_fsm.conductor.context import Context
 from ironic_fsm.conductor.flows import Flows
 from ironic_fsm.conductor.jobs import LOG, Job
 from ironic_fsm.conductor.launcher import WORKING_STATES, Launcher
+from ironic_fsm.conductor.outage import ended_unsaved, stalling
 from ironic_fsm.conductor.ownership import Ownership
 from ironic_fsm.conductor.reservations import QUEUED_KEY, Reservations
 from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError
@@ -89,6 +90,17 @@ class Work:
         mine = self._claimable(limit)
         if not mine:
             return []
+        held = self._reservations.held
+        for uuid in mine:  # counted before the store reserves them: see .holdings
+            held.add(uuid)
+        try:
+            return self._start_all(mine)
+        finally:
+            for uuid in mine:
+                held.discard(uuid)
+
+    def _start_all(self, mine: list[str]) -> list[str]:
+        """Reserve ``mine`` (those still queued) and start their flows, in queue order."""
         rank = {uuid: i for i, uuid in enumerate(mine)}
         reserved = self._ctx.caps.reserve_queued(mine, self._ctx.holder, WORKING_STATES)
         reserved.sort(key=lambda node: rank[node.uuid])
@@ -153,14 +165,14 @@ class Work:
             node.uuid, self._ctx.holder, node.provision_state,
             "queued " + str(flow.get("flow")) if flow else "no queued flow: resumed",
         )  # fmt: skip
-        self._launcher.flow_count(1)
+        self._launcher.flow_count(1, node.uuid)
         if self._launcher.executor is None:
             self._run_claimed(job, flow)
             return True
         try:
             self._launcher.executor.submit(self._run_claimed, job, flow)
         except BaseException:
-            self._launcher.flow_count(-1)
+            self._launcher.flow_count(-1, node.uuid)
             self._reservations.drop(node.uuid)
             raise
         return True
@@ -175,11 +187,11 @@ class Work:
             if self._launcher.draining:
                 self._launcher.queue(job, flow or _RESUME)
             else:
-                self._reservations.guarded(job, lambda j: self._flows.run_flow(j, flow))
+                self._reservations.guarded(job, stalling(lambda j: self._flows.run_flow(j, flow)))
         finally:
             try:
                 self._reservations.release(job)
-            except Exception:
-                LOG.exception("Node %s: claimed work ended unsaved", node.uuid)
+            except Exception as exc:
+                ended_unsaved(node.uuid, "claimed work", exc)
             finally:
-                self._launcher.flow_count(-1)
+                self._launcher.flow_count(-1, node.uuid)

@@ -66,18 +66,24 @@ class Listener:
     def _loop(self) -> None:
         import psycopg
 
+        failed = 0  # tries failed in a row: an outage is logged once, and its end once
         while not self._stop.is_set():
             try:
                 with psycopg.connect(self._dsn, autocommit=True) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
                     self.listening.set()
                     self._wake.set()  # work queued while we were not listening
+                    if failed:
+                        LOG.info("Listening for queued work again after %d failed tries", failed)
+                        failed = 0
                     self._receive(conn)
             except psycopg.Error as exc:
+                failed += 1
                 # The message names the server, never the password (libpq does not echo it).
-                LOG.warning(
+                LOG.log(
+                    logging.WARNING if failed == 1 else logging.DEBUG,
                     "Listening for queued work failed (%s); polling until it is back, "
-                    "next try in %g s",
+                    "trying again every %g s",
                     type(exc).__name__,
                     RECONNECT_DELAY,
                 )

@@ -17,6 +17,8 @@ from typing import Any
 
 import attrs
 
+from ironic_fsm.exceptions import StoreUnavailable
+
 __all__ = ["Periodic"]
 
 LOG = logging.getLogger("ironic_fsm.service")
@@ -46,6 +48,8 @@ class Periodic:
     #: Completed passes and failed ones (for tests and the operator's logs).
     passes: int = attrs.field(default=0, init=False)
     failures: int = attrs.field(default=0, init=False)
+    #: Passes failed in a row because the store is unavailable (0: none now).
+    _outage: int = attrs.field(default=0, init=False)
     _thread: threading.Thread = attrs.field(init=False)
 
     @_thread.default
@@ -85,9 +89,22 @@ class Periodic:
             self._pause(self.interval - (time.monotonic() - started))
 
     def run_once(self) -> None:
-        """One pass; whatever it raises is logged with its traceback and counted."""
+        """One pass; whatever it raises is logged and counted, and the next pass comes anyway.
+
+        A store that is unavailable (a database restarting, a disk full) is
+        logged once when the outage starts and once when the task runs
+        again, not with a traceback on every pass of the outage.
+        """
         try:
             self._duty()
+        except StoreUnavailable as exc:
+            self.failures += 1
+            self._outage += 1
+            if self._outage == 1:
+                LOG.warning(
+                    "Periodic task %s: the store is unavailable (%s); retrying every %g s",
+                    self.name, exc, self.interval,
+                )  # fmt: skip
         except Exception:
             self.failures += 1
             LOG.exception(
@@ -95,3 +112,9 @@ class Periodic:
             )
         else:
             self.passes += 1
+            if self._outage:
+                LOG.info(
+                    "Periodic task %s: the store is back after %d failed passes",
+                    self.name, self._outage,
+                )  # fmt: skip
+                self._outage = 0

@@ -19,7 +19,13 @@ import psycopg_pool
 from psycopg import errors as pg_errors
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError, StoreBusy, StoreError
+from ironic_fsm.exceptions import (
+    InvalidParameterValue,
+    IronicFSMError,
+    StoreBusy,
+    StoreError,
+    StoreUnavailable,
+)
 from ironic_fsm.node import Node
 from ironic_fsm.stores._announce import Coalescing
 from ironic_fsm.stores.base import WORK_CHANNEL, duplicate_name, duplicate_uuid
@@ -33,6 +39,11 @@ _CONTENTION: Final = (
     pg_errors.SerializationFailure,
     pg_errors.DeadlockDetected,
 )
+#: Operational errors that are about the request, not the database's being there.
+_NOT_OUTAGES: Final = (*_CONTENTION, pg_errors.QueryCanceled)
+#: What libpq says when the server answered a connection and refused it for its settings:
+#: a wrong URL, user or password is no outage, and retrying it would only hide it.
+_REFUSALS: Final = ("does not exist", "authentication failed", "no pg_hba.conf entry")
 #: Key of the advisory lock that serialises schema creation between processes.
 _SCHEMA_LOCK_KEY: Final = 0x1F5A_0001
 
@@ -75,6 +86,8 @@ class PostgresDB:
         self._kwargs: dict[str, Any] = {**connect_args, "autocommit": True}
         self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] | None = None
         self._announcer = Coalescing(self._notify)
+        #: One entry per connection lent out now (``append``/``pop`` are atomic: no lock).
+        self._lent: list[None] = []
 
     def open(self) -> None:
         """Open the pool (after the schema was prepared on a direct connection)."""
@@ -105,9 +118,14 @@ class PostgresDB:
     def connection(self, node: Node | None = None) -> Iterator[psycopg.Connection[Any]]:
         """A pooled connection in autocommit; driver errors leave as ironic_fsm errors."""
         assert self._pool is not None, "the store is closed"
+        lent = self._lent
         try:
             with self._pool.connection() as conn:
-                yield conn
+                lent.append(None)
+                try:
+                    yield conn
+                finally:
+                    lent.pop()
         except self.driver_error as exc:
             raise self.translate(exc, node) from exc
 
@@ -121,12 +139,7 @@ class PostgresDB:
         """The ironic_fsm error for a psycopg error: the one place PostgreSQL errors are mapped."""
         uuid = node.uuid if node is not None else None
         if isinstance(exc, psycopg_pool.PoolTimeout):
-            return StoreBusy(
-                f"No connection to the PostgreSQL database {self.target} came free within "
-                f"{self.pool_timeout:g} s (all {self.pool_size} of the pool were busy); "
-                "nothing was written, retry later or raise pool_size",
-                node=uuid,
-            )
+            return self._pool_timeout(uuid)
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         if isinstance(exc, pg_errors.UniqueViolation) and node is not None:
             constraint = exc.diag.constraint_name
@@ -150,10 +163,40 @@ class PostgresDB:
                 f"transaction held a lock ({text}); nothing was written, retry later",
                 node=uuid,
             )
+        if _is_outage(exc):
+            # Connection refused or cut, the server shutting down or starting up, out of
+            # disk or memory: the request was fine, the database was not there for it.
+            return StoreUnavailable(
+                f"The PostgreSQL database {self.target} is unavailable "
+                f"({type(exc).__name__}: {text}); nothing was written, retry once it is back",
+                node=uuid,
+                target=self.target,
+            )
         return StoreError(
             f"The PostgreSQL database {self.target} failed the request "
             f"({type(exc).__name__}: {text}); nothing was written",
             node=uuid,
+        )
+
+    def _pool_timeout(self, uuid: str | None) -> StoreError:
+        """No pooled connection in time: all busy (StoreBusy), or none could be opened.
+
+        With fewer than ``pool_size`` lent out, the pool had room to open one
+        and could not: the server is down or unreachable (StoreUnavailable).
+        """
+        if len(self._lent) >= self.pool_size:
+            return StoreBusy(
+                f"No connection to the PostgreSQL database {self.target} came free within "
+                f"{self.pool_timeout:g} s (all {self.pool_size} of the pool were busy); "
+                "nothing was written, retry later or raise pool_size",
+                node=uuid,
+            )
+        return StoreUnavailable(
+            f"No connection to the PostgreSQL database {self.target} could be opened within "
+            f"{self.pool_timeout:g} s (the server is down or unreachable); nothing was "
+            "written, retry once it is back",
+            node=uuid,
+            target=self.target,
         )
 
     def announce_work(self, uuid: str) -> None:
@@ -206,3 +249,14 @@ class PostgresDB:
         if self._pool is not None:
             self._pool.close()
             self._pool = None
+
+
+def _is_outage(exc: BaseException) -> bool:
+    """Whether ``exc`` says the server is down, cut off or out of resources (not our request).
+
+    Connection failures carry no SQLSTATE; those whose server-side reason
+    is the settings (:data:`_REFUSALS`) are not outages.
+    """
+    if not isinstance(exc, psycopg.OperationalError) or isinstance(exc, _NOT_OUTAGES):
+        return False
+    return exc.sqlstate is not None or not any(word in str(exc) for word in _REFUSALS)

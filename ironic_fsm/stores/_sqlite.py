@@ -24,6 +24,7 @@ from ironic_fsm.exceptions import (
     IronicFSMError,
     StoreBusy,
     StoreError,
+    StoreUnavailable,
 )
 from ironic_fsm.node import Node
 from ironic_fsm.stores.base import duplicate_name, duplicate_uuid
@@ -33,6 +34,11 @@ __all__ = ["SQLiteDB"]
 _UTC: Final = timezone.utc
 _SQLITE_BUSY: Final = 5
 _SQLITE_LOCKED: Final = 6
+#: Primary result codes of a database that cannot write at all for now: out of memory,
+#: an I/O error (the disk failing, or full in the middle of a write), the disk full.
+_SQLITE_OUTAGES: Final = {7: "SQLITE_NOMEM", 10: "SQLITE_IOERR", 13: "SQLITE_FULL"}
+#: Their messages, for a Python without ``sqlite_errorcode`` (3.10).
+_OUTAGE_TEXTS: Final = ("database or disk is full", "disk I/O error", "out of memory")
 
 
 def create_private(path: Path) -> None:
@@ -224,6 +230,13 @@ class SQLiteDB:
                 node=uuid,
                 busy_timeout=self.busy_timeout,
             )
+        if _is_outage(exc):
+            return StoreUnavailable(
+                f"The SQLite database {self.target} cannot write now ({text}); nothing was "
+                "written and the file is as it was: free space on its disk, then retry",
+                node=uuid,
+                target=self.target,
+            )
         return StoreError(
             f"The SQLite database {self.target} failed the request "
             f"({type(exc).__name__}: {text}); nothing was written",
@@ -291,3 +304,13 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
         return code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED)
     text = str(exc)
     return "database is locked" in text or "database table is locked" in text
+
+
+def _is_outage(exc: BaseException) -> bool:
+    """A full or failing disk, or no memory: the request was fine, the file could not take it."""
+    if not isinstance(exc, sqlite3.Error):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in _SQLITE_OUTAGES
+    return any(words in str(exc) for words in _OUTAGE_TEXTS)
