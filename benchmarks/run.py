@@ -34,6 +34,7 @@ import bench_import
 import bench_lifecycle
 import bench_machine
 import bench_memory
+import bench_metrics
 import bench_patch
 import bench_pgcost
 import bench_planner
@@ -57,6 +58,7 @@ BENCHMARKS: dict[str, ModuleType] = {
     "patch": bench_patch,
     "scaleout": bench_scaleout,
     "pgcost": bench_pgcost,
+    "metrics": bench_metrics,
 }
 
 

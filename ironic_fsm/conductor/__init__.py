@@ -35,7 +35,7 @@ from typing import Any, overload
 
 from ironic_fsm.conductor.catalog import Catalog
 from ironic_fsm.conductor.common import process_start, utcnow
-from ironic_fsm.conductor.context import Context, Guard, Listener
+from ironic_fsm.conductor.context import Context, Guard, Listener, Observer
 from ironic_fsm.conductor.engine import StepEngine
 from ironic_fsm.conductor.fleet import ConductorInfo, FleetRecord
 from ironic_fsm.conductor.flows import Flows
@@ -62,7 +62,7 @@ from ironic_fsm.stores import MemoryStore, Store
 from ironic_fsm.stores.base import CatalogEntry, NodeFields
 from ironic_fsm.stores.capabilities import StoreCapabilities
 
-__all__ = ["Conductor", "Guard", "Listener"]
+__all__ = ["Conductor", "Guard", "Listener", "Observer"]
 
 
 class Conductor:
@@ -220,8 +220,15 @@ class Conductor:
         :meth:`register`, so that a late timer cannot undo a clean stop.
         """
         ctx = self._ctx
-        ctx.caps.store.heartbeat(ctx.holder, ctx.clock())  # 1. the reservations' holder
-        self._fleet.heartbeat()  # 2. the registry's row
+        try:
+            ctx.caps.store.heartbeat(ctx.holder, ctx.clock())  # 1. the reservations' holder
+            self._fleet.heartbeat()  # 2. the registry's row
+        except Exception:
+            if ctx.observer is not None:
+                ctx.observer.heartbeat(False)
+            raise
+        if ctx.observer is not None:
+            ctx.observer.heartbeat(True)
 
     def unregister(self) -> None:
         """Go offline in the registry at once: call it when stopping cleanly."""
@@ -541,7 +548,10 @@ class Conductor:
 
     def recover(self) -> list[str]:
         """Take over nodes whose holder is gone and resume their flows."""
-        return self._recovery.recover()
+        taken = self._recovery.recover()
+        if self._ctx.observer is not None:
+            self._ctx.observer.took_over(taken)
+        return taken
 
     def check_timeouts(self, now: datetime | None = None) -> list[str]:
         """Fail nodes that waited too long; resume ``wait`` steps whose time is up."""
@@ -557,10 +567,32 @@ class Conductor:
 
     def sync_power_states(self, now: datetime | None = None) -> PowerSyncReport:
         """One pass of the power sync over the nodes due; see the module's description."""
-        return self._power_sync.sync_power_states(now)
+        report = self._power_sync.sync_power_states(now)
+        if self._ctx.observer is not None:
+            self._ctx.observer.power_synced(report)
+        return report
 
     # -- Reconcile (reconcile.py) -----------------------------------------------
 
     def reconcile(self, ident: str, wanted: str, **verb_args: Any) -> Node:
         """Take one step toward the stable state ``wanted``."""
         return self._reconcile.reconcile(ident, wanted, **verb_args)
+
+    # -- Metrics: what an operator watches (ironic_fsm.metrics) -------------------------
+
+    def observe(self, observer: Observer | None) -> None:
+        """Have ``observer`` time driver calls and hear of heartbeats, takeovers and power
+        syncs (``ironic_fsm.metrics`` does); ``None`` stops it. One at a time: the
+        metrics of one service.
+        """
+        self._ctx.observer = observer
+
+    def count_nodes(
+        self, field: str, *, maintenance: bool | None = None, reserved: bool | None = None
+    ) -> dict[Any, int]:
+        """How many nodes have each value of ``field`` (``provision_state``, ``driver``,
+        ``conductor_group``, ``fault`` or ``reservation``), narrowed to the nodes in
+        maintenance or not, held or free: from the store's indexes where it has them
+        (:meth:`~ironic_fsm.stores.capabilities.StoreCapabilities.count_nodes`).
+        """
+        return self._ctx.caps.count_nodes(field, maintenance=maintenance, reserved=reserved)
