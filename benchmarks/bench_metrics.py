@@ -117,7 +117,7 @@ def measure_scrape(open_store: Callable[[], Any], n: int, repeats: int) -> dict[
         times = []
         for _ in range(repeats):
             started = time.perf_counter()
-            text = metrics.exposition()
+            text, _ = metrics.exposition()
             times.append((time.perf_counter() - started) * 1e3)
         counted = sum(
             sample.value

@@ -128,10 +128,7 @@ class MetricsPage:
         self._metrics = metrics
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        from ironic_fsm.metrics import CONTENT_TYPE
-
-        resp.data = self._metrics.exposition()
-        resp.content_type = CONTENT_TYPE
+        resp.data, resp.content_type = self._metrics.exposition(req.get_header("Accept"))
 
 
 class Root:

@@ -23,8 +23,8 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Final
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from prometheus_client.exposition import start_http_server
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, choose_encoder, start_http_server
 
 from ironic_fsm.metrics._api import RequestMetrics
 from ironic_fsm.metrics._conductor import ConductorMetrics
@@ -38,8 +38,8 @@ if TYPE_CHECKING:
 
 __all__ = ["CONTENT_TYPE", "METRICS_PORT", "Metrics", "MetricsServer"]
 
-#: The exposition's media type (Prometheus text format 0.0.4).
-CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
+#: The media type of :meth:`Metrics.exposition` (Prometheus' text format 0.0.4).
+CONTENT_TYPE: Final = CONTENT_TYPE_PLAIN_0_0_4
 #: The port ``--metrics HOST`` listens on: ironic-prometheus-exporter's.
 METRICS_PORT: Final = 9608
 
@@ -86,9 +86,12 @@ class Metrics:
         conductor.add_listener(self.flows)
         conductor.observe(self.observer)
 
-    def exposition(self) -> bytes:
-        """Every family, in Prometheus' text format (:data:`CONTENT_TYPE`)."""
-        return generate_latest(self.registry)
+    def exposition(self, accept: str | None = None) -> tuple[bytes, str]:
+        """Every family, and its media type: the format the ``Accept`` header asks for
+        (OpenMetrics, or Prometheus' text format 0.0.4 by default), as Prometheus'
+        own handler chooses it."""
+        encode, content_type = choose_encoder(accept or "")
+        return encode(self.registry), content_type
 
     def serve(self, host: str, port: int = METRICS_PORT) -> MetricsServer:
         """Answer ``GET /metrics`` on ``host:port`` in a thread of its own; port 0 picks one."""

@@ -3,7 +3,8 @@
 :class:`RequestMetrics` is Falcon middleware (duck-typed: this package does
 not import Falcon). The route is the template the request was routed to
 (``/v1/nodes/{ident}``), never the path: a node's UUID is no label. A
-request routed nowhere counts as ``unmatched``.
+request routed nowhere (an unknown path, or one refused by authentication
+before routing) counts as ``unmatched``.
 """
 
 from __future__ import annotations

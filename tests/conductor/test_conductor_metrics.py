@@ -25,7 +25,7 @@ Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 def scrape(metrics: Metrics) -> Samples:
     """Every sample of one exposition, by name and labels."""
     found: Samples = {}
-    for family in text_string_to_metric_families(metrics.exposition().decode()):
+    for family in text_string_to_metric_families(metrics.exposition()[0].decode()):
         for sample in family.samples:
             found[(sample.name, frozenset(sample.labels.items()))] = sample.value
     return found
