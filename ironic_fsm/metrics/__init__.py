@@ -28,7 +28,7 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, choose_encode
 
 from ironic_fsm.metrics._api import RequestMetrics
 from ironic_fsm.metrics._conductor import ConductorMetrics
-from ironic_fsm.metrics._fleet import FleetCollector
+from ironic_fsm.metrics._fleet import NODE_COUNTS_MAX_AGE, FleetCollector
 from ironic_fsm.metrics._flows import FlowMetrics
 
 if TYPE_CHECKING:
@@ -66,7 +66,10 @@ class Metrics:
     """The metrics of one conductor: its registry, and the parts that fill it.
 
     Building it attaches it: its flow listener is added to the conductor's
-    listeners and it becomes the conductor's observer.
+    listeners and it becomes the conductor's observer. The node counts are
+    served up to ``node_counts_max_age`` seconds old (read again in a thread
+    meanwhile, so that a scrape of a large fleet does not wait for them);
+    ``0`` reads them at every scrape.
 
     Attributes:
         registry: Where every family of this conductor is registered.
@@ -75,14 +78,20 @@ class Metrics:
         api: Falcon middleware timing the REST API's requests.
     """
 
-    def __init__(self, conductor: Conductor, registry: CollectorRegistry | None = None) -> None:
+    def __init__(
+        self,
+        conductor: Conductor,
+        registry: CollectorRegistry | None = None,
+        *,
+        node_counts_max_age: float = NODE_COUNTS_MAX_AGE,
+    ) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         self.flows = FlowMetrics()
         self.observer = ConductorMetrics(self.registry)
         self.api = RequestMetrics(self.registry)
         self.registry.register(self.flows)
         self.registry.register(self.observer)
-        self.registry.register(FleetCollector(conductor))
+        self.registry.register(FleetCollector(conductor, node_counts_max_age))
         conductor.add_listener(self.flows)
         conductor.observe(self.observer)
 

@@ -1,17 +1,25 @@
 """The fleet as a scrape finds it: nodes by state, hardware type, group and fault; the conductor.
 
-Read from the store at each scrape, never kept: a handful of ``GROUP BY``
-counts on indexes (:meth:`~ironic_fsm.Conductor.count_nodes`), whose cost
-does not grow with the fleet's records, and the registry's small table.
-A store that does not answer turns ``ironic_fsm_store_up`` to 0 and leaves
-the node figures out of that scrape, rather than failing it.
+The node figures are a handful of ``GROUP BY`` counts on indexes
+(:meth:`~ironic_fsm.Conductor.count_nodes`) and the registry's small table.
+Their cost follows the indexes, not the records, but still grows with the
+fleet (a tenth of a second at 100,000 nodes on a busy PostgreSQL), so a
+scrape does not wait for them: it serves the last counts, and when they are
+older than ``max_age`` seconds a thread reads them again for the next
+scrape. Only the first scrape (or ``max_age=0``) reads them itself.
+``ironic_fsm_node_counts_age_seconds`` says how old they are. A store that
+does not answer turns ``ironic_fsm_store_up`` to 0 and leaves the node
+figures out of that scrape, rather than failing it. The conductor's own
+gauges (flows running, draining) are read at each scrape.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from time import monotonic
+from typing import TYPE_CHECKING, Any, Final
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -22,7 +30,10 @@ from ironic_fsm.exceptions import IronicFSMError
 if TYPE_CHECKING:
     from ironic_fsm.conductor import Conductor
 
-__all__ = ["FleetCollector"]
+__all__ = ["NODE_COUNTS_MAX_AGE", "FleetCollector"]
+
+#: Seconds the node counts are served before a thread reads them again.
+NODE_COUNTS_MAX_AGE: Final = 10.0
 
 LOG = logging.getLogger("ironic_fsm.metrics")
 
@@ -35,30 +46,72 @@ def _gauge(name: str, documentation: str, label: str, counts: dict[Any, int]) ->
 
 
 class FleetCollector(Collector):
-    """Node counts and this conductor's state, read at each scrape."""
+    """Node counts (read again when older than ``max_age``) and the conductor's state."""
 
-    def __init__(self, conductor: Conductor) -> None:
+    def __init__(self, conductor: Conductor, max_age: float = NODE_COUNTS_MAX_AGE) -> None:
         self._conductor = conductor
+        self._max_age = max_age
+        self._lock = threading.Lock()
+        #: The last counts read, as families, and when (monotonic); ``None``: none yet.
+        self._counts: list[Metric] | None = None
+        self._read_at = 0.0
+        self._reader: threading.Thread | None = None
 
     def collect(self) -> Iterator[Metric]:
         conductor = self._conductor
-        running = GaugeMetricFamily(
+        yield GaugeMetricFamily(
             "ironic_fsm_conductor_flows_running",
             "Flows this conductor runs now or has queued on its flow threads.",
             value=conductor.running(),
         )
-        yield running
         yield GaugeMetricFamily(
             "ironic_fsm_conductor_draining", "1 while this conductor drains (SIGTERM).",
             value=1 if conductor.draining else 0,
         )  # fmt: skip
         try:
-            yield from self._fleet(conductor)
+            counts, read_at = self._current()
         except IronicFSMError as error:
             LOG.warning("Metrics: the store does not answer (%s)", type(error).__name__)
             yield GaugeMetricFamily(
-                "ironic_fsm_store_up", "1 when the store answered this scrape.", value=0
+                "ironic_fsm_store_up", "1 when the store answered the last count.", value=0
             )
+            return
+        yield from counts
+        yield GaugeMetricFamily(
+            "ironic_fsm_node_counts_age_seconds",
+            "Seconds since the node counts served were read from the store.",
+            value=max(0.0, monotonic() - read_at),
+        )
+
+    def _current(self) -> tuple[list[Metric], float]:
+        """The counts to serve: the last ones (a thread reads newer ones when they are
+        stale), or read here when there are none yet."""
+        with self._lock:
+            counts, read_at = self._counts, self._read_at
+            if counts is not None and self._max_age > 0:
+                stale = monotonic() - read_at >= self._max_age
+                if stale and (self._reader is None or not self._reader.is_alive()):
+                    self._reader = threading.Thread(
+                        target=self._read_quietly, name="ironic-fsm-metrics-counts", daemon=True
+                    )
+                    self._reader.start()
+                return counts, read_at
+        return self._read(), monotonic()
+
+    def _read(self) -> list[Metric]:
+        counts = list(self._fleet(self._conductor))
+        with self._lock:
+            self._counts, self._read_at = counts, monotonic()
+        return counts
+
+    def _read_quietly(self) -> None:
+        """A refresh in its thread: on failure, the next scrape reads (and says so) itself."""
+        try:
+            self._read()
+        except IronicFSMError as error:
+            LOG.warning("Metrics: the store does not answer (%s)", type(error).__name__)
+            with self._lock:
+                self._counts = None
 
     def _fleet(self, conductor: Conductor) -> Iterator[Metric]:
         count = conductor.count_nodes
@@ -110,7 +163,7 @@ class FleetCollector(Collector):
                 "ironic_fsm_conductors_alive", "Conductors alive in the registry.", value=alive
             ),
             GaugeMetricFamily(
-                "ironic_fsm_store_up", "1 when the store answered this scrape.", value=1
+                "ironic_fsm_store_up", "1 when the store answered the last count.", value=1
             ),
         ]
         yield from families

@@ -9,6 +9,7 @@ listing on MemoryStore).
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 import pytest
@@ -174,3 +175,18 @@ def test_count_nodes_refuses_what_it_cannot_count_cheaply() -> None:
         conductor.count_nodes("uuid")
     with pytest.raises(InvalidParameterValue, match="maintenance must be True, False or None"):
         conductor.count_nodes("driver", maintenance="yes")  # type: ignore[arg-type]
+
+
+def test_node_counts_are_served_while_newer_ones_are_read() -> None:
+    conductor = make_conductor()
+    metrics = Metrics(conductor, node_counts_max_age=0.2)
+    new_node(conductor, states.AVAILABLE)
+    assert value(scrape(metrics), "ironic_fsm_nodes", provision_state="available") == 1
+    new_node(conductor, states.AVAILABLE)
+    first = scrape(metrics)  # the counts of the first scrape, served without a read
+    assert value(first, "ironic_fsm_nodes", provision_state="available") == 1
+    deadline = time.monotonic() + 60
+    while value(scrape(metrics), "ironic_fsm_nodes", provision_state="available") != 2:
+        assert time.monotonic() < deadline, "the counts were never read again"
+        time.sleep(0.05)
+    assert value(scrape(metrics), "ironic_fsm_node_counts_age_seconds") < 60
