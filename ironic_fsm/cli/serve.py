@@ -165,6 +165,13 @@ def add_serve_parser(
         "--api also under /metrics on the API's port, behind its authentication "
         "(needs ironic_fsm[metrics])",
     )
+    p.add_argument(
+        "--notify-url",
+        metavar="URL",
+        help="POST Ironic's versioned notifications (provision_set, power_set, "
+        "power_state_corrected) to this webhook as CloudEvents, in order, retried while it is "
+        "down; never delays a flow (needs ironic_fsm[notify])",
+    )
     api = p.add_argument_group("REST API (needs ironic_fsm[api])")
     api.add_argument(
         "--api",
@@ -363,6 +370,7 @@ def _serve(
         # meanwhile /readyz answers 503 (draining) and the metrics show the drain.
         stops: list[Callable[[], None]] = []
         metrics = _attach_metrics(service, args, stops)
+        _attach_notifier(service, args, stops)
         if start_api is not None:
             _attach_api(service, start_api, args, metrics, stops)
         logging.getLogger("ironic_fsm.service").info(
@@ -408,6 +416,24 @@ def _attach_metrics(
     service.on_started.insert(0, start)
     stops.append(stop)
     return metrics
+
+
+def _attach_notifier(
+    service: Service, args: argparse.Namespace, stops: list[Callable[[], None]]
+) -> None:
+    """With ``--notify-url``, a :class:`~ironic_fsm.notifications.Notifier` posting there;
+    what it still holds is sent (for a while) after the drain."""
+    url = getattr(args, "notify_url", None)
+    if url is None:
+        return
+    try:
+        notify = importlib.import_module("ironic_fsm.notifications")
+        importlib.import_module("ironic_fsm.notifications._webhook")
+    except ImportError:
+        _error("--notify-url needs the webhook client: pip install 'ironic_fsm[notify]'")
+        raise SystemExit(2) from None
+    notifier = notify.Notifier(service.conductor, webhook_url=url)
+    stops.append(notifier.stop)
 
 
 def _attach_api(
