@@ -34,6 +34,9 @@ __all__ = ["NODE_COUNTS_MAX_AGE", "FleetCollector"]
 
 #: Seconds the node counts are served before a thread reads them again.
 NODE_COUNTS_MAX_AGE: Final = 10.0
+#: Seconds between two counts of the nodes this conductor owns: a listing of every node's
+#: hardware type and group, and a ring lookup each (about a second at 100,000 nodes).
+OWNED_MAX_AGE: Final = 60.0
 
 LOG = logging.getLogger("ironic_fsm.metrics")
 
@@ -56,6 +59,9 @@ class FleetCollector(Collector):
         self._counts: list[Metric] | None = None
         self._read_at = 0.0
         self._reader: threading.Thread | None = None
+        #: The nodes this conductor owned when last counted, and when (monotonic).
+        self._owned = 0
+        self._owned_at: float | None = None
 
     def collect(self) -> Iterator[Metric]:
         conductor = self._conductor
@@ -113,6 +119,19 @@ class FleetCollector(Collector):
             with self._lock:
                 self._counts = None
 
+    def _owned_now(self, conductor: Conductor) -> int:
+        """The nodes this conductor's share of the hash rings holds, counted again when older
+        than :data:`OWNED_MAX_AGE` (in the counts' own thread, after the first scrape)."""
+        if self._owned_at is None or monotonic() - self._owned_at >= OWNED_MAX_AGE:
+            owns = conductor.owns
+            self._owned = sum(
+                1
+                for row in conductor.list_nodes(fields=("driver", "conductor_group"))
+                if owns(row["uuid"], row["driver"], row["conductor_group"])
+            )
+            self._owned_at = monotonic()
+        return self._owned
+
     def _fleet(self, conductor: Conductor) -> Iterator[Metric]:
         count = conductor.count_nodes
         states = count("provision_state")
@@ -158,6 +177,12 @@ class FleetCollector(Collector):
                 "ironic_fsm_conductor_nodes_held",
                 "Nodes this conductor holds now.",
                 value=holders.get(conductor.holder, 0),
+            ),
+            GaugeMetricFamily(
+                "ironic_fsm_conductor_nodes_owned",
+                "Nodes whose work this conductor does (its share of the hash rings), "
+                f"counted at most every {OWNED_MAX_AGE:g} s.",
+                value=self._owned_now(conductor),
             ),
             GaugeMetricFamily(
                 "ironic_fsm_conductors_alive", "Conductors alive in the registry.", value=alive

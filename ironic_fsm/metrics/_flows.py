@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left
-from collections import deque
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Final, TypeVar
@@ -86,12 +86,6 @@ class Histogram:
         return out
 
 
-def _seconds(start: datetime | None, end: datetime | None) -> float | None:
-    if start is None or end is None:
-        return None
-    return max(0.0, (end - start).total_seconds())
-
-
 def _phase(state: str | None) -> str:
     state = state or "unknown"
     return _WORKING_OF.get(state, state)
@@ -111,12 +105,12 @@ class FlowMetrics(Collector):
         self._flows: dict[str, tuple[str, datetime | None]] = {}
         #: Steps in progress: node -> start time.
         self._steps: dict[str, datetime | None] = {}
-        self.started: dict[str, int] = {}
-        self.outcomes: dict[tuple[str, str], int] = {}
+        self.started: defaultdict[str, int] = defaultdict(int)
+        self.outcomes: defaultdict[tuple[str, str], int] = defaultdict(int)
         self.durations: dict[tuple[str, str], Histogram] = {}
-        self.step_outcomes: dict[tuple[str, str, str, str], int] = {}
+        self.step_outcomes: defaultdict[tuple[str, str, str, str], int] = defaultdict(int)
         self.step_durations: dict[tuple[str, str, str], Histogram] = {}
-        self.transitions: dict[str, int] = {}
+        self.transitions: defaultdict[str, int] = defaultdict(int)
         self._handlers: dict[str, Callable[[Event], None]] = {
             PROVISION_START: self._start, PROVISION_END: self._end,
             PROVISION_ERROR: self._error, STEP_START: self._step_start,
@@ -146,25 +140,22 @@ class FlowMetrics(Collector):
 
     # -- folding ---------------------------------------------------------------------------
 
-    def _transition(self, event: Event) -> None:
-        self.transitions[event.state] = self.transitions.get(event.state, 0) + 1
-
     def _start(self, event: Event) -> None:
-        self._transition(event)
+        self.transitions[event.state] += 1
         if event.node in self._flows:
             return  # a flow going on: a wait, a hold, the next working state
         phase = _phase(event.state)
         fresh = event.previous_state in _SETTLED
         self._flows[event.node] = (phase, event.timestamp if fresh else None)
         if fresh:
-            self.started[phase] = self.started.get(phase, 0) + 1
+            self.started[phase] += 1
 
     def _end(self, event: Event) -> None:
-        self._transition(event)
+        self.transitions[event.state] += 1
         self._finish(event, "succeeded")
 
     def _error(self, event: Event) -> None:
-        self._transition(event)
+        self.transitions[event.state] += 1
         if event.event == s.ABORT_EVENT:
             outcome = "aborted"
         elif (event.error or "").startswith(_TIMEOUT_PREFIX):
@@ -181,9 +172,10 @@ class FlowMetrics(Collector):
             flow = (_phase(event.previous_state), None)  # picked up mid-way
         phase, started = flow
         key = (phase, outcome)
-        self.outcomes[key] = self.outcomes.get(key, 0) + 1
-        took = _seconds(started, event.timestamp)
-        if took is not None:
+        self.outcomes[key] += 1
+        end = event.timestamp
+        if started is not None and end is not None:
+            took = max(0.0, (end - started).total_seconds())
             histogram = self.durations.get(key)
             if histogram is None:
                 histogram = self.durations[key] = Histogram(FLOW_BUCKETS)
@@ -197,9 +189,10 @@ class FlowMetrics(Collector):
         labels = (_phase(event.state), str(step.get("interface")), str(step.get("step")))
         outcome = "succeeded" if event.name == STEP_END else "failed"
         key = (*labels, outcome)
-        self.step_outcomes[key] = self.step_outcomes.get(key, 0) + 1
-        took = _seconds(self._steps.pop(event.node, None), event.timestamp)
-        if took is not None:
+        self.step_outcomes[key] += 1
+        started, end = self._steps.pop(event.node, None), event.timestamp
+        if started is not None and end is not None:
+            took = max(0.0, (end - started).total_seconds())
             histogram = self.step_durations.get(labels)
             if histogram is None:
                 histogram = self.step_durations[labels] = Histogram(STEP_BUCKETS)

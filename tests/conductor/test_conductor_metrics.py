@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from helpers import Clock, make_conductor, new_node, step
@@ -19,6 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from ironic_fsm import Config, states
 from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.metrics import Metrics
+from ironic_fsm.stores import SQLStore
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -190,3 +192,21 @@ def test_node_counts_are_served_while_newer_ones_are_read() -> None:
         assert time.monotonic() < deadline, "the counts were never read again"
         time.sleep(0.05)
     assert value(scrape(metrics), "ironic_fsm_node_counts_age_seconds") < 60
+
+
+def test_two_live_conductors_each_count_their_share_of_the_nodes(tmp_path: Path) -> None:
+    with SQLStore(f"sqlite:///{tmp_path / 'shared.sqlite'}") as store:
+        first = make_conductor(store=store, config=Config(host="conductor-a"))
+        second = make_conductor(store=store, config=Config(host="conductor-b"))
+        first.register()
+        second.register()
+        for _ in range(40):
+            new_node(first, states.AVAILABLE)
+        owned = [
+            value(scrape(Metrics(conductor)), "ironic_fsm_conductor_nodes_owned")
+            for conductor in (first, second)
+        ]
+        assert sum(owned) == 40
+        assert min(owned) > 0, owned
+        mine = sum(1 for n in first.list_nodes() if first.owns(n.uuid, n.driver, ""))
+        assert owned[0] == mine
