@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING
 
 from ironic_fsm.events import Event
 from ironic_fsm.exceptions import IronicFSMError, NodeNotFound
+from ironic_fsm.node import Node
 from ironic_fsm.notifications._payloads import Notification, notification_for
 
 if TYPE_CHECKING:
     from ironic_fsm.conductor import Conductor
-    from ironic_fsm.node import Node
     from ironic_fsm.notifications._webhook import WebhookSender
 
 __all__ = ["Notification", "Notifier", "notification_for"]
@@ -57,7 +57,8 @@ class Notifier:
 
             webhook = WebhookSender(webhook_url)
         self.webhook = webhook
-        self._queue: deque[Event] = deque()
+        #: Events to tell, each with the record it is about when the conductor gave it.
+        self._queue: deque[tuple[Event, Node | None]] = deque()
         self._wake = threading.Condition()
         self._stopping = False
         self._idle = threading.Event()
@@ -65,11 +66,19 @@ class Notifier:
         self._thread = threading.Thread(target=self._run, name="ironic-fsm-notify", daemon=True)
         self._thread.start()
         conductor.add_listener(self)
+        conductor.add_record_listener(self.record_changed)
 
     def __call__(self, event: Event) -> None:
         """The listener: queue the event (what the flow pays) and wake the thread."""
+        self._put(event, None)
+
+    def record_changed(self, event: Event, node: Node) -> None:
+        """The record listener: a node created, updated or deleted, with its record."""
+        self._put(event, node)
+
+    def _put(self, event: Event, node: Node | None) -> None:
         with self._wake:
-            self._queue.append(event)
+            self._queue.append((event, node))
             self._idle.clear()
             self._wake.notify()
 
@@ -96,14 +105,15 @@ class Notifier:
                     self._wake.wait()
                 if not queue:
                     return
-            event = queue.popleft()
+            event, node = queue.popleft()
             try:
-                self._tell(event)
+                self._tell(event, node)
             except Exception:
                 LOG.exception("Notification of %s for node %s failed", event.name, event.node)
 
-    def _tell(self, event: Event) -> None:
-        node = self._read(event.node)
+    def _tell(self, event: Event, node: Node | None) -> None:
+        if node is None:
+            node = self._read(event.node)
         notification = notification_for(event, node, self._conductor.config.host)
         if notification is None:
             return

@@ -13,11 +13,14 @@ here, so that consumers of Ironic's notifications read ours:
   ``driver_internal_info``);
 * ``power_set.{end,error}``: ``NodeSetPowerStatePayload`` 1.17 (``to_power``);
 * ``power_state_corrected.success``: ``NodeCorrectedPowerStatePayload``
-  1.17 (``from_power``).
+  1.17 (``from_power``);
+* ``create.end``, ``update.end``, ``delete.end``: ``NodeCRUDPayload`` 1.15
+  (``chassis_uuid``, ``instance_info``, ``driver_info``);
+* ``maintenance_set.end``: ``NodePayload`` 1.17.
 
-Never ``driver_info`` (Ironic leaves it out too); ``instance_info`` and
-``driver_internal_info`` have their secrets masked, and ``last_error`` and
-``maintenance_reason`` are scrubbed before any save.
+``driver_info`` only in the CRUD payloads, as Ironic; it, ``instance_info``
+and ``driver_internal_info`` have their secrets masked, and ``last_error``
+and ``maintenance_reason`` are scrubbed before any save.
 """
 
 from __future__ import annotations
@@ -35,7 +38,16 @@ from ironic_fsm.conductor.power_sync import (
     POWER_STATE_CORRECTED,
     PowerEvent,
 )
-from ironic_fsm.events import PROVISION_END, PROVISION_ERROR, PROVISION_START, Event
+from ironic_fsm.events import (
+    MAINTENANCE_SET_END,
+    NODE_CREATE_END,
+    NODE_DELETE_END,
+    NODE_UPDATE_END,
+    PROVISION_END,
+    PROVISION_ERROR,
+    PROVISION_START,
+    Event,
+)
 from ironic_fsm.masking import mask_secrets
 from ironic_fsm.node import Node
 
@@ -64,6 +76,10 @@ _KINDS: Final = {
     POWER_STATE_CORRECTED: (
         "power_state_corrected", "success", "NodeCorrectedPowerStatePayload", "1.17"
     ),
+    NODE_CREATE_END: ("create", "end", "NodeCRUDPayload", "1.15"),
+    NODE_UPDATE_END: ("update", "end", "NodeCRUDPayload", "1.15"),
+    NODE_DELETE_END: ("delete", "end", "NodeCRUDPayload", "1.15"),
+    MAINTENANCE_SET_END: ("maintenance_set", "end", "NodePayload", "1.17"),
 }  # fmt: skip
 
 
@@ -137,6 +153,12 @@ def notification_for(event: Event, node: Node | None, host: str) -> Notification
         )
         if status == "error" and event.error is not None:
             data["last_error"] = event.error
+    elif name == "NodeCRUDPayload":
+        data.update(
+            chassis_uuid=None,
+            instance_info=_plain(mask_secrets(node.instance_info)) if node else None,
+            driver_info=_plain(mask_secrets(node.driver_info)) if node else None,
+        )
     elif isinstance(event, PowerEvent):
         if name == "NodeSetPowerStatePayload":
             data["to_power"] = event.power_state

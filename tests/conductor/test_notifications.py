@@ -118,18 +118,21 @@ def test_a_webhook_down_slow_then_up_gets_each_notification_once_in_order(
     assert all(h["content-type"].startswith("application/cloudevents+json")
                for h in receiver.headers)  # fmt: skip
     ids = [event["id"] for event in events]
-    assert len(ids) == len(set(ids)) == len(expected) == len(heard)  # each exactly once
-    for node in {e.node for e in expected}:
+    nodes = {e.node for e in expected}
+    # Each node's creation, then its provision events: each exactly once.
+    assert len(ids) == len(set(ids)) == len(expected) + len(nodes) == len(heard)
+    for node in nodes:
         sent = [
             (e["type"], e["data"]["payload"]["ironic_object.data"]["provision_state"])
             for e in events
             if e["subject"] == node
         ]
         assert sent == [
-            (e.name, e.state) for e in expected if e.node == node
+            ("baremetal.node.create.end", states.ENROLL),
+            *((e.name, e.state) for e in expected if e.node == node),
         ]  # in the node's order
     assert not any(SECRET.encode() in body for body in receiver.bodies)
-    first = events[0]
+    first = events[1]  # the first node's manage
     assert first["specversion"] == "1.0"
     assert first["source"] == f"ironic-conductor.{conductor.config.host}"
     payload = first["data"]["payload"]
@@ -151,10 +154,46 @@ def test_an_error_is_an_error_notification_and_listeners_hear_it() -> None:
         assert notifier.flush(timeout=60)
     finally:
         notifier.stop()
-    assert [(n.event_type, n.priority) for n in heard] == [
+    assert [(n.event_type, n.priority) for n in heard if "provision_set" in n.event_type] == [
         ("baremetal.node.provision_set.start", "info"),
         ("baremetal.node.provision_set.error", "error"),
     ]
     data = heard[-1].payload["ironic_object.data"]
     assert data["provision_state"] == states.CLEANFAIL
     assert "disk on fire" in data["last_error"]
+
+
+def test_record_changes_are_notified_in_order_with_their_record() -> None:
+    heard: list[Notification] = []
+    recorder = Recorder()
+    conductor = Conductor(listeners=[recorder])
+    notifier = Notifier(conductor, [heard.append])
+    try:
+        node = conductor.create_node(name="rec-1", driver="fake-hardware",
+                                     driver_info={"ipmi_password": SECRET})  # fmt: skip
+        conductor.update_node(node.uuid, extra={"rack": "r7"})
+        conductor.update_node(node.uuid, maintenance=True, maintenance_reason="fan")
+        conductor.update_node(node.uuid, maintenance=False)
+        conductor.delete_node("rec-1")
+        assert notifier.flush(timeout=60)
+    finally:
+        notifier.stop()
+    assert recorder.events == []  # the other listeners hear no record change
+    assert [n.event_type for n in heard] == [
+        "baremetal.node.create.end",
+        "baremetal.node.update.end",
+        "baremetal.node.maintenance_set.end",
+        "baremetal.node.maintenance_set.end",
+        "baremetal.node.delete.end",
+    ]
+    create, update, on, off, delete = (n.payload for n in heard)
+    assert create["ironic_object.name"] == "NodeCRUDPayload"
+    assert create["ironic_object.version"] == "1.15"
+    assert create["ironic_object.data"]["driver_info"] == {"ipmi_password": "******"}
+    assert update["ironic_object.data"]["extra"] == {"rack": "r7"}
+    assert on["ironic_object.name"] == "NodePayload"
+    assert on["ironic_object.data"]["maintenance"] is True
+    assert on["ironic_object.data"]["maintenance_reason"] == "fan"
+    assert off["ironic_object.data"]["maintenance"] is False
+    assert delete["ironic_object.data"]["name"] == "rec-1"  # the record as it was
+    assert not any(SECRET in json.dumps(n.to_dict()) for n in heard)
