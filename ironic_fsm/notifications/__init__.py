@@ -16,7 +16,7 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ironic_fsm.events import Event
 from ironic_fsm.exceptions import IronicFSMError, NodeNotFound
@@ -27,9 +27,13 @@ if TYPE_CHECKING:
     from ironic_fsm.conductor import Conductor
     from ironic_fsm.notifications._webhook import WebhookSender
 
-__all__ = ["Notification", "Notifier", "notification_for"]
+__all__ = ["MAX_QUEUED", "Notification", "Notifier", "notification_for"]
 
 LOG = logging.getLogger("ironic_fsm.notifications")
+
+#: Events held while the webhook is down, at most: beyond, the oldest is dropped (and
+#: counted) rather than the process growing without end.
+MAX_QUEUED: Final = 100_000
 
 
 class Notifier:
@@ -40,6 +44,8 @@ class Notifier:
             itself as a listener) and whose store the nodes are read from.
         listeners: Callables each given every :class:`Notification`.
         webhook_url: Also POST each one there as a CloudEvent.
+        max_queued: Events held at most; beyond, the oldest is dropped
+            (:attr:`dropped` counts them).
     """
 
     def __init__(
@@ -49,6 +55,7 @@ class Notifier:
         *,
         webhook_url: str | None = None,
         webhook: WebhookSender | None = None,
+        max_queued: int = MAX_QUEUED,
     ) -> None:
         self._conductor = conductor
         self.listeners = list(listeners)
@@ -59,6 +66,9 @@ class Notifier:
         self.webhook = webhook
         #: Events to tell, each with the record it is about when the conductor gave it.
         self._queue: deque[tuple[Event, Node | None]] = deque()
+        self._max_queued = max_queued
+        #: Events dropped because the queue was full.
+        self.dropped = 0
         self._wake = threading.Condition()
         self._stopping = False
         self._idle = threading.Event()
@@ -78,6 +88,11 @@ class Notifier:
 
     def _put(self, event: Event, node: Node | None) -> None:
         with self._wake:
+            if len(self._queue) >= self._max_queued:
+                self._queue.popleft()
+                self.dropped += 1
+                if self.dropped == 1 or self.dropped % 1000 == 0:
+                    LOG.warning("Notifications: %d dropped, the queue is full", self.dropped)
             self._queue.append((event, node))
             self._idle.clear()
             self._wake.notify()

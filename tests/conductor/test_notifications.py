@@ -197,3 +197,24 @@ def test_record_changes_are_notified_in_order_with_their_record() -> None:
     assert off["ironic_object.data"]["maintenance"] is False
     assert delete["ironic_object.data"]["name"] == "rec-1"  # the record as it was
     assert not any(SECRET in json.dumps(n.to_dict()) for n in heard)
+
+
+def test_a_full_queue_drops_the_oldest_and_counts_them(receiver: Receiver) -> None:
+    conductor = Conductor()
+    # Nobody listens at the webhook: the first notification waits in its retries.
+    notifier = Notifier(conductor, webhook_url=f"http://127.0.0.1:{receiver.port}/hook",
+                        max_queued=3)  # fmt: skip
+    try:
+        names = [f"q-{i}" for i in range(8)]
+        for name in names:
+            conductor.create_node(name=name, driver="fake-hardware")
+        assert notifier.dropped >= 8 - 3 - 1  # one may be in the sender's hands
+        receiver.start()
+        assert notifier.flush(timeout=120)
+    finally:
+        notifier.stop()
+    got = [json.loads(body)["data"]["payload"]["ironic_object.data"]["name"]
+           for body in receiver.bodies]  # fmt: skip
+    assert got[-3:] == names[-3:]  # the newest kept (and the one being retried), in order
+    assert got == sorted(got, key=names.index)
+    assert len(got) + notifier.dropped == len(names)
