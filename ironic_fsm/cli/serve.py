@@ -94,8 +94,19 @@ def _api_address(text: str) -> tuple[str, int]:
 def _metrics_address(text: str) -> tuple[str, int]:
     """``HOST[:PORT]`` as for ``--api``, port 9608 (ironic-prometheus-exporter's) by default."""
     host, port = _api_address(text)
-    has_port = text.rsplit("]", 1)[-1].count(":") == 1 if text.startswith("[") else ":" in text
+    if text.startswith("["):
+        has_port = text.partition("]")[2].startswith(":")
+    else:
+        has_port = text.count(":") == 1  # more: an IPv6 address without brackets, no port
     return host, port if has_port else METRICS_PORT
+
+
+def _webhook_url(text: str) -> str:
+    """An ``http://`` or ``https://`` URL with a host."""
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"expected an http:// or https:// URL, got {text!r}")
+    return text
 
 
 def _port(number: str, text: str) -> int:
@@ -168,9 +179,11 @@ def add_serve_parser(
     p.add_argument(
         "--notify-url",
         metavar="URL",
+        type=_webhook_url,
         help="POST Ironic's versioned notifications (provision_set, power_set, "
-        "power_state_corrected) to this webhook as CloudEvents, in order, retried while it is "
-        "down; never delays a flow (needs ironic_fsm[notify])",
+        "power_state_corrected, maintenance_set, node create/update/delete) to this webhook "
+        "as CloudEvents, in order, retried while it is down; never delays a flow (needs "
+        "ironic_fsm[notify])",
     )
     api = p.add_argument_group("REST API (needs ironic_fsm[api])")
     api.add_argument(

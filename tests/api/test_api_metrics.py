@@ -207,3 +207,17 @@ def test_readyz_follows_the_database_and_the_drain(tmp_path: Path) -> None:
                 )
     finally:
         emulator.stop()
+
+
+def test_serve_refuses_a_bad_metrics_address_or_webhook_url(tmp_path: Path) -> None:
+    for option, value, said in (
+        ("--metrics", "nowhere:port", "expected a port"),
+        ("--notify-url", "ftp://hooks.example", "expected an http:// or https:// URL"),
+    ):
+        result = subprocess.run(
+            [sys.executable, "-m", "ironic_fsm.cli", "--db", str(tmp_path / "nodes.sqlite"),
+             "serve", option, value],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert result.returncode == 2, result.stderr
+        assert said in result.stderr
