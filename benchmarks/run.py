@@ -35,6 +35,7 @@ import bench_import
 import bench_lifecycle
 import bench_machine
 import bench_memory
+import bench_metrics
 import bench_patch
 import bench_pgcost
 import bench_planner
@@ -59,6 +60,7 @@ BENCHMARKS: dict[str, ModuleType] = {
     "scaleout": bench_scaleout,
     "pgcost": bench_pgcost,
     "db_restart": bench_db_restart,
+    "metrics": bench_metrics,
 }
 
 

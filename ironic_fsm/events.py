@@ -14,6 +14,13 @@ Order, for one verb that runs steps synchronously::
 Each transition produces exactly one ``provision_set`` event, emitted after
 the new state is saved; step events are emitted after the step's state is
 saved. A listener that raises is logged and does not stop the flow.
+
+Changes of a node's record through the conductor (``create_node``,
+``update_node``, ``delete_node``) are told, with the record, to the
+conductor's *record listeners* only (``Conductor.add_record_listener``,
+what notifications use): ``baremetal.node.create.end``, ``.update.end``
+(``.maintenance_set.end`` when the change sets or clears maintenance) and
+``.delete.end``, each after the change is saved.
 """
 
 from __future__ import annotations
@@ -25,6 +32,10 @@ from typing import Any, Final
 import attrs
 
 __all__ = [
+    "MAINTENANCE_SET_END",
+    "NODE_CREATE_END",
+    "NODE_DELETE_END",
+    "NODE_UPDATE_END",
     "PROVISION_END",
     "PROVISION_ERROR",
     "PROVISION_START",
@@ -37,6 +48,10 @@ __all__ = [
 PROVISION_START: Final = "baremetal.node.provision_set.start"
 PROVISION_END: Final = "baremetal.node.provision_set.end"
 PROVISION_ERROR: Final = "baremetal.node.provision_set.error"
+NODE_CREATE_END: Final = "baremetal.node.create.end"
+NODE_UPDATE_END: Final = "baremetal.node.update.end"
+NODE_DELETE_END: Final = "baremetal.node.delete.end"
+MAINTENANCE_SET_END: Final = "baremetal.node.maintenance_set.end"
 STEP_START: Final = "step.start"
 STEP_END: Final = "step.end"
 STEP_FAIL: Final = "step.fail"

@@ -350,6 +350,15 @@ CHANGED_BY_V12: Final = frozenset({
 })  # fmt: skip
 
 
+#: The indexes schema 13 adds (the nodes in maintenance, by fault, for metrics scrapes).
+ADDED_BY_V13: Final = frozenset({"nodes_maintenance_idx"})
+
+
+def before_v13(indexes: dict[str, str]) -> dict[str, str]:
+    """``indexes`` (name: definition) but those schema 13 and later add."""
+    return {name: text for name, text in indexes.items() if name not in ADDED_BY_V13}
+
+
 def kept_by_v9(indexes: dict[str, str]) -> dict[str, str]:
     """``indexes`` (name: definition) but those later schemas change (9, and 12)."""
     changed = CHANGED_BY_V9 | CHANGED_BY_V12

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import falcon
 
@@ -23,6 +23,9 @@ from ironic_fsm.api.versions import (
 )
 from ironic_fsm.conductor import Conductor
 from ironic_fsm.exceptions import IronicFSMError
+
+if TYPE_CHECKING:
+    from ironic_fsm.metrics import Metrics
 
 __all__ = ["make_app"]
 
@@ -54,7 +57,7 @@ class Versions:
 
 
 #: Paths of this server's own, outside Ironic's ``/v1`` (never given the ``/v1`` prefix).
-_OWN_PATHS: Final = frozenset({"/", "/openapi.json", "/healthz", "/readyz"})
+_OWN_PATHS: Final = frozenset({"/", "/openapi.json", "/healthz", "/readyz", "/metrics"})
 
 
 class IronicPaths:
@@ -118,6 +121,16 @@ class Ready:
         return None
 
 
+class MetricsPage:
+    """``GET /metrics``: the conductor's Prometheus metrics, behind the API's authentication."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._metrics = metrics
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        resp.data, resp.content_type = self._metrics.exposition(req.get_header("Accept"))
+
+
 class Root:
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         send(resp, root_document(req.prefix))
@@ -133,11 +146,18 @@ class V1:
 
 
 def make_app(
-    conductor: Conductor, *, users: dict[str, bytes] | None = None
+    conductor: Conductor,
+    *,
+    users: dict[str, bytes] | None = None,
+    metrics: Metrics | None = None,
 ) -> falcon.App[Any, Any]:
-    """The WSGI application; ``users`` (from an htpasswd file) turns on HTTP basic auth."""
+    """The WSGI application; ``users`` (from an htpasswd file) turns on HTTP basic auth,
+    ``metrics`` times each request and serves ``/metrics``.
+    """
     # The access log first: its timing and its line cover the other middleware too.
     middleware: list[Any] = [AccessLog(), Versions(), IronicPaths()]
+    if metrics is not None:
+        middleware.insert(1, metrics.api)
     if users is not None:
         middleware.append(BasicAuth(users))
     app: falcon.App[Any, Any] = falcon.App(middleware=middleware)
@@ -177,6 +197,8 @@ def make_app(
         *catalog.routes(conductor),
         *shards.routes(conductor),
     ]  # fmt: skip
+    if metrics is not None:
+        routes.append(("/metrics", MetricsPage(metrics), {}))
     for path, resource, options in routes:
         app.add_route(path, resource, **options)
     return app

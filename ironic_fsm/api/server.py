@@ -15,7 +15,7 @@ import ipaddress
 import resource
 import socket
 import threading
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from ironic_fsm.api.app import make_app
 from ironic_fsm.api.auth import read_htpasswd
@@ -23,6 +23,9 @@ from ironic_fsm.api.common import MAX_BODY_BYTES
 from ironic_fsm.api.front import Front, Limits, tls_context
 from ironic_fsm.conductor import Conductor
 from ironic_fsm.exceptions import InvalidParameterValue
+
+if TYPE_CHECKING:
+    from ironic_fsm.metrics import Metrics
 
 __all__ = ["ApiServer", "start_api"]
 
@@ -131,6 +134,7 @@ def start_api(
     header_timeout: float = _DEFAULTS.header_timeout,
     body_timeout: float = _DEFAULTS.body_timeout,
     connections_per_address: int = _DEFAULTS.connections_per_address,
+    metrics: Metrics | None = None,
 ) -> ApiServer:
     """Serve the Ironic-compatible API for ``conductor`` on ``host:port`` in a new thread.
 
@@ -141,7 +145,9 @@ def start_api(
     Raises InvalidParameterValue for options that would be unsafe or cannot
     work (``noauth`` off loopback, half a TLS pair, a non-bcrypt htpasswd
     entry, a timeout that is not positive) and OSError when the address
-    cannot be bound or the TLS files cannot be read.
+    cannot be bound or the TLS files cannot be read. With ``metrics``
+    (:class:`ironic_fsm.metrics.Metrics`), requests are timed and ``/metrics``
+    answers, behind the same authentication as the rest.
     """
     users = _check_options(host, auth, htpasswd, tls_cert, tls_key)
     _check_limits(header_timeout, body_timeout, connections_per_address)
@@ -158,7 +164,8 @@ def start_api(
         max_body=8 * MAX_BODY_BYTES,
     )
     _raise_open_files()
-    front = Front(make_app(conductor, users=users), limits, tls=context is not None)
+    app = make_app(conductor, users=users, metrics=metrics)
+    front = Front(app, limits, tls=context is not None)
     loop = asyncio.new_event_loop()
     try:
         # Bound here, before the loop's thread starts: errors reach the caller.

@@ -34,6 +34,8 @@ __all__ = ["add_serve_parser", "register_hardware_type"]
 LOG_FORMAT: Final = "%(asctime)s %(levelname)s %(name)s %(message)s"
 #: Ironic's API port, when ``--api`` names only a host.
 API_PORT: Final = 6385
+#: The metrics' port, when ``--metrics`` names only a host (ironic-prometheus-exporter's).
+METRICS_PORT: Final = 9608
 #: Connections the store may open beyond the flow threads: one per periodic duty.
 _DUTY_CONNECTIONS: Final = 6
 
@@ -87,6 +89,24 @@ def _api_address(text: str) -> tuple[str, int]:
     if not host:
         raise argparse.ArgumentTypeError(f"expected HOST[:PORT], got {text!r}")
     return host, port
+
+
+def _metrics_address(text: str) -> tuple[str, int]:
+    """``HOST[:PORT]`` as for ``--api``, port 9608 (ironic-prometheus-exporter's) by default."""
+    host, port = _api_address(text)
+    if text.startswith("["):
+        has_port = text.partition("]")[2].startswith(":")
+    else:
+        has_port = text.count(":") == 1  # more: an IPv6 address without brackets, no port
+    return host, port if has_port else METRICS_PORT
+
+
+def _webhook_url(text: str) -> str:
+    """An ``http://`` or ``https://`` URL with a host."""
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"expected an http:// or https:// URL, got {text!r}")
+    return text
 
 
 def _port(number: str, text: str) -> int:
@@ -146,6 +166,24 @@ def add_serve_parser(
         type=str.upper,
         default="INFO",
         help="the least severe messages logged (default: INFO)",
+    )
+    p.add_argument(
+        "--metrics",
+        metavar="HOST[:PORT]",
+        type=_metrics_address,
+        help="serve Prometheus metrics at http://HOST:PORT/metrics (default port "
+        f"{METRICS_PORT}; no authentication: bind it where only Prometheus reaches), and with "
+        "--api also under /metrics on the API's port, behind its authentication "
+        "(needs ironic_fsm[metrics])",
+    )
+    p.add_argument(
+        "--notify-url",
+        metavar="URL",
+        type=_webhook_url,
+        help="POST Ironic's versioned notifications (provision_set, power_set, "
+        "power_state_corrected, maintenance_set, node create/update/delete) to this webhook "
+        "as CloudEvents, in order, retried while it is down; never delays a flow (needs "
+        "ironic_fsm[notify])",
     )
     api = p.add_argument_group("REST API (needs ironic_fsm[api])")
     api.add_argument(
@@ -341,19 +379,84 @@ def _serve(
         for name, hardware_type in _EXTRA_HARDWARE.items():
             conductor.register_hardware_type(name, hardware_type)
         service = Service(conductor, executor=executor, options=options)
+        # The front ends start once the conductor is up, and stop only after the drain:
+        # meanwhile /readyz answers 503 (draining) and the metrics show the drain.
+        stops: list[Callable[[], None]] = []
+        metrics = _attach_metrics(service, args, stops)
+        _attach_notifier(service, args, stops)
         if start_api is not None:
-            _attach_api(service, start_api, args)
+            _attach_api(service, start_api, args, metrics, stops)
         logging.getLogger("ironic_fsm.service").info(
             "Serving the %s %s (log level %s)",
             "store" if factory else "database",
             factory or getattr(store, "url", url),
             args.log_level,
         )
-        return service.run(handle_signals=True)
+        try:
+            return service.run(handle_signals=True)
+        finally:
+            for stop in stops:
+                stop()
 
 
-def _attach_api(service: Service, start_api: Callable[..., Any], args: argparse.Namespace) -> None:
-    """Start the API once the conductor is up; stop it first when stopping."""
+def _attach_metrics(
+    service: Service, args: argparse.Namespace, stops: list[Callable[[], None]]
+) -> Any:
+    """The service's :class:`~ironic_fsm.metrics.Metrics` with ``--metrics`` (else ``None``),
+    their listener started with the service; its stop is appended to ``stops``."""
+    if args.metrics is None:
+        return None
+    try:
+        # By name, and only now: prometheus_client is an extra, loaded only with metrics on.
+        metrics_module = importlib.import_module("ironic_fsm.metrics")
+    except ImportError:
+        _error("--metrics needs prometheus_client: pip install 'ironic_fsm[metrics]'")
+        raise SystemExit(2) from None
+    metrics = metrics_module.Metrics(service.conductor)
+    host, port = args.metrics
+    servers: list[Any] = []
+
+    def start() -> None:
+        servers.append(metrics.serve(host, port))
+        logging.getLogger("ironic_fsm.service").info(
+            "Metrics on http://%s:%d/metrics", host, servers[0].port
+        )
+
+    def stop() -> None:
+        for server in servers:
+            server.stop()
+
+    service.on_started.insert(0, start)
+    stops.append(stop)
+    return metrics
+
+
+def _attach_notifier(
+    service: Service, args: argparse.Namespace, stops: list[Callable[[], None]]
+) -> None:
+    """With ``--notify-url``, a :class:`~ironic_fsm.notifications.Notifier` posting there;
+    what it still holds is sent (for a while) after the drain."""
+    url = getattr(args, "notify_url", None)
+    if url is None:
+        return
+    try:
+        notify = importlib.import_module("ironic_fsm.notifications")
+        importlib.import_module("ironic_fsm.notifications._webhook")
+    except ImportError:
+        _error("--notify-url needs the webhook client: pip install 'ironic_fsm[notify]'")
+        raise SystemExit(2) from None
+    notifier = notify.Notifier(service.conductor, webhook_url=url)
+    stops.append(notifier.stop)
+
+
+def _attach_api(
+    service: Service,
+    start_api: Callable[..., Any],
+    args: argparse.Namespace,
+    metrics: Any,
+    stops: list[Callable[[], None]],
+) -> None:
+    """Start the API once the conductor is up; its stop is put first in ``stops``."""
     host, port = args.api
     servers: list[Any] = []
     limits = {name: getattr(args, name) for name in _API_LIMITS if getattr(args, name) is not None}
@@ -368,6 +471,7 @@ def _attach_api(service: Service, start_api: Callable[..., Any], args: argparse.
                 htpasswd=args.htpasswd,
                 tls_cert=args.tls_cert,
                 tls_key=args.tls_key,
+                metrics=metrics,
                 **limits,
             )
         )
@@ -380,4 +484,4 @@ def _attach_api(service: Service, start_api: Callable[..., Any], args: argparse.
             server.stop()
 
     service.on_started.append(start)
-    service.on_stopping.append(stop)
+    stops.insert(0, stop)

@@ -35,12 +35,12 @@ from typing import Any, overload
 
 from ironic_fsm.conductor.catalog import Catalog
 from ironic_fsm.conductor.common import process_start, utcnow
-from ironic_fsm.conductor.context import Context, Guard, Listener
+from ironic_fsm.conductor.context import Context, Guard, Listener, Observer
 from ironic_fsm.conductor.engine import StepEngine
 from ironic_fsm.conductor.fleet import ConductorInfo, FleetRecord
 from ironic_fsm.conductor.flows import Flows
 from ironic_fsm.conductor.history import History
-from ironic_fsm.conductor.jobs import Job
+from ironic_fsm.conductor.jobs import LOG, Job
 from ironic_fsm.conductor.launcher import Executor, Launcher
 from ironic_fsm.conductor.nodes import Nodes
 from ironic_fsm.conductor.ownership import Ownership
@@ -53,6 +53,13 @@ from ironic_fsm.conductor.reservations import Reservations, _Reserved
 from ironic_fsm.conductor.verbs import Request, Verbs
 from ironic_fsm.conductor.work import Work
 from ironic_fsm.config import Config
+from ironic_fsm.events import (
+    MAINTENANCE_SET_END,
+    NODE_CREATE_END,
+    NODE_DELETE_END,
+    NODE_UPDATE_END,
+    Event,
+)
 from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.hardware import HardwareType
 from ironic_fsm.history import HistoryEntry
@@ -62,7 +69,7 @@ from ironic_fsm.stores import MemoryStore, Store
 from ironic_fsm.stores.base import CatalogEntry, NodeFields
 from ironic_fsm.stores.capabilities import StoreCapabilities
 
-__all__ = ["Conductor", "Guard", "Listener"]
+__all__ = ["Conductor", "Guard", "Listener", "Observer"]
 
 
 class Conductor:
@@ -132,6 +139,8 @@ class Conductor:
         self._power_sync = PowerSync(ctx, reservations, launcher, self._owns)
         self._reconcile = Reconcile(ctx, verbs)
         self._history = History(ctx)
+        #: Who hears of record changes (:meth:`add_record_listener`).
+        self._record_listeners: list[Callable[[Event, Node], None]] = []
 
     @property
     def config(self) -> Config:
@@ -220,8 +229,15 @@ class Conductor:
         :meth:`register`, so that a late timer cannot undo a clean stop.
         """
         ctx = self._ctx
-        ctx.caps.store.heartbeat(ctx.holder, ctx.clock())  # 1. the reservations' holder
-        self._fleet.heartbeat()  # 2. the registry's row
+        try:
+            ctx.caps.store.heartbeat(ctx.holder, ctx.clock())  # 1. the reservations' holder
+            self._fleet.heartbeat()  # 2. the registry's row
+        except Exception:
+            if ctx.observer is not None:
+                ctx.observer.heartbeat(False)
+            raise
+        if ctx.observer is not None:
+            ctx.observer.heartbeat(True)
 
     def unregister(self) -> None:
         """Go offline in the registry at once: call it when stopping cleanly."""
@@ -444,7 +460,9 @@ class Conductor:
 
     def create_node(self, **fields: Any) -> Node:
         """Enroll a node; any :class:`~ironic_fsm.Node` field may be given."""
-        return self._nodes.create_node(**fields)
+        node = self._nodes.create_node(**fields)
+        self._record_changed(NODE_CREATE_END, node)
+        return node
 
     def get_node(self, ident: str) -> Node:
         """The node with this UUID or name."""
@@ -497,11 +515,17 @@ class Conductor:
         With ``expected_version``, only if the node is still that version
         (:class:`~ironic_fsm.exceptions.ConcurrentUpdate` otherwise).
         """
-        return self._nodes.update_node(ident, expected_version=expected_version, **fields)
+        node = self._nodes.update_node(ident, expected_version=expected_version, **fields)
+        self._record_changed(MAINTENANCE_SET_END if "maintenance" in fields else NODE_UPDATE_END,
+                             node)  # fmt: skip
+        return node
 
     def delete_node(self, ident: str) -> None:
         """Remove a node record; allowed in manageable, enroll, adopt failed (and available)."""
-        return self._nodes.delete_node(ident)
+        node = self._nodes.get_node(ident) if self._record_listeners else None
+        self._nodes.delete_node(ident)
+        if node is not None:
+            self._record_changed(NODE_DELETE_END, node)
 
     def set_power_state(self, ident: str, power_state: str, timeout: float | None = None) -> Node:
         """Power the node on or off, or reboot it, through its power interface."""
@@ -542,7 +566,10 @@ class Conductor:
     def recover(self) -> list[str]:
         """Take over nodes whose holder is gone (or that this conductor's own flows left
         reserved, stopped by a database outage) and resume their flows."""
-        return self._recovery.recover()
+        taken = self._recovery.recover()
+        if self._ctx.observer is not None:
+            self._ctx.observer.took_over(taken)
+        return taken
 
     def check_timeouts(self, now: datetime | None = None) -> list[str]:
         """Fail nodes that waited too long; resume ``wait`` steps whose time is up."""
@@ -558,10 +585,54 @@ class Conductor:
 
     def sync_power_states(self, now: datetime | None = None) -> PowerSyncReport:
         """One pass of the power sync over the nodes due; see the module's description."""
-        return self._power_sync.sync_power_states(now)
+        report = self._power_sync.sync_power_states(now)
+        if self._ctx.observer is not None:
+            self._ctx.observer.power_synced(report)
+        return report
 
     # -- Reconcile (reconcile.py) -----------------------------------------------
 
     def reconcile(self, ident: str, wanted: str, **verb_args: Any) -> Node:
         """Take one step toward the stable state ``wanted``."""
         return self._reconcile.reconcile(ident, wanted, **verb_args)
+
+    # -- What an operator watches: metrics and notifications (issue 23) ------------------
+
+    def add_record_listener(self, listener: Callable[[Event, Node], None]) -> None:
+        """Tell ``listener`` of each record change made here (create, update, maintenance,
+        delete: the ``NODE_*`` and ``MAINTENANCE_SET_END`` events of
+        :mod:`ironic_fsm.events`), with the record as saved (as it was, for a delete).
+        Notifications use it; the other listeners are not told of record changes.
+        """
+        self._record_listeners.append(listener)
+
+    def _record_changed(self, name: str, node: Node) -> None:
+        if not self._record_listeners:
+            return
+        event = Event(
+            name=name, node=node.uuid, previous_state=None, event=None,
+            state=node.provision_state, target=node.target_provision_state,
+            timestamp=self._ctx.clock(), node_name=node.name,
+        )  # fmt: skip
+        for listener in self._record_listeners:
+            try:
+                listener(event, node)
+            except Exception:
+                LOG.exception("Record listener %r failed on %s", listener, name)
+
+    def observe(self, observer: Observer | None) -> None:
+        """Have ``observer`` time driver calls and hear of heartbeats, takeovers and power
+        syncs (``ironic_fsm.metrics`` does); ``None`` stops it. One at a time: the
+        metrics of one service.
+        """
+        self._ctx.observer = observer
+
+    def count_nodes(
+        self, field: str, *, maintenance: bool | None = None, reserved: bool | None = None
+    ) -> dict[Any, int]:
+        """How many nodes have each value of ``field`` (``provision_state``, ``driver``,
+        ``conductor_group``, ``fault`` or ``reservation``), narrowed to the nodes in
+        maintenance or not, held or free: from the store's indexes where it has them
+        (:meth:`~ironic_fsm.stores.capabilities.StoreCapabilities.count_nodes`).
+        """
+        return self._ctx.caps.count_nodes(field, maintenance=maintenance, reserved=reserved)

@@ -250,13 +250,12 @@ class Job:
                 event=None,
                 state=node.provision_state,
                 target=node.target_provision_state,
-                step=mask_secrets(
-                    {
-                        "interface": step["interface"],
-                        "step": step["step"],
-                        "args": step.get("args", {}),
-                    }
-                ),
+                # Only the arguments can hold secrets (an interface or step name is none).
+                step={
+                    "interface": step["interface"],
+                    "step": step["step"],
+                    "args": mask_secrets(args) if (args := step.get("args")) else {},
+                },
                 error=error,
                 timestamp=ctx.clock(),
             )
@@ -269,8 +268,15 @@ class Job:
 
         Third-party interfaces raise whatever they like, often with the
         credentials they were given in the text: callers get one typed,
-        scrubbed error, with the original chained.
+        scrubbed error, with the original chained. An observer (metrics) times it.
         """
+        observer = self.ctx.observer
+        if observer is not None:
+            with observer.driver_call(self.task.node.driver, kind, method):
+                return self._call(kind, method, args, kwargs)
+        return self._call(kind, method, args, kwargs)
+
+    def _call(self, kind: str, method: str, args: Any, kwargs: Any) -> Any:
         try:
             return getattr(getattr(self.task.driver, kind), method)(self.task, *args, **kwargs)
         except IronicFSMError:

@@ -1,13 +1,14 @@
 """What a store offers beyond :class:`~ironic_fsm.stores.base.Store`, asked once.
 
-A store may add any of seven optional protocols: node history
+A store may add any of eight optional protocols: node history
 (:class:`~.base.HistoryStore`), scans (:class:`~.base.ScanningStore`), the
 work queue (:class:`~._claim.QueueStore`), power-sync rows
 (:class:`~._power.PowerSyncStore`), the conductor registry
 (:class:`~._conductors.ConductorRegistry`), the catalog
-(:class:`~._catalog.CatalogStore`) and work announcements
-(:class:`~._announce.WorkAnnouncer`). :class:`StoreCapabilities` is built
-once, when a conductor is constructed: it asks each question once (a
+(:class:`~._catalog.CatalogStore`), work announcements
+(:class:`~._announce.WorkAnnouncer`) and node counts
+(:class:`~._counts.NodeCounter`). :class:`StoreCapabilities` is built once,
+when a conductor is constructed: it asks each question once (a
 ``Protocol`` ``isinstance`` is slow) and then offers every operation on any
 store: the store's own method when it has one, a fallback on ``list()``
 otherwise. Callers hold the adapter and never test the store again.
@@ -24,6 +25,7 @@ the conductor never names a concrete store class.
 from __future__ import annotations
 
 import builtins
+from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 from typing import Any
@@ -35,6 +37,7 @@ from ironic_fsm.stores._announce import WorkAnnouncer
 from ironic_fsm.stores._catalog import CatalogStore, MemoryCatalog
 from ironic_fsm.stores._claim import QueuedNode, QueueStore
 from ironic_fsm.stores._conductors import ConductorRegistry
+from ironic_fsm.stores._counts import NodeCounter, check_count
 from ironic_fsm.stores._power import PowerSyncRow, PowerSyncStore
 from ironic_fsm.stores.base import (
     HistoryStore,
@@ -66,12 +69,14 @@ class StoreCapabilities:
         catalog: Where deploy templates and runbooks are kept: the store if it
             can, else a :class:`~._catalog.MemoryCatalog` of this adapter's own.
         announcer: The store as a :class:`~._announce.WorkAnnouncer`, or ``None``.
+        counter: The store as a :class:`~._counts.NodeCounter`, or ``None``: counts
+            are then made from a listing of the fields counted.
         checks_node_types: The store's ``save`` refuses a field of the wrong
             type itself, in :meth:`~ironic_fsm.node.Node.check_types`' words.
     """
 
     __slots__ = (
-        "announcer", "catalog", "checks_node_types", "history", "power_sync", "queue",
+        "announcer", "catalog", "checks_node_types", "counter", "history", "power_sync", "queue",
         "registry", "scans", "store",
     )  # fmt: skip
 
@@ -90,6 +95,7 @@ class StoreCapabilities:
         )
         self.catalog: CatalogStore = store if isinstance(store, CatalogStore) else MemoryCatalog()
         self.announcer: WorkAnnouncer | None = store if isinstance(store, WorkAnnouncer) else None
+        self.counter: NodeCounter | None = store if isinstance(store, NodeCounter) else None
         self.checks_node_types = getattr(store, "checks_node_types", False) is True
 
     # -- history -------------------------------------------------------------------------
@@ -158,3 +164,27 @@ class StoreCapabilities:
     def mark_power_synced(self, uuids: Sequence[str], when: datetime) -> None:
         if uuids and self.power_sync is not None:
             self.power_sync.mark_power_synced(uuids, when)
+
+    # -- counts --------------------------------------------------------------------------
+
+    def count_nodes(
+        self, field: str, *, maintenance: bool | None = None, reserved: bool | None = None
+    ) -> dict[Any, int]:
+        """How many nodes per value of ``field`` (see :class:`~._counts.NodeCounter`).
+
+        Without the protocol, from one listing of the fields involved: the
+        built-in stores read it from their columns, any other store's nodes
+        are read whole.
+        """
+        check_count(field, maintenance, reserved)
+        if self.counter is not None:
+            return self.counter.count_nodes(field, maintenance=maintenance, reserved=reserved)
+        rows = self.list_fields({field, "maintenance", "reservation"})
+        return dict(
+            Counter(
+                row[field]
+                for row in rows
+                if (maintenance is None or row["maintenance"] is maintenance)
+                and (reserved is None or (row["reservation"] is not None) is reserved)
+            )
+        )

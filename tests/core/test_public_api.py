@@ -85,7 +85,11 @@ def _modules_after_import(statement: str) -> set[str]:
     return set(json.loads(python_ok(code)))
 
 
-HEAVY = ["sqlalchemy", "pyghmi", "sushy", "stevedore"]
+HEAVY = [
+    "sqlalchemy", "pyghmi", "sushy", "stevedore",
+    # The metrics and notification extras: loaded only when they are turned on.
+    "prometheus_client", "httpx", "tenacity", "cloudevents",
+]  # fmt: skip
 
 
 def test_import_does_not_pull_heavy_dependencies() -> None:
@@ -104,3 +108,9 @@ def test_fake_driver_import_is_light_too() -> None:
 def test_the_check_can_fail() -> None:
     # The subprocess check sees modules that are imported.
     assert "stevedore" in _modules_after_import("import ironic_fsm, stevedore")
+
+
+def test_the_notifier_without_a_webhook_loads_no_http_client() -> None:
+    loaded = _modules_after_import("import ironic_fsm.notifications")
+    for heavy in ("httpx", "tenacity", "cloudevents", "prometheus_client"):
+        assert not any(m == heavy or m.startswith(heavy + ".") for m in loaded), heavy

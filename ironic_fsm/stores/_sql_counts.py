@@ -1,0 +1,50 @@
+"""Node counts in SQL: :class:`~._counts.NodeCounter` for ``SQLStore``.
+
+One ``GROUP BY`` on an index that holds the column: the listings' covering
+indexes for the state, the hardware type and the conductor group, schema
+13's partial index for the nodes in maintenance (by fault), the partial
+index of reservations for the nodes held. No record is decoded, and the
+answer has a row per value, not per node.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from ironic_fsm.stores._counts import check_count
+from ironic_fsm.stores._statements import Statements
+
+#: The conditions, written out: a partial index serves a query only when the query's
+#: own condition is the index's (a bound parameter proves nothing to SQLite's planner).
+_MAINTENANCE: Final = {True: "maintenance", False: "NOT maintenance"}
+_RESERVED: Final = {True: "reservation IS NOT NULL", False: "reservation IS NULL"}
+
+
+class NodeCounts:
+    """:meth:`count`: how many nodes per value of one column."""
+
+    def __init__(self, sql: Statements) -> None:
+        self._sql = sql
+        self._db = sql.db
+
+    def count(
+        self, field: str, maintenance: bool | None = None, reserved: bool | None = None
+    ) -> dict[Any, int]:
+        """``SELECT field, COUNT(*) ... GROUP BY field``; the column name is a checked one."""
+        check_count(field, maintenance, reserved)
+        where = []
+        hint = ""
+        if maintenance is not None:
+            where.append(_MAINTENANCE[maintenance])
+        if reserved is not None:
+            where.append(_RESERVED[reserved])
+            if reserved:  # the few held nodes, through their index; never a walk of the rest
+                hint = self._sql.index_hint("nodes_reservation_idx")
+        condition = f" WHERE {' AND '.join(where)}" if where else ""
+        statement = f"SELECT {field}, COUNT(*) FROM nodes{hint}{condition} GROUP BY {field}"
+        sql = self._sql
+        if sql.echo:
+            sql.log(statement)
+        with self._db.connection() as conn:
+            rows = conn.execute(statement).fetchall()
+        return {value: int(count) for value, count in rows}
