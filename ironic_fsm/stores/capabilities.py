@@ -35,10 +35,10 @@ from ironic_fsm.stores._announce import WorkAnnouncer
 from ironic_fsm.stores._catalog import CatalogStore, MemoryCatalog
 from ironic_fsm.stores._claim import QueuedNode, QueueStore
 from ironic_fsm.stores._conductors import ConductorRegistry
+from ironic_fsm.stores._listed_scans import ListedScans
 from ironic_fsm.stores._power import PowerSyncRow, PowerSyncStore
 from ironic_fsm.stores.base import (
     HistoryStore,
-    ListScans,
     NodeFields,
     Reserved,
     ScanningStore,
@@ -46,7 +46,6 @@ from ironic_fsm.stores.base import (
     list_fields,
     list_page,
 )
-from ironic_fsm.stores.base import _Listed as _ListedScans
 
 __all__ = ["StoreCapabilities"]
 
@@ -78,8 +77,8 @@ class StoreCapabilities:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.history: HistoryStore | None = store if isinstance(store, HistoryStore) else None
-        self.scans: ScanningStore | ListScans = (
-            store if isinstance(store, ScanningStore) else _ListedScans(store)
+        self.scans: ScanningStore | ListedScans = (
+            store if isinstance(store, ScanningStore) else ListedScans(store.list)
         )
         self.queue: QueueStore | None = store if isinstance(store, QueueStore) else None
         self.power_sync: PowerSyncStore | None = (
