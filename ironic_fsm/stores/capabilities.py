@@ -1,12 +1,13 @@
 """What a store offers beyond :class:`~ironic_fsm.stores.base.Store`, asked once.
 
-A store may add any of seven optional protocols: node history
+A store may add any of eight optional protocols: node history
 (:class:`~.base.HistoryStore`), scans (:class:`~.base.ScanningStore`), the
 work queue (:class:`~._claim.QueueStore`), power-sync rows
 (:class:`~._power.PowerSyncStore`), the conductor registry
 (:class:`~._conductors.ConductorRegistry`), the catalog
-(:class:`~._catalog.CatalogStore`) and work announcements
-(:class:`~._announce.WorkAnnouncer`). :class:`StoreCapabilities` is built
+(:class:`~._catalog.CatalogStore`), work announcements
+(:class:`~._announce.WorkAnnouncer`) and reserving saves
+(:class:`ReservingStore`, declared here). :class:`StoreCapabilities` is built
 once, when a conductor is constructed: it asks each question once (a
 ``Protocol`` ``isinstance`` is slow) and then offers every operation on any
 store: the store's own method when it has one, a fallback on ``list()``
@@ -26,7 +27,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.node import Node
@@ -47,7 +48,36 @@ from ironic_fsm.stores.base import (
     list_page,
 )
 
-__all__ = ["StoreCapabilities"]
+__all__ = ["ReservingStore", "StoreCapabilities"]
+
+
+@runtime_checkable
+class ReservingStore(Protocol):
+    """A store whose save can take the node's reservation: reserve and save in one write.
+
+    What a verb needs to write nothing before its first change: it decides
+    on a copy of the node (:meth:`last_written`, else a read), and its first
+    save (:meth:`save_reserving`) takes the reservation only if nobody took
+    it, and nobody saved the node, since that copy. Without it a verb
+    reserves, then saves, as every store allows. :class:`~.sql.SQLStore` has it.
+    """
+
+    def save_reserving(self, node: Node, *, history: Sequence[HistoryEntry] = ()) -> None:
+        """Save ``node`` (with ``history``, as :meth:`~.base.HistoryStore.save`) only if the
+        record is at ``node.version`` and unreserved; the write sets ``reservation`` to
+        ``node.reservation`` (the holder taking it, or ``None``: saved and left free).
+
+        Raises (nothing written): :class:`~ironic_fsm.exceptions.NodeLocked` naming the
+        holder if someone holds it, :class:`~ironic_fsm.exceptions.ConcurrentUpdate` if it
+        was saved since, :class:`~ironic_fsm.exceptions.NodeNotFound` if it is gone.
+        """
+
+    def last_written(self, uuid: str) -> Node | None:
+        """A copy of the node as this store last wrote it, or ``None`` if it does not know.
+
+        Possibly stale (another writer may have saved since): a caller acts
+        on it only through :meth:`save_reserving`, which checks.
+        """
 
 
 class StoreCapabilities:
@@ -65,13 +95,15 @@ class StoreCapabilities:
         catalog: Where deploy templates and runbooks are kept: the store if it
             can, else a :class:`~._catalog.MemoryCatalog` of this adapter's own.
         announcer: The store as a :class:`~._announce.WorkAnnouncer`, or ``None``.
+        reserving: The store as a :class:`ReservingStore`, or ``None``: a verb then
+            reserves the node, then saves it.
         checks_node_types: The store's ``save`` refuses a field of the wrong
             type itself, in :meth:`~ironic_fsm.node.Node.check_types`' words.
     """
 
     __slots__ = (
         "announcer", "catalog", "checks_node_types", "history", "power_sync", "queue",
-        "registry", "scans", "store",
+        "registry", "reserving", "scans", "store",
     )  # fmt: skip
 
     def __init__(self, store: Store) -> None:
@@ -89,6 +121,7 @@ class StoreCapabilities:
         )
         self.catalog: CatalogStore = store if isinstance(store, CatalogStore) else MemoryCatalog()
         self.announcer: WorkAnnouncer | None = store if isinstance(store, WorkAnnouncer) else None
+        self.reserving: ReservingStore | None = store if isinstance(store, ReservingStore) else None
         self.checks_node_types = getattr(store, "checks_node_types", False) is True
 
     # -- history -------------------------------------------------------------------------
@@ -99,6 +132,17 @@ class StoreCapabilities:
             self.history.save(node, history=history)
         else:
             self.store.save(node)
+
+    def save_reserving(self, node: Node, history: Sequence[HistoryEntry] = ()) -> None:
+        """Save ``node`` and take (or leave free) its reservation, if nobody holds it
+        (:meth:`ReservingStore.save_reserving`); ``history`` as :meth:`save` writes it."""
+        assert self.reserving is not None, "only for a ReservingStore"
+        self.reserving.save_reserving(node, history=history if self.history is not None else ())
+
+    def last_written(self, ident: str) -> Node | None:
+        """The node as the store last wrote it (maybe stale), if it is a ReservingStore that
+        remembers; ``None`` otherwise."""
+        return None if self.reserving is None else self.reserving.last_written(ident)
 
     # -- listings and scans ------------------------------------------------------------------
 
