@@ -260,3 +260,16 @@ def test_a_guard_refusal_is_decided_on_a_read_and_leaves_the_record_as_it_was(
     _refused(conductor, theirs, uuid, "provide", TransitionRejected)
     assert [e.event for e in ours.node_history(uuid)] == ["Node " + uuid + ": 'provide' "
         "(manageable -> cleaning) rejected: provide is not allowed here"]  # fmt: skip
+
+
+def test_a_conductor_given_another_store_asks_that_store(
+    enrolled: tuple[Conductor, SQLStore, SQLStore, str],
+) -> None:
+    """The capability is the store's: a memory store set later reserves, then saves."""
+    conductor, ours, _, uuid = enrolled
+    conductor.store = memory = MemoryStore()
+    node = Node(driver=FAKE_HW)
+    memory.create(node)
+    assert conductor.do_provisioning_action(node.uuid, "manage").provision_state == s.MANAGEABLE
+    conductor.store = ours
+    assert conductor.do_provisioning_action(uuid, "manage").provision_state == s.MANAGEABLE
