@@ -337,14 +337,14 @@ class SQLStore:
 
     def _remember(self, uuid: str, version: int, values: tuple[Any, ...], data: str) -> None:
         """What this store wrote last: the columns (see ``_save_statement``) and the record
-        (:meth:`last_written`), the oldest of the latter forgotten first."""
+        (:meth:`last_written`). Each cache, when full, is emptied at once (one call: safe
+        from any thread)."""
         if len(self._written) >= _WRITTEN_CAP:
             self._written.clear()  # only a cost: the next saves set every column
         self._written[uuid] = (version, values)
-        recent = self._recent
-        if recent.pop(uuid, None) is None and len(recent) >= _RECENT_CAP:
-            del recent[next(iter(recent))]
-        recent[uuid] = (version, data, values[_RESERVATION])
+        if len(self._recent) >= _RECENT_CAP:
+            self._recent.clear()  # only a cost: the next verb on each node reads it first
+        self._recent[uuid] = (version, data, values[_RESERVATION])
 
     def _update(
         self,
