@@ -64,6 +64,10 @@ IRONIC_SHARE = 5
 DURABLE = "ours-durable"
 #: Where ``_ironic_pg.py`` builds Ironic 39's virtualenv unless ``$IRONIC_VENV`` says.
 IRONIC_VENV = Path(os.environ.get("IRONIC_VENV", "/tmp/ironicpg/venv"))
+#: ``$PGCOST_BEFORE``: another checkout of ironic_fsm (e.g. ``git archive`` of an older
+#: commit) whose conductor runs as one more rival, "ours-before", interleaved with ours:
+#: a change's before and after from one run.
+BEFORE_TREE = os.environ.get("PGCOST_BEFORE")
 
 
 # -- CPU of processes ------------------------------------------------------------------------
@@ -218,10 +222,11 @@ def _handshake(work: Any) -> None:
     sys.stdin.readline()
 
 
-def _spawn(command: list[str]) -> subprocess.Popen[str]:
+def _spawn(command: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=HERE.parent
-    )
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=HERE.parent,
+        env=env,
+    )  # fmt: skip
     assert proc.stdout is not None
     line = proc.stdout.readline()
     while line and line.strip() != "ready":  # anything a worker logs before is not ours
@@ -268,7 +273,10 @@ def one_run(
             commands = [
                 [str(IRONIC_VENV / "bin" / "python"), str(HERE / "_ironic_pg.py"), url, str(n), tmp]
             ]
-        procs = [_spawn(c) for c in commands]
+        env = None
+        if rival == "ours-before" and BEFORE_TREE:  # that checkout's package, not ours
+            env = {**os.environ, "PYTHONPATH": BEFORE_TREE}
+        procs = [_spawn(c, env) for c in commands]
         try:
             stats_before = table_stats(url)
             _reset(server)
@@ -521,6 +529,8 @@ def measure(
     run of each with the least CPU. Then ours once more on a durable server."""
     server, postmaster = start_postgres()
     configs = [(BEFORE, 1), ("ours", 1), ("ours", 2)]
+    if BEFORE_TREE:
+        configs.insert(1, ("ours-before", 1))
     if ironic and _ironic_available():
         configs.append(("ironic", 1))
     best: dict[tuple[str, int], dict[str, Any]] = {}

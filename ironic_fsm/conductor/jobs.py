@@ -32,7 +32,7 @@ from ironic_fsm.conductor.common import (
 from ironic_fsm.conductor.context import Context
 from ironic_fsm.conductor.outage import RETRYABLE, save_through
 from ironic_fsm.events import PROVISION_END, PROVISION_ERROR, PROVISION_START, Event
-from ironic_fsm.exceptions import IronicFSMError
+from ironic_fsm.exceptions import ConcurrentUpdate, IronicFSMError, NodeLocked, NodeNotFound
 from ironic_fsm.masking import mask_secrets
 from ironic_fsm.node import Node, check_name, check_storable
 from ironic_fsm.task import Task
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from ironic_fsm.hardware import HardwareType
 
 __all__ = [
-    "LOG", "UNSET", "Job", "check_fields", "check_name_once", "driver_call", "emit",
+    "LOG", "UNSET", "Job", "NotTaken", "check_fields", "check_name_once", "driver_call", "emit",
     "history_entries", "record_now",
 ]  # fmt: skip
 
@@ -65,6 +65,20 @@ _ERROR_STATES: Final = s.FAILURE_STATES | {s.ERROR}
 _OPERATIONS: Final = {h.RESCUING: "rescue", h.INSPECTING: "inspection", h.DEPLOYING: "deployment"}
 
 
+class NotTaken(Exception):
+    """The save that was to take the node's reservation found it taken or changed.
+
+    Raised by :meth:`Job.checkpoint` of a job still :attr:`~Job.taking`, with
+    the store's refusal as ``cause``; caught by the verb that made the job,
+    which read the node again or refuses (:meth:`~.verbs.Verbs.provision`),
+    and let through by everything between: nothing was done yet.
+    """
+
+    def __init__(self, cause: IronicFSMError) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
 class Job:
     """One reserved node at work: the task drivers get, and the conductor's notes on it.
 
@@ -73,6 +87,7 @@ class Job:
 
     __slots__ = (
         "announce", "ctx", "detached", "events", "history", "name_ok", "ran_flow", "stalled",
+        "taking",
         "task", "took_entry",
     )  # fmt: skip
 
@@ -100,6 +115,9 @@ class Job:
         self.ran_flow = False
         #: The node's queue entry was taken at a claim: a re-read copy drops it too.
         self.took_entry = False
+        #: The reservation is not taken yet: the next checkpoint takes it in its save
+        #: (:meth:`~.reservations.Reservations.taking`), or raises :class:`NotTaken`.
+        self.taking = False
 
     # Read on every line of every flow: C-level getters, no Python call.
     if TYPE_CHECKING:
@@ -144,13 +162,16 @@ class Job:
             check_fields(self)
         elif node.name is not self.name_ok:  # the store checks the rest first, in the same words
             check_name_once(self)
-        try:
-            self._save(node)
-        except RETRYABLE as exc:
-            if not self.ran_flow:
-                raise  # a request's own save: its caller hears of the outage at once
-            # A flow's: the database blinked, which is never the node's failure.
-            save_through(ctx, node, lambda: self._save(node), exc)
+        if self.taking:
+            self._take(node)  # a verb's first save, which takes the reservation too
+        else:
+            try:
+                self._save(node)
+            except RETRYABLE as exc:
+                if not self.ran_flow:
+                    raise  # a request's own save: its caller hears of the outage at once
+                # A flow's: the database blinked, which is never the node's failure.
+                save_through(ctx, node, lambda: self._save(node), exc)
         pending = self.events
         if pending:
             self.events = []
@@ -169,6 +190,18 @@ class Job:
         else:
             caps.store.save(node)  # a store without history drops entries: never written apart
             self.history = []
+
+    def _take(self, node: Node) -> None:
+        """The checkpoint's save that takes the reservation too (or leaves the node free)."""
+        ctx = self.ctx
+        history = self.history if ctx.caps.history is not None else None
+        entries = history_entries(ctx, node, history, now=node.updated_at) if history else []
+        try:
+            ctx.caps.save_reserving(node, entries)
+        except (NodeLocked, ConcurrentUpdate, NodeNotFound) as exc:
+            raise NotTaken(exc) from exc
+        self.taking = False
+        self.history = []
 
     def fire(self, event: str, *, target_state: str | None = None, last_error: Any = UNSET) -> None:
         """Fire ``event`` on the node; the next checkpoint saves and announces it.

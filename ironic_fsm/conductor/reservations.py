@@ -3,6 +3,14 @@
 The rule kept here: a refused request drops its in-memory changes and releases
 the node unsaved (:meth:`Reservations.reserved`), and a flow that fails on a bug
 fails its node instead of leaving it stuck (:meth:`Reservations.guarded`).
+
+A store that can take a reservation in a save (a
+:class:`~ironic_fsm.stores.capabilities.ReservingStore`) lets a verb skip the
+separate reservation: :meth:`Reservations.taking` makes a job on the copy of
+the node the verb decided on, and its first checkpoint takes the reservation
+in the same write, only if nobody took it or saved the node since; nothing
+before that save touches hardware (the conductor saves before it does), so
+a refused verb has written nothing and holds nothing.
 """
 
 from __future__ import annotations
@@ -15,9 +23,9 @@ from ironic_fsm import states as s
 from ironic_fsm.conductor.common import check_ident, describe_exc, scrub_node
 from ironic_fsm.conductor.context import Context
 from ironic_fsm.conductor.holdings import Holdings
-from ironic_fsm.conductor.jobs import Job, check_fields
+from ironic_fsm.conductor.jobs import Job, NotTaken, check_fields
 from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError, NodeNotFound, StoreError
-from ironic_fsm.node import NODE_FIELDS
+from ironic_fsm.node import NODE_FIELDS, Node
 from ironic_fsm.task import Task
 
 __all__ = ["QUEUED_KEY", "Reservations"]
@@ -60,6 +68,45 @@ class _Reserved:
             self.owner.held.discard(self.uuid)
 
 
+class _Taking:
+    """:meth:`Reservations.taking`: a job on a node not reserved yet; its first save takes it."""
+
+    __slots__ = ("job", "node", "owner")
+
+    def __init__(self, owner: Reservations, node: Node) -> None:
+        self.owner = owner
+        self.node = node
+        self.job: Job | None = None
+
+    def __enter__(self) -> Job:
+        ctx = self.owner.ctx
+        node = self.node
+        driver = ctx.registry.driver_for(node)  # refused: nothing to release
+        node.reservation = ctx.holder  # as the first save will write it
+        job = self.job = Job(Task(node=node, driver=driver, config=ctx.config), ctx)
+        job.taking = True
+        # Counted before the save that takes it, as every hold is (see Holdings): a look
+        # for this conductor's orphans between the two must not take it back.
+        self.owner.held.add(node.uuid)
+        return job
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        job = self.job
+        assert job is not None
+        try:
+            if kind is None:
+                self.owner.release(job)
+            elif not job.taking:  # taken by a save, then refused: release it unsaved
+                self.owner.drop(job.task.node.uuid)
+        finally:
+            self.owner.held.discard(job.task.node.uuid)
+
+    @property
+    def pending(self) -> bool:
+        """Nothing written yet: the reservation was not taken (or no job was made)."""
+        return self.job is None or self.job.taking
+
+
 class Reservations:
     """Reserve, release, drop; run a flow guarded; fail it from its saved copy."""
 
@@ -78,6 +125,31 @@ class Reservations:
         ``checked``: ``ident`` already went through :func:`check_ident`.
         """
         return _Reserved(self, ident if checked else check_ident(ident))
+
+    @property
+    def can_take(self) -> bool:
+        """Whether the store takes reservations in a save (:meth:`taking` may be used)."""
+        return self.ctx.caps.reserving is not None
+
+    def taking(self, node: Node) -> _Taking:
+        """A job on ``node`` (a copy the caller read, unreserved), reserved by its first save.
+
+        On the way out, save and release as :meth:`reserved` does; a save
+        that finds the node taken or changed since ``node`` raises
+        :class:`~.jobs.NotTaken` (nothing written, nothing held). Only for a
+        store with :attr:`can_take`, and work that saves before it touches
+        hardware.
+        """
+        return _Taking(self, node)
+
+    def read(self, ident: str, fresh: bool) -> tuple[Node, bool]:
+        """The node to decide a verb on, and whether it was read now: unless ``fresh``, the
+        copy the store last wrote (maybe stale: only :meth:`taking` may act on it)."""
+        if not fresh:
+            known = self.ctx.caps.last_written(ident)
+            if known is not None:
+                return known, False
+        return self.ctx.caps.store.get(ident), True
 
     def drop(self, uuid: str) -> None:
         """Release our reservation without saving; never masks the error being handled."""
@@ -106,8 +178,9 @@ class Reservations:
                 if not (job.ran_flow and self._failed_unstorable(job)):
                     raise
         except BaseException as exc:
-            self.drop(node.uuid)
-            if isinstance(exc, Exception) and not isinstance(exc, IronicFSMError):
+            if not job.taking:  # else never reserved: nothing to release, nothing written
+                self.drop(node.uuid)
+            if isinstance(exc, Exception) and not isinstance(exc, (IronicFSMError, NotTaken)):
                 raise StoreError(
                     f"Node {node.uuid}: the store could not save the node: {describe_exc(exc)}",
                     node=node.uuid,
@@ -135,6 +208,8 @@ class Reservations:
         job.ran_flow = True
         try:
             work(job)
+        except NotTaken:
+            raise  # the flow's first save found the node taken or changed: nothing was done
         except Exception as exc:
             self.fail_flow(job, exc)
 

@@ -6,6 +6,15 @@ writes nothing and, mostly, locks nothing: its arguments
 read (:meth:`Verbs._precheck_verb`), then again under the reservation,
 with the guards. The handler for the verb's event (:data:`Verbs._HANDLERS`)
 fires the first transition and spawns the flow.
+
+On a store that takes a reservation in a save
+(:attr:`~.reservations.Reservations.can_take`), a verb that starts a flow
+(:data:`_TAKEN_BY_FIRST_SAVE`) is decided once, on the copy of the node the
+store last wrote (else a read), and its first save takes the reservation
+(:meth:`Verbs._provision_taking`): no separate read or reservation. A copy
+found stale (the save refused as changed, or a refusal decided on it) is
+read again and decided again; a node someone holds is refused with
+:class:`~ironic_fsm.exceptions.NodeLocked`, as ever.
 """
 
 from __future__ import annotations
@@ -21,11 +30,12 @@ from ironic_fsm.conductor.common import check_ident, shown, wrong_state
 from ironic_fsm.conductor.context import Context
 from ironic_fsm.conductor.engine import DEPLOY, PHASE_BY_STATE, SERVICE, StepEngine
 from ironic_fsm.conductor.flows import Flows
-from ironic_fsm.conductor.jobs import Job, record_now
+from ironic_fsm.conductor.jobs import Job, NotTaken, record_now
 from ironic_fsm.conductor.launcher import Launcher
 from ironic_fsm.conductor.plans import Plans
 from ironic_fsm.conductor.reservations import Reservations
 from ironic_fsm.exceptions import (
+    ConcurrentUpdate,
     InvalidParameterValue,
     InvalidState,
     InvalidStateRequested,
@@ -37,6 +47,7 @@ from ironic_fsm.exceptions import (
 from ironic_fsm.node import Node
 from ironic_fsm.planner import check_requested_steps
 from ironic_fsm.steps import Phase
+from ironic_fsm.stores import locked_error
 
 __all__ = ["Request", "Verbs", "argument_problems"]
 
@@ -55,6 +66,18 @@ class Request(NamedTuple):
     disable_ramdisk: Any = False
     rescue_password: Any = None
 
+
+#: The events whose handler starts a flow and touches no hardware before the flow's first
+#: save: on a store that can, that save takes the reservation (see the module's doc).
+_TAKEN_BY_FIRST_SAVE = frozenset(
+    {
+        s.MANAGE_EVENT, s.PROVIDE_EVENT, s.CLEAN_EVENT, s.DEPLOY_EVENT, s.REBUILD_EVENT,
+        s.DELETE_EVENT, s.INSPECT_EVENT, s.ADOPT_EVENT, s.RESCUE_EVENT, s.UNRESCUE_EVENT,
+        s.SERVICE_EVENT,
+    }
+)  # fmt: skip
+#: How often a verb is decided on a copy found stale before it gives up (ConcurrentUpdate).
+_DECISIONS = 3
 
 #: Verbs that need an argument: with none of these, a bare verb has nothing to check.
 _VERBS_WITH_ARGUMENTS = frozenset({"clean", "service", "rescue"})
@@ -225,6 +248,8 @@ class Verbs:
                 node=ident,
                 verb=verb,
             )
+        if event in _TAKEN_BY_FIRST_SAVE and self._reservations.can_take:
+            return self._provision_taking(ident, verb, event, request, read_version)
         # Refuse before reserving, so that a refused verb writes nothing. A
         # node another conductor holds may be in a passing state: reserving
         # says it is busy (NodeLocked, retryable), and the checks under the
@@ -243,6 +268,47 @@ class Verbs:
                 self._ask_guards(job.node, verb, event)
             self._HANDLERS.get(event, Verbs._verb_generic)(self, job, request)
             return job.node
+
+    def _provision_taking(
+        self, ident: str, verb: str, event: str, request: Request, read_version: int | None
+    ) -> Node:
+        """:meth:`provision` whose first save takes the reservation (the same checks, in the
+        same order, on one copy of the node).
+
+        Guards and ``read_version`` are asked on a fresh read only: a guard's
+        refusal is written to history, and reconcile decided on a read of its own.
+        """
+        fresh = read_version is not None or bool(self._ctx.guards)
+        for _ in range(_DECISIONS):
+            current, fresh = self._reservations.read(ident, fresh)
+            if current.reservation is not None:
+                if fresh:
+                    raise locked_error(current.uuid, current.reservation)
+                fresh = True  # the copy says held: only a read may refuse
+                continue
+            taking = self._reservations.taking(current)
+            try:
+                self._check_verb(current, verb, event)
+                if read_version is not None:
+                    _check_read_version(current, verb, read_version)
+                self._precheck_verb(current, request, event)
+                with taking as job:
+                    if self._ctx.guards:
+                        self._ask_guards(job.node, verb, event)
+                    self._HANDLERS.get(event, Verbs._verb_generic)(self, job, request)
+                    return job.node
+            except NotTaken as exc:
+                if not isinstance(exc.cause, ConcurrentUpdate):
+                    raise exc.cause from None  # held (NodeLocked) or gone, as a reservation says
+            except Exception:
+                if fresh or not taking.pending:
+                    raise
+            fresh = True  # decided on a stale copy: read, and decide again
+        raise ConcurrentUpdate(
+            f"Node {ident} kept changing while {verb!r} was decided on it; nothing was done, "
+            "retry it",
+            node=ident,
+        )
 
     def _ask_guards(self, node: Node, verb: str, event: str) -> None:
         new_state = self._ctx.lifecycle.next_state(node.provision_state, event)

@@ -77,6 +77,15 @@ FILTER_FIELDS: Final = (
 )
 
 
+class Reserved(NamedTuple):
+    """A reserved node, as the recovery scan sees it: no record decoded."""
+
+    uuid: str
+    holder: str
+    #: The node's ``updated_at`` (the last sign of life of a holder without heartbeats).
+    updated_at: datetime | None
+
+
 #: Node fields every built-in store keeps beside the record (the SQL store: as columns), so
 #: that a listing asking only for these (``list(fields=...)``) builds no node.
 COLUMN_FIELDS: Final = frozenset(
@@ -343,6 +352,18 @@ def page_query(
     wanted = normalize_filters(filters)
     names = None if fields is None else check_fields(fields)
     return PageQuery(limit, marker, sort_key, sort_dir == "desc", wanted, names)
+
+
+def list_query(query: dict[str, Any], fields: Iterable[str] | None) -> PageQuery:
+    """:func:`page_query` from ``list``'s keywords: the paging ones, the rest filters."""
+    return page_query(
+        query.pop("limit", None),
+        query.pop("marker", None),
+        query.pop("sort_key", "created_at"),
+        query.pop("sort_dir", "asc"),
+        query,
+        fields,
+    )
 
 
 def pick_page(

@@ -67,6 +67,8 @@ class Statements:
         self.by_uuid = f"SELECT data, reservation, version FROM nodes WHERE uuid = {q}"
         self.release = f"UPDATE nodes SET reservation = NULL WHERE uuid = {q} AND reservation = {q}"
         self.version = f"SELECT version FROM nodes WHERE uuid = {q}"
+        #: Why a save that takes the reservation found no row: gone, held, or changed.
+        self.version_holder = f"SELECT version, reservation FROM nodes WHERE uuid = {q}"
         names = ", ".join(_COLUMNS)
         marks = ", ".join(q for _ in _COLUMNS)
         self.create = (
@@ -167,9 +169,12 @@ class Statements:
         self.history_drop = f"DELETE FROM node_history WHERE node_uuid = {q}"
         self.uuid_of_name = f"SELECT uuid FROM nodes WHERE name = {q}"
 
-    def save_text(self, changed: Sequence[int], held: bool, counted: bool) -> str:
+    def save_text(
+        self, changed: Sequence[int], held: bool, counted: bool, free: bool = False
+    ) -> str:
         """The text of a save's ``UPDATE`` setting the columns ``changed`` (indexes in
         :data:`_COLUMNS`); ``held``: only if the row holds the node's reservation;
+        ``free``: only if nobody holds it (the save that takes the reservation);
         ``counted``: with history (on PostgreSQL, the ``UPDATE`` becomes the CTE of its
         ``INSERT``)."""
         q = self.q
@@ -181,7 +186,8 @@ class Statements:
             sets += self.history_sets
         sql = (
             f"UPDATE nodes SET {', '.join([*sets, f'version = {q}', f'data = {q}'])} "
-            f"WHERE uuid = {q} AND version = {q}" + (f" AND reservation = {q}" if held else "")
+            f"WHERE uuid = {q} AND version = {q}"
+            + (f" AND reservation = {q}" if held else " AND reservation IS NULL" if free else "")
         )
         if counted and self.history_cte:
             return f"WITH saved AS ({sql} RETURNING uuid, history_last_seq) " + (

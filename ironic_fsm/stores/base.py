@@ -23,8 +23,9 @@ otherwise fall back to one ``list()`` filtered and sorted here. The
 fallback decodes the fleet, as the first release did; a store that wants
 scans to cost what is due implements the methods (or inherits
 :class:`ListScans`, which is correct but not faster). The built-in stores
-inherit :class:`PagedList` and :class:`ListScans` too, overriding only
-how they read: the arguments are checked here, once, the same way for all.
+check the arguments with the same functions (:func:`~._query.page_query`,
+and the scans' filters), so that all refuse them the same way, and answer
+from their own parts: none inherits behaviour.
 
 Filters, for every store: the fields of :data:`FILTER_FIELDS`, each equal to
 a value (``None`` for "not set"); a list, tuple or set of strings means any
@@ -38,15 +39,10 @@ from __future__ import annotations
 import builtins
 from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
-from operator import attrgetter
 from typing import (
     TYPE_CHECKING,
     Any,
-    ClassVar,
-    Final,
-    NamedTuple,
     Protocol,
-    overload,
     runtime_checkable,
 )
 
@@ -77,6 +73,7 @@ from ironic_fsm.stores._conductors import (
     check_time,
     conductor_order,
 )
+from ironic_fsm.stores._listed_scans import ListedScans
 from ironic_fsm.stores._power import PowerSyncRow, PowerSyncStore, mark_power_synced, power_sync_due
 from ironic_fsm.stores._query import (
     ASSOCIATED,
@@ -93,14 +90,13 @@ from ironic_fsm.stores._query import (
     WAIT_UNTIL_SUFFIX,
     NodeFields,
     PageQuery,
-    _scan_filters,
+    Reserved,
     bad_marker,
     check_fields,
     check_filters,
     check_page,
     matches,
     normalize_filters,
-    oldest_due,
     order_key,
     page_query,
     pick_page,
@@ -115,8 +111,8 @@ __all__ = [
     "FILTER_FIELDS", "NULLABLE_SORT_KEYS",
     "RESERVED", "SET", "SHARDED", "SORT_DIRS", "SORT_KEYS", "STRING_FILTERS", "WAIT_UNTIL_SUFFIX",
     "WORK_CHANNEL",
-    "ConductorRecord", "ConductorRegistry", "HistoryStore", "ListScans", "NodeFields",
-    "PagedList", "PageQuery",
+    "ConductorRecord", "ConductorRegistry", "HistoryStore", "ListScans", "ListedScans",
+    "NodeFields", "PageQuery",
     "PowerSyncRow", "PowerSyncStore", "Reserved", "ScanningStore", "Store", "WorkAnnouncer",
     "announce_work", "bad_marker", "check_conductor", "check_fields", "check_filters",
     "check_registration",
@@ -126,15 +122,6 @@ __all__ = [
     "power_sync_due", "project", "reserved", "save_with_history", "snapshot", "sort_records",
     "wake_time", "waking",
 ]  # fmt: skip
-
-
-class Reserved(NamedTuple):
-    """A reserved node, as the recovery scan sees it: no record decoded."""
-
-    uuid: str
-    holder: str
-    #: The node's ``updated_at`` (the last sign of life of a holder without heartbeats).
-    updated_at: datetime | None
 
 
 @runtime_checkable
@@ -309,8 +296,8 @@ class ScanningStore(Store, Protocol):
 def pages(store: object) -> bool:
     """Whether ``store.list`` pages, sorts and projects (takes ``marker`` and ``fields``).
 
-    Declared by the store (:attr:`PagedList.lists_pages`), never guessed from a
-    signature: a store may inherit :class:`ListScans` and keep the first release's
+    Declared by the store (its class attribute ``lists_pages = True``), never guessed
+    from a signature: a store may inherit :class:`ListScans` and keep the first release's
     ``list``, and its scans are then done here on ``list()``.
     """
     return getattr(store, "lists_pages", False) is True
@@ -384,52 +371,16 @@ def waking(
     return _scans(store).waking(before, limit=limit, **filters)
 
 
-class PagedList:
-    """``list`` with paging, sorting and ``fields``: checked here, read by the store's ``_page``.
-
-    A mixin for stores: every argument is refused or normalised once, the
-    same way for all, before a store reads anything.
-    """
-
-    #: ``list`` takes the paging keywords and ``fields`` (see :func:`pages`).
-    lists_pages: ClassVar[bool] = True
-
-    # The paging keywords and filters pass through **query; the return type follows fields.
-    @overload
-    def list(self, *, fields: None = None, **query: Any) -> builtins.list[Node]: ...
-    @overload
-    def list(self, *, fields: Iterable[str], **query: Any) -> builtins.list[NodeFields]: ...
-
-    def list(
-        self,
-        *,
-        limit: int | None = None,
-        marker: str | None = None,
-        sort_key: str = "created_at",
-        sort_dir: str = "asc",
-        fields: Iterable[str] | None = None,
-        **filters: Any,
-    ) -> builtins.list[Node] | builtins.list[NodeFields]:
-        """One page of copies of the matching nodes; see :meth:`ScanningStore.list`.
-
-        With ``fields``, one :class:`NodeFields` per node with only those
-        fields (``uuid`` always): the built-in stores read no record when
-        every field is in :data:`COLUMN_FIELDS`.
-        """
-        return self._page(page_query(limit, marker, sort_key, sort_dir, filters, fields))
-
-    def _page(self, query: PageQuery) -> builtins.list[Node] | builtins.list[NodeFields]:
-        """The page ``query`` asks for (a bad marker refused even when nothing can match)."""
-        raise NotImplementedError
-
-
 class ListScans:
-    """The scans of :class:`ScanningStore` done on ``self.list()``: a mixin for own stores.
+    """The scans of :class:`ScanningStore` done on ``self.list()``, for applications' stores.
 
-    Correct on any store, but each call reads every node: inherit it, and
-    override what should be fast (``reserved``, and the hooks ``_in_states``
-    and ``_waking``, which get the arguments checked). A ``list`` without the
-    paging keywords is paged by :func:`list_page` as for any first-release store.
+    Offered to stores written outside this package, to inherit: correct on
+    any store, but each call reads every node (the work is a
+    :class:`~._listed_scans.ListedScans` on ``self.list``). Override what
+    should be fast: ``reserved``, and the hooks ``_in_states`` and
+    ``_waking``, which get the arguments checked. A ``list`` without the
+    paging keywords is paged by :func:`list_page` as for any first-release
+    store. The built-in stores answer their scans themselves.
     """
 
     if TYPE_CHECKING:
@@ -437,58 +388,35 @@ class ListScans:
         def list(self, **filters: Any) -> builtins.list[Node]: ...
 
     def reserved(self) -> builtins.list[Reserved]:
-        return [
-            Reserved(n.uuid, n.reservation, n.updated_at)
-            for n in self.list()
-            if n.reservation is not None
-        ]
+        return self._listed().reserved()
 
-    def in_states(
-        self,
-        states: Collection[str],
-        *,
-        updated_before: datetime | None = None,
-        limit: int | None = None,
-        **filters: Any,
-    ) -> builtins.list[Node]:
-        wanted = _scan_filters(states, limit, filters, updated_before)
-        return [] if wanted is None else self._in_states(wanted, updated_before, limit)
+    def in_states(self, states: Collection[str], **query: Any) -> builtins.list[Node]:
+        """See :meth:`ScanningStore.in_states`: checked, then answered by ``_in_states``."""
+        return self._listed().in_states(states, **query)
 
-    def waking(
-        self, before: datetime, *, limit: int | None = None, **filters: Any
-    ) -> builtins.list[Node]:
-        wanted = _scan_filters(None, limit, filters, before)
-        return [] if wanted is None else self._waking(wanted, before, limit)
+    def waking(self, before: datetime, **query: Any) -> builtins.list[Node]:
+        """See :meth:`ScanningStore.waking`: checked, then answered by ``_waking``."""
+        return self._listed().waking(before, **query)
 
     def _in_states(
         self, wanted: dict[str, Any], updated_before: datetime | None, limit: int | None
     ) -> builtins.list[Node]:
         """:meth:`in_states` with its filters normalised (``provision_state`` among them)."""
-        when = _PROVISION_UPDATED
-        return oldest_due(self.list(), wanted, when, updated_before, inclusive=False, limit=limit)
+        return ListedScans(self.list).due(wanted, updated_before, limit)
 
     def _waking(
         self, wanted: dict[str, Any], before: datetime, limit: int | None
     ) -> builtins.list[Node]:
         """:meth:`waking` with its filters normalised."""
-        return oldest_due(self.list(), wanted, wake_time, before, inclusive=True, limit=limit)
+        return ListedScans(self.list).woken(wanted, before, limit)
+
+    def _listed(self) -> ListedScans:
+        """The scans on ``self.list``, answered by this store's hooks (overridden or not)."""
+        return ListedScans(self.list, due=self._in_states, woken=self._waking)
 
 
-_PROVISION_UPDATED: Final = attrgetter("provision_updated_at")
-
-
-class _Listed(ListScans):
-    """Any store's scans through its ``list()``: what the functions above fall back on."""
-
-    def __init__(self, store: Store) -> None:
-        self._store = store
-
-    def list(self, **filters: Any) -> builtins.list[Node]:
-        return self._store.list(**filters)
-
-
-def _scans(store: Store) -> ScanningStore | ListScans:
-    return store if isinstance(store, ScanningStore) else _Listed(store)
+def _scans(store: Store) -> ScanningStore | ListedScans:
+    return store if isinstance(store, ScanningStore) else ListedScans(store.list)
 
 
 def encode(node: Node) -> bytes:

@@ -6,9 +6,10 @@ work queue (:class:`~._claim.QueueStore`), power-sync rows
 (:class:`~._power.PowerSyncStore`), the conductor registry
 (:class:`~._conductors.ConductorRegistry`), the catalog
 (:class:`~._catalog.CatalogStore`), work announcements
-(:class:`~._announce.WorkAnnouncer`) and node counts
-(:class:`~._counts.NodeCounter`). :class:`StoreCapabilities` is built once,
-when a conductor is constructed: it asks each question once (a
+(:class:`~._announce.WorkAnnouncer`), node counts
+(:class:`~._counts.NodeCounter`) and reserving saves (:class:`ReservingStore`,
+declared here). :class:`StoreCapabilities` is built once, when a conductor is
+constructed: it asks each question once (a
 ``Protocol`` ``isinstance`` is slow) and then offers every operation on any
 store: the store's own method when it has one, a fallback on ``list()``
 otherwise. Callers hold the adapter and never test the store again.
@@ -28,7 +29,7 @@ import builtins
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.node import Node
@@ -38,10 +39,10 @@ from ironic_fsm.stores._catalog import CatalogStore, MemoryCatalog
 from ironic_fsm.stores._claim import QueuedNode, QueueStore
 from ironic_fsm.stores._conductors import ConductorRegistry
 from ironic_fsm.stores._counts import NodeCounter, check_count
+from ironic_fsm.stores._listed_scans import ListedScans
 from ironic_fsm.stores._power import PowerSyncRow, PowerSyncStore
 from ironic_fsm.stores.base import (
     HistoryStore,
-    ListScans,
     NodeFields,
     Reserved,
     ScanningStore,
@@ -49,9 +50,37 @@ from ironic_fsm.stores.base import (
     list_fields,
     list_page,
 )
-from ironic_fsm.stores.base import _Listed as _ListedScans
 
-__all__ = ["StoreCapabilities"]
+__all__ = ["ReservingStore", "StoreCapabilities"]
+
+
+@runtime_checkable
+class ReservingStore(Protocol):
+    """A store whose save can take the node's reservation: reserve and save in one write.
+
+    What a verb needs to write nothing before its first change: it decides
+    on a copy of the node (:meth:`last_written`, else a read), and its first
+    save (:meth:`save_reserving`) takes the reservation only if nobody took
+    it, and nobody saved the node, since that copy. Without it a verb
+    reserves, then saves, as every store allows. :class:`~.sql.SQLStore` has it.
+    """
+
+    def save_reserving(self, node: Node, *, history: Sequence[HistoryEntry] = ()) -> None:
+        """Save ``node`` (with ``history``, as :meth:`~.base.HistoryStore.save`) only if the
+        record is at ``node.version`` and unreserved; the write sets ``reservation`` to
+        ``node.reservation`` (the holder taking it, or ``None``: saved and left free).
+
+        Raises (nothing written): :class:`~ironic_fsm.exceptions.NodeLocked` naming the
+        holder if someone holds it, :class:`~ironic_fsm.exceptions.ConcurrentUpdate` if it
+        was saved since, :class:`~ironic_fsm.exceptions.NodeNotFound` if it is gone.
+        """
+
+    def last_written(self, uuid: str) -> Node | None:
+        """A copy of the node as this store last wrote it, or ``None`` if it does not know.
+
+        Possibly stale (another writer may have saved since): a caller acts
+        on it only through :meth:`save_reserving`, which checks.
+        """
 
 
 class StoreCapabilities:
@@ -71,20 +100,22 @@ class StoreCapabilities:
         announcer: The store as a :class:`~._announce.WorkAnnouncer`, or ``None``.
         counter: The store as a :class:`~._counts.NodeCounter`, or ``None``: counts
             are then made from a listing of the fields counted.
+        reserving: The store as a :class:`ReservingStore`, or ``None``: a verb then
+            reserves the node, then saves it.
         checks_node_types: The store's ``save`` refuses a field of the wrong
             type itself, in :meth:`~ironic_fsm.node.Node.check_types`' words.
     """
 
     __slots__ = (
         "announcer", "catalog", "checks_node_types", "counter", "history", "power_sync", "queue",
-        "registry", "scans", "store",
+        "registry", "reserving", "scans", "store",
     )  # fmt: skip
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self.history: HistoryStore | None = store if isinstance(store, HistoryStore) else None
-        self.scans: ScanningStore | ListScans = (
-            store if isinstance(store, ScanningStore) else _ListedScans(store)
+        self.scans: ScanningStore | ListedScans = (
+            store if isinstance(store, ScanningStore) else ListedScans(store.list)
         )
         self.queue: QueueStore | None = store if isinstance(store, QueueStore) else None
         self.power_sync: PowerSyncStore | None = (
@@ -96,6 +127,7 @@ class StoreCapabilities:
         self.catalog: CatalogStore = store if isinstance(store, CatalogStore) else MemoryCatalog()
         self.announcer: WorkAnnouncer | None = store if isinstance(store, WorkAnnouncer) else None
         self.counter: NodeCounter | None = store if isinstance(store, NodeCounter) else None
+        self.reserving: ReservingStore | None = store if isinstance(store, ReservingStore) else None
         self.checks_node_types = getattr(store, "checks_node_types", False) is True
 
     # -- history -------------------------------------------------------------------------
@@ -106,6 +138,17 @@ class StoreCapabilities:
             self.history.save(node, history=history)
         else:
             self.store.save(node)
+
+    def save_reserving(self, node: Node, history: Sequence[HistoryEntry] = ()) -> None:
+        """Save ``node`` and take (or leave free) its reservation, if nobody holds it
+        (:meth:`ReservingStore.save_reserving`); ``history`` as :meth:`save` writes it."""
+        assert self.reserving is not None, "only for a ReservingStore"
+        self.reserving.save_reserving(node, history=history if self.history is not None else ())
+
+    def last_written(self, ident: str) -> Node | None:
+        """The node as the store last wrote it (maybe stale), if it is a ReservingStore that
+        remembers; ``None`` otherwise."""
+        return None if self.reserving is None else self.reserving.last_written(ident)
 
     # -- listings and scans ------------------------------------------------------------------
 

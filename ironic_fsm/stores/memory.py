@@ -6,31 +6,21 @@ import builtins
 import heapq
 import itertools
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime, timezone
-from operator import attrgetter
-from typing import Any, Final
+from typing import Any, ClassVar, Final, overload
 
 from ironic_fsm.exceptions import ConcurrentUpdate
 from ironic_fsm.history import HistoryEntry
-from ironic_fsm.node import Node, Snapshot, freeze_checked, thaw
-from ironic_fsm.stores._catalog import MemoryCatalog
+from ironic_fsm.node import Node, Snapshot, freeze_checked
+from ironic_fsm.stores._catalog import CatalogEntry, CatalogKind, MemoryCatalog
+from ironic_fsm.stores._listed_scans import ListedScans
+from ironic_fsm.stores._memory_record import Record
+from ironic_fsm.stores._memory_scans import MemoryScans
 from ironic_fsm.stores._power import PowerSyncRow, check_sync_args
-from ironic_fsm.stores._query import (
-    COLUMN_FIELDS,
-    WAIT_UNTIL_SUFFIX,
-    NodeFields,
-    PageQuery,
-    oldest_due,
-    order_key,
-    pick_page,
-    project,
-    wake_time,
-)
+from ironic_fsm.stores._query import NodeFields, list_query
 from ironic_fsm.stores.base import (
     ConductorRecord,
-    ListScans,
-    PagedList,
     Reserved,
     check_history,
     check_registration,
@@ -46,14 +36,6 @@ from ironic_fsm.stores.base import (
 __all__ = ["MemoryStore"]
 
 _UTC: Final = timezone.utc
-#: The node fields a record keeps as plain attributes, what filters and sorts read: the
-#: SQL store's columns, less those the record sets itself.
-_COPIED: Final = tuple(sorted(COLUMN_FIELDS - {"reservation", "version", "created_at"}))
-#: A record's times that the scans read.
-_UPDATED: Final = attrgetter("provision_updated_at")
-_WAKE: Final = attrgetter("wake")
-#: How a waiting key ends in the keys of ``driver_internal_info`` joined by newlines.
-_WAITING: Final = WAIT_UNTIL_SUFFIX + "\n"
 
 
 def _frozen(node: Node, since: Snapshot | None = None) -> Snapshot:
@@ -66,59 +48,7 @@ def _frozen(node: Node, since: Snapshot | None = None) -> Snapshot:
     return snapshot(node) if data is None else data
 
 
-class _Record:
-    """One stored node: its snapshot, and the fields filters, sorts and scans read.
-
-    Those are plain attributes, so listing and scanning build only the
-    nodes they return, as the SQL store reads only its columns. The snapshot
-    (:func:`~ironic_fsm.node.freeze`) is immutable: every read builds new
-    containers from it, so no caller ever holds an object the store keeps.
-    """
-
-    __slots__ = ("frozen", "reservation", "version", "seq", "created_at", "wake", *_COPIED)
-
-    def __init__(
-        self, node: Node, frozen: Snapshot, version: int, seq: int, created: datetime
-    ) -> None:
-        self.frozen = frozen
-        self.reservation = node.reservation
-        self.version = version
-        self.seq = seq
-        self.created_at = created  # as SQL: the node's, else the time it was stored
-        # The wake time is parsed only if a key ends like a waiting one: one search, in C.
-        # The node was frozen, so its keys are strings.
-        info = node.driver_internal_info
-        waiting = info and _WAITING in "\n".join(info) + "\n"
-        self.wake = wake_time(node) if waiting else None
-        # One by one rather than a loop over _COPIED: this runs on every save.
-        self.uuid = node.uuid
-        self.name = node.name
-        self.driver = node.driver
-        self.provision_state = node.provision_state
-        self.target_provision_state = node.target_provision_state
-        self.power_state = node.power_state
-        self.maintenance = node.maintenance
-        self.retired = node.retired
-        self.protected = node.protected
-        self.resource_class = node.resource_class
-        self.fault = node.fault
-        self.conductor_group = node.conductor_group
-        self.owner = node.owner
-        self.lessee = node.lessee
-        self.instance_uuid = node.instance_uuid
-        self.shard = node.shard
-        self.parent_node = node.parent_node
-        self.updated_at = node.updated_at
-        self.provision_updated_at = node.provision_updated_at
-
-    def node(self) -> Node:
-        node = thaw(self.frozen)  # checked when it was frozen
-        node.reservation = self.reservation  # authoritative over the snapshot
-        node.version = self.version
-        return node
-
-
-class MemoryStore(MemoryCatalog, PagedList, ListScans):
+class MemoryStore:
     """Nodes in this process's memory; the default, for tests and short-lived use.
 
     Records are kept as immutable snapshots (the containers as JSON bytes),
@@ -127,15 +57,24 @@ class MemoryStore(MemoryCatalog, PagedList, ListScans):
     change is checked in full before anything is touched, so a refused call
     changes nothing. Thread-safe. Listing and scans read plain attributes of
     each record and build only the nodes they return (a scan is linear in the fleet, but cheap).
+
+    A facade over parts, as :class:`~ironic_fsm.stores.SQLStore` is: the hot
+    methods (``create``, ``get``, ``save``, ``reserve``, ``release``) work on the
+    records here; pages and scans (:class:`~._memory_scans.MemoryScans`, on the
+    same records and lock) and the catalog (:class:`~._catalog.MemoryCatalog`)
+    answer the methods that delegate to them in a line.
     """
+
+    #: ``list`` pages, sorts and reads only the ``fields`` asked for (see
+    #: :func:`~ironic_fsm.stores.base.pages`).
+    lists_pages: ClassVar[bool] = True
 
     #: ``save`` and ``create`` check every field's type themselves (:func:`_frozen`), in
     #: :meth:`~ironic_fsm.node.Node.check_types`' words: the conductor checks only names.
     checks_node_types: Final = True
 
     def __init__(self) -> None:
-        super().__init__()  # the deploy templates and runbooks
-        self._nodes: dict[str, _Record] = {}
+        self._nodes: dict[str, Record] = {}
         self._names: dict[str, str] = {}
         self._holders: dict[str, datetime] = {}
         self._conductors: dict[str, ConductorRecord] = {}
@@ -149,6 +88,11 @@ class MemoryStore(MemoryCatalog, PagedList, ListScans):
         self._power_never: dict[str, None] = {}
         self._power_synced: dict[str, datetime] = {}
         self._power_heap: builtins.list[tuple[datetime, str]] = []
+        # The parts: the scans share the records and the lock; the catalog has its own.
+        self._scans = scans = MemoryScans(self._nodes, self._lock)
+        # The scans' arguments checked as on any store, then answered by the part.
+        self._checked = ListedScans(self.list, due=scans.in_states, woken=scans.waking)
+        self._catalog = MemoryCatalog()
 
     def _uuid(self, ident: str) -> str:
         if ident in self._nodes:
@@ -166,7 +110,7 @@ class MemoryStore(MemoryCatalog, PagedList, ListScans):
                 raise duplicate_uuid(node.uuid)
             if node.name is not None and (node.name in self._names or node.name in self._nodes):
                 raise duplicate_name(node.name)
-            self._nodes[node.uuid] = _Record(node, data, 1, next(self._seq), created)
+            self._nodes[node.uuid] = Record(node, data, 1, next(self._seq), created)
             if node.name is not None:
                 self._names[node.name] = node.uuid
             self._power_never[node.uuid] = None
@@ -191,7 +135,7 @@ class MemoryStore(MemoryCatalog, PagedList, ListScans):
                         raise duplicate_name(name)
                     names.add(name)
             for node, data, created in encoded:
-                self._nodes[node.uuid] = _Record(node, data, 1, next(self._seq), created)
+                self._nodes[node.uuid] = Record(node, data, 1, next(self._seq), created)
                 if node.name is not None:
                     self._names[node.name] = node.uuid
                 self._power_never[node.uuid] = None
@@ -202,57 +146,32 @@ class MemoryStore(MemoryCatalog, PagedList, ListScans):
         with self._lock:
             return self._nodes[self._uuid(ident)].node()
 
-    def _page(self, query: PageQuery) -> builtins.list[Node] | builtins.list[NodeFields]:
-        """A page, built from the records' attributes alone when every field asked is one.
+    # -- pages and scans: one line each to the part -------------------------------------
 
-        Whole nodes, or fields beyond :data:`~ironic_fsm.stores.base.COLUMN_FIELDS`, thaw
-        only the records on the page.
+    @overload
+    def list(self, *, fields: None = None, **query: Any) -> builtins.list[Node]: ...
+    @overload
+    def list(self, *, fields: Iterable[str], **query: Any) -> builtins.list[NodeFields]: ...
+    def list(
+        self, *, fields: Iterable[str] | None = None, **query: Any
+    ) -> builtins.list[Node] | builtins.list[NodeFields]:
+        """One page of copies of the matching nodes; see :meth:`~.base.ScanningStore.list`.
+
+        The arguments are checked as every built-in store checks them (:func:`~._query.page_query`).
         """
-        sort_key, names = query.sort_key, query.fields
-
-        def key(record: _Record) -> tuple[Any, ...]:
-            return order_key(sort_key, getattr(record, sort_key), record.seq, record.uuid)
-
-        with self._lock:
-            page = pick_page(self._nodes.values(), key, self._nodes.get, query)
-            if names is None:
-                return [r.node() for r in page]
-            if COLUMN_FIELDS.issuperset(names):
-                return [NodeFields((name, getattr(r, name)) for name in names) for r in page]
-            return [project(r.node(), names) for r in page]
+        return self._scans.page(list_query(query, fields))
 
     def reserved(self) -> builtins.list[Reserved]:
-        with self._lock:
-            return [
-                Reserved(r.uuid, r.reservation, r.updated_at)
-                for r in self._nodes.values()
-                if r.reservation is not None
-            ]
+        """Every reserved node's UUID, holder and ``updated_at``, in creation order."""
+        return self._scans.reserved()
 
-    def _in_states(
-        self, wanted: dict[str, Any], updated_before: datetime | None, limit: int | None
-    ) -> builtins.list[Node]:
-        return self._due(wanted, _UPDATED, updated_before, False, limit)
+    def in_states(self, states: Collection[str], **query: Any) -> builtins.list[Node]:
+        """See :meth:`~.base.ScanningStore.in_states`: checked, then read from the records."""
+        return self._checked.in_states(states, **query)
 
-    def _waking(
-        self, wanted: dict[str, Any], before: datetime, limit: int | None
-    ) -> builtins.list[Node]:
-        return self._due(wanted, _WAKE, before, True, limit)
-
-    def _due(
-        self,
-        wanted: dict[str, Any],
-        when_of: Callable[[_Record], datetime | None],
-        before: datetime | None,
-        inclusive: bool,
-        limit: int | None,
-    ) -> builtins.list[Node]:
-        """The scans on the records' copies of their times; only the nodes returned are thawed."""
-        with self._lock:
-            due = oldest_due(
-                self._nodes.values(), wanted, when_of, before, inclusive=inclusive, limit=limit
-            )
-            return [r.node() for r in due]
+    def waking(self, before: datetime, **query: Any) -> builtins.list[Node]:
+        """See :meth:`~.base.ScanningStore.waking`: checked, then read from the records."""
+        return self._checked.waking(before, **query)
 
     def save(self, node: Node, *, history: Sequence[HistoryEntry] = ()) -> None:
         """Write ``node`` if its version is current, and ``history`` under the same lock."""
@@ -282,7 +201,7 @@ class MemoryStore(MemoryCatalog, PagedList, ListScans):
                 if node.name is not None:
                     self._names[node.name] = node.uuid
             created = node.created_at or current.created_at
-            self._nodes[node.uuid] = _Record(node, data, node.version + 1, current.seq, created)
+            self._nodes[node.uuid] = Record(node, data, node.version + 1, current.seq, created)
             if history:
                 self._history.setdefault(node.uuid, []).extend(history)
             node.version += 1
@@ -432,3 +351,25 @@ class MemoryStore(MemoryCatalog, PagedList, ListScans):
     def list_conductors(self) -> builtins.list[ConductorRecord]:
         with self._lock:
             return sorted(self._conductors.values(), key=conductor_order)
+
+    # -- deploy templates and runbooks (see CatalogStore) ---------------------------------
+
+    def list_entries(self, kind: CatalogKind) -> builtins.list[CatalogEntry]:
+        """Copies of every entry of ``kind``, in creation order."""
+        return self._catalog.list_entries(kind)
+
+    def add_entry(self, kind: CatalogKind, entry: CatalogEntry) -> CatalogEntry:
+        """Keep a copy of ``entry``; refused if its UUID or name is taken."""
+        return self._catalog.add_entry(kind, entry)
+
+    def get_entry(self, kind: CatalogKind, ident: str) -> CatalogEntry:
+        """A copy of the entry with this UUID or name."""
+        return self._catalog.get_entry(kind, ident)
+
+    def delete_entry(self, kind: CatalogKind, ident: str) -> None:
+        """Forget the entry with this UUID or name."""
+        self._catalog.delete_entry(kind, ident)
+
+    def replace_entry(self, kind: CatalogKind, entry: CatalogEntry) -> CatalogEntry:
+        """Replace the entry with ``entry``'s UUID; refused if its name is another's."""
+        return self._catalog.replace_entry(kind, entry)

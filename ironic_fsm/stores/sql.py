@@ -113,6 +113,9 @@ POOL_TIMEOUT: Final = 30.0
 
 #: Most nodes whose last written columns a store remembers (see ``_save_statement``).
 _WRITTEN_CAP: Final = 50_000
+#: Most nodes whose last written record a store remembers (see ``last_written``): a
+#: record is a kilobyte or two, so a few megabytes, for the nodes at work now.
+_RECENT_CAP: Final = 4_096
 _UTC: Final = timezone.utc
 
 
@@ -174,6 +177,8 @@ class SQLStore:
         self.url: str = _hide_password(url)
         self.dialect: str = db.name
         self._written: dict[str, tuple[int, tuple[Any, ...]]] = {}
+        #: The last record this store wrote of each node (version, JSON, reservation).
+        self._recent: dict[str, tuple[int, str, str | None]] = {}
         self._save_sql: dict[tuple[Any, ...], str] = {}
         # The parts: each holds what it uses, none knows the store.
         sql = self._sql = Statements(db, echo)
@@ -211,7 +216,7 @@ class SQLStore:
             conn.execute(self._sql.create, (node.uuid, *columns, created, data))
             if check_name and conn.execute(self._sql.uuid_exists, (node.name,)).fetchall():
                 raise duplicate_name(node.name)
-        self._remember(node.uuid, 1, (*columns, created))
+        self._remember(node.uuid, 1, (*columns, created), data)
         node.version = 1
 
     def create_many(self, nodes: builtins.list[Node]) -> None:
@@ -271,38 +276,77 @@ class SQLStore:
             InvalidParameterValue: another node has this name, or a value
                 cannot be stored (the message names the field).
         """
+        self._save(node, history, free=False)
+
+    def save_reserving(self, node: Node, *, history: Sequence[HistoryEntry] = ()) -> None:
+        """:meth:`save`, only if nobody holds the node: a reservation and a save in one write.
+
+        One ``UPDATE ... WHERE uuid = ? AND version = ? AND reservation IS
+        NULL`` that sets ``reservation`` to ``node.reservation`` (the holder
+        taking it, or ``None``: saved and left free). See
+        :class:`~.capabilities.ReservingStore`.
+
+        Raises:
+            NodeLocked: someone holds the node (the message names the holder).
+            ConcurrentUpdate: the stored version differs, the node is free.
+            NodeNotFound: the record is gone.
+            InvalidParameterValue: as :meth:`save`.
+        """
+        self._save(node, history, free=True)
+
+    def last_written(self, uuid: str) -> Node | None:
+        """A copy of the node as this store last wrote it, if it remembers; maybe stale.
+
+        Another writer may have changed the node since: only a
+        :meth:`save_reserving` at its version (which checks) may act on it.
+        """
+        found = self._recent.get(uuid)
+        return None if found is None else to_node(found[1], found[2], found[0])
+
+    def _save(self, node: Node, history: Sequence[HistoryEntry], free: bool) -> None:
+        """:meth:`save`; ``free``: only if the row is unreserved (:meth:`save_reserving`)."""
         data, values = self._row(node)
         if history:
             check_history(history, node)
         new_version = node.version + 1
         rows: list[Any] = []
+        held = node.reservation is not None and not free
         # One autocommit statement, but for history on SQLite: a transaction.
         apart = bool(history) and not self._sql.history_cte
         opened = self._db.transaction(node) if apart else self._db.connection(node)
         with opened as conn:
-            written = self._update(conn, node, values, data, node.reservation is not None, history)
-            if written == 0 and node.reservation is not None:
+            written = self._update(conn, node, values, data, held, history, free)
+            if written == 0 and held:
                 # The row is not held as the node says: set the reservation too, as ever.
                 written = self._update(conn, node, values, data, False, history)
             if written == 0:
-                rows = conn.execute(self._sql.version, (node.uuid,)).fetchall()
+                why = self._sql.version_holder if free else self._sql.version
+                rows = conn.execute(why, (node.uuid,)).fetchall()
             elif apart:
                 self._history.insert(conn, history, last=written)
         if written == 0:
             if not rows:
                 raise not_found(node.uuid)
+            if free and rows[0][1] is not None:
+                raise locked_error(node.uuid, rows[0][1])
             raise ConcurrentUpdate(
                 f"Node {node.uuid} was changed by someone else (version "
                 f"{rows[0][0]}, ours {node.version}); re-read it and retry",
                 node=node.uuid,
             )
-        self._remember(node.uuid, new_version, values)
+        self._remember(node.uuid, new_version, values, data)
         node.version = new_version
 
-    def _remember(self, uuid: str, version: int, values: tuple[Any, ...]) -> None:
+    def _remember(self, uuid: str, version: int, values: tuple[Any, ...], data: str) -> None:
+        """What this store wrote last: the columns (see ``_save_statement``) and the record
+        (:meth:`last_written`). Each cache, when full, is emptied at once (one call: safe
+        from any thread)."""
         if len(self._written) >= _WRITTEN_CAP:
             self._written.clear()  # only a cost: the next saves set every column
         self._written[uuid] = (version, values)
+        if len(self._recent) >= _RECENT_CAP:
+            self._recent.clear()  # only a cost: the next verb on each node reads it first
+        self._recent[uuid] = (version, data, values[_RESERVATION])
 
     def _update(
         self,
@@ -312,6 +356,7 @@ class SQLStore:
         data: str,
         held: bool,
         history: Sequence[HistoryEntry],
+        free: bool = False,
     ) -> int:
         """Run the save's ``UPDATE``; 0 if refused (nothing written).
 
@@ -320,7 +365,7 @@ class SQLStore:
         row: the last ``seq`` of the node's history, for the entries' insert.
         """
         n = len(history)
-        sql, params = self._save_statement(node, values, held, n > 0)
+        sql, params = self._save_statement(node, values, held, n > 0, free)
         if n:
             params.extend((n, n))
         params.extend((node.version + 1, data, node.uuid, node.version))
@@ -340,7 +385,7 @@ class SQLStore:
         return int(rows[0][0]) if rows else 0
 
     def _save_statement(
-        self, node: Node, values: tuple[Any, ...], held: bool, counted: bool
+        self, node: Node, values: tuple[Any, ...], held: bool, counted: bool, free: bool
     ) -> tuple[str, builtins.list[Any]]:
         """The ``UPDATE`` for this save: only the columns that differ from what we last wrote.
 
@@ -354,7 +399,8 @@ class SQLStore:
         the row to hold the node's reservation already (the usual save of a
         reserved node), and the caller sets it when that finds no row.
         ``counted``: the save writes history, counted in the same row (and on
-        PostgreSQL inserted by the same statement).
+        PostgreSQL inserted by the same statement). ``free``: only if the row is
+        unreserved (the reservation is set, as unless ``held``).
         """
         known = self._written.get(node.uuid)
         skip = _RESERVATION if held else -1
@@ -370,10 +416,10 @@ class SQLStore:
                     i == _RESERVATION or (value != old[i] and (i != _CREATED or value is not None))
                 )
             )
-        key = (held, counted, *changed)
+        key = (held, counted, free, *changed)
         sql = self._save_sql.get(key)
         if sql is None:
-            sql = self._save_sql[key] = self._sql.save_text(changed, held, counted)
+            sql = self._save_sql[key] = self._sql.save_text(changed, held, counted, free)
         return sql, [values[i] for i in changed]
 
     def delete(self, ident: str) -> None:
@@ -384,6 +430,7 @@ class SQLStore:
         if "\x00" in ident:
             raise not_found(ident)
         self._written.pop(ident, None)
+        self._recent.pop(ident, None)
         with self._db.transaction() as conn:
             uuid = ident
             if conn.execute(self._sql.delete, (ident,)).rowcount == 0:
@@ -393,6 +440,7 @@ class SQLStore:
                 uuid = found[0][0]
                 conn.execute(self._sql.delete, (uuid,))
                 self._written.pop(uuid, None)
+                self._recent.pop(uuid, None)
             conn.execute(self._sql.history_drop, (uuid,))
 
     # -- reservations ------------------------------------------------------------------------

@@ -17,7 +17,8 @@ from helpers import SECRET
 from ironic_fsm import Conductor
 from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError
 from ironic_fsm.node import Node
-from ironic_fsm.stores import MemoryStore, SQLStore, Store, memory
+from ironic_fsm.stores import MemoryStore, SQLStore, Store
+from ironic_fsm.stores import _memory_record as memory
 from ironic_fsm.stores.base import COLUMN_FIELDS, NodeFields, list_fields
 
 T0 = datetime(2031, 5, 6, 7, 8, 9, 123456, tzinfo=timezone.utc)
