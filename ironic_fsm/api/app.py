@@ -7,7 +7,18 @@ from typing import Any, Final
 
 import falcon
 
-from ironic_fsm.api import actions, catalog, nodes, openapi, ports, resources, shards, traits
+from ironic_fsm.api import (
+    actions,
+    catalog,
+    chassis,
+    nodes,
+    openapi,
+    portgroups,
+    ports,
+    resources,
+    shards,
+    traits,
+)  # fmt: skip
 from ironic_fsm.api.access_log import AccessLog
 from ironic_fsm.api.auth import BasicAuth
 from ironic_fsm.api.common import send, version_of
@@ -177,6 +188,11 @@ def make_app(
         *catalog.routes(conductor),
         *shards.routes(conductor),
         *ports.routes(conductor),
+        *portgroups.routes(conductor),
+        *chassis.routes(conductor),
+        ("/v1/chassis/{ident}/nodes", nodes.NodeCollection(conductor, chassis=True), {}),
+        ("/v1/chassis/{ident}/nodes/detail",
+         nodes.NodeCollection(conductor, detail=True, chassis=True), {}),
     ]  # fmt: skip
     for path, resource, options in routes:
         app.add_route(path, resource, **options)

@@ -14,11 +14,11 @@ import falcon
 
 from ironic_fsm.api.common import require_version, text_bool
 from ironic_fsm.api.errors import ApiError
-from ironic_fsm.api.records import Collection, Item, ListQuery, Shape, times
+from ironic_fsm.api.records import Collection, Item, ListQuery, Shape, shown_as
 from ironic_fsm.conductor import Conductor
 from ironic_fsm.exceptions import InvalidParameterValue, NodeNotFound, ResourceNotFound
 from ironic_fsm.node import is_uuid_like
-from ironic_fsm.records import Port, Record
+from ironic_fsm.records import Record
 
 __all__ = ["PORT_FIELDS", "routes"]
 
@@ -48,13 +48,6 @@ _DEFAULTS: Final = {
     "pxe_enabled": True, "is_smartnic": False, "available_for_dynamic_portgroup": False,
     "extra": {}, "local_link_connection": {}, "internal_info": {},
 }  # fmt: skip
-
-
-def _show(record: Record) -> dict[str, Any]:
-    assert isinstance(record, Port)
-    out = times(record)
-    out.update((name, getattr(record, name)) for name in PORT_FIELDS if name not in out)
-    return out
 
 
 def _fields(body: dict[str, Any]) -> dict[str, Any]:
@@ -125,7 +118,7 @@ SHAPE: Final = Shape(
     summary=("uuid", "address"), settable=_SETTABLE,
     patchable=frozenset(_SETTABLE) - {"uuid"},
     unsortable=frozenset({"extra", "internal_info", "local_link_connection"}),
-    show=_show, fetch=lambda c, ident: c.get_port(ident), listing=_listing,
+    show=shown_as(PORT_FIELDS), fetch=lambda c, ident: c.get_port(ident), listing=_listing,
     create=_create, update=_update, delete=lambda c, r: c.delete_port(r.uuid),
 )  # fmt: skip
 

@@ -39,7 +39,7 @@ from ironic_fsm.conductor import Conductor
 from ironic_fsm.exceptions import NodeNotFound, ResourceNotFound
 from ironic_fsm.records import Record
 
-__all__ = ["Collection", "Item", "ListQuery", "Shape"]
+__all__ = ["Collection", "Item", "ListQuery", "Shape", "shown_as"]
 
 _check_patch: Final = compile_schema(PATCH_SCHEMA)
 
@@ -78,6 +78,7 @@ class Shape:
         create: A new record from a checked create body.
         update: The record with the changed fields (a patch's outcome).
         delete: Removes the record.
+        links: The record's links beyond its own (a group's ``ports``), given the base URL.
     """
 
     def __init__(
@@ -90,11 +91,13 @@ class Shape:
         create: Callable[[Conductor, dict[str, Any]], Record],
         update: Callable[[Conductor, Record, dict[str, Any]], Record],
         delete: Callable[[Conductor, Record], None],
+        links: Callable[[str, Record], dict[str, Any]] | None = None,
     ) -> None:  # fmt: skip
         self.kind, self.word, self.since, self.fields = kind, word, since, fields
         self.summary, self.patchable, self.unsortable = summary, patchable, unsortable
         self.show, self.fetch, self.listing = show, fetch, listing
         self.create, self.update, self.delete = create, update, delete
+        self.links = links
         self.check_create = compile_schema(
             {"type": "object", "properties": dict(settable), "additionalProperties": False}
         )
@@ -120,6 +123,8 @@ class Shape:
             if name in shown and version >= self.fields.get(name, (1, 1))
         }
         out["links"] = link_pair(req.prefix, self.kind, record.uuid)
+        if self.links is not None and fields is None:
+            out.update(self.links(req.prefix, record))
         return out
 
     def requested_fields(self, req: falcon.Request) -> tuple[str, ...] | None:
@@ -135,13 +140,15 @@ class Shape:
         return names
 
 
-def times(record: Record) -> dict[str, Any]:
-    """A record's identity and timestamps as Ironic shows them."""
-    return {
-        "uuid": record.uuid,
-        "created_at": stamp(record.created_at),
-        "updated_at": stamp(record.updated_at),
-    }
+def shown_as(fields: Mapping[str, Version]) -> Callable[[Record], dict[str, Any]]:
+    """A record as Ironic shows it: each of ``fields`` (times in ISO 8601)."""
+
+    def show(record: Record) -> dict[str, Any]:
+        out = {name: getattr(record, name) for name in fields}
+        out.update(created_at=stamp(record.created_at), updated_at=stamp(record.updated_at))
+        return out
+
+    return show
 
 
 class Collection:

@@ -113,7 +113,9 @@ def root_document(base: str) -> dict[str, Any]:
 #: Resources listed by ``GET /v1``, with the version that introduced each.
 _RESOURCES: Final[tuple[tuple[str, Version], ...]] = (
     ("nodes", (1, 1)),
+    ("chassis", (1, 1)),
     ("ports", (1, 1)),
+    ("portgroups", (1, 23)),
     ("drivers", (1, 1)),
     ("conductors", (1, 49)),
     ("deploy_templates", (1, 55)),

@@ -34,6 +34,7 @@ from datetime import datetime
 from typing import Any, overload
 
 from ironic_fsm.conductor.catalog import Catalog
+from ironic_fsm.conductor.chassis import ChassisPart
 from ironic_fsm.conductor.common import process_start, utcnow
 from ironic_fsm.conductor.context import Context, Guard, Listener
 from ironic_fsm.conductor.engine import StepEngine
@@ -45,6 +46,7 @@ from ironic_fsm.conductor.launcher import Executor, Launcher
 from ironic_fsm.conductor.nodes import Nodes
 from ironic_fsm.conductor.ownership import Ownership
 from ironic_fsm.conductor.plans import Plans
+from ironic_fsm.conductor.portgroups import Portgroups
 from ironic_fsm.conductor.ports import Ports
 from ironic_fsm.conductor.power_sync import PowerSync, PowerSyncReport
 from ironic_fsm.conductor.reconcile import Reconcile
@@ -59,7 +61,7 @@ from ironic_fsm.hardware import HardwareType
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.machine import LIFECYCLE, Lifecycle
 from ironic_fsm.node import Node
-from ironic_fsm.records import Port
+from ironic_fsm.records import Chassis, Port, Portgroup
 from ironic_fsm.stores import MemoryStore, Store
 from ironic_fsm.stores.base import CatalogEntry, NodeFields
 from ironic_fsm.stores.capabilities import StoreCapabilities
@@ -135,6 +137,8 @@ class Conductor:
         self._reconcile = Reconcile(ctx, verbs)
         self._history = History(ctx)
         self._ports = Ports(ctx)
+        self._portgroups = Portgroups(ctx)
+        self._chassis = ChassisPart(ctx)
 
     @property
     def config(self) -> Config:
@@ -447,7 +451,7 @@ class Conductor:
 
     def create_node(self, **fields: Any) -> Node:
         """Enroll a node; any :class:`~ironic_fsm.Node` field may be given."""
-        return self._nodes.create_node(**fields)
+        return self._nodes.create_node(**self._chassis_checked(fields))
 
     def get_node(self, ident: str) -> Node:
         """The node with this UUID or name."""
@@ -500,6 +504,7 @@ class Conductor:
         With ``expected_version``, only if the node is still that version
         (:class:`~ironic_fsm.exceptions.ConcurrentUpdate` otherwise).
         """
+        fields = self._chassis_checked(fields)
         return self._nodes.update_node(ident, expected_version=expected_version, **fields)
 
     def delete_node(self, ident: str) -> None:
@@ -602,3 +607,56 @@ class Conductor:
         """The node whose ports have these MAC addresses (the ramdisk agent's lookup):
         :class:`~ironic_fsm.exceptions.NodeNotFound` if none, ``InvalidState`` if several."""
         return self._ports.node_by_addresses(addresses)
+
+    # -- Portgroups (portgroups.py) ---------------------------------------------
+
+    def create_portgroup(self, node: str, **fields: Any) -> Portgroup:
+        """A new port group of ``node`` (UUID or name); fields: ``uuid`` and those of
+        :data:`~.portgroups.PORTGROUP_FIELDS` (``mode`` defaults to ``active-backup``)."""
+        return self._portgroups.create_portgroup(node, **fields)
+
+    def get_portgroup(self, ident: str) -> Portgroup:
+        """The port group with this UUID or name."""
+        return self._portgroups.get_portgroup(ident)
+
+    def list_portgroups(self, **query: Any) -> list[Portgroup]:
+        """One page of port groups: filters ``node``, ``address``; paging as :meth:`list_ports`."""
+        return self._portgroups.list_portgroups(**query)
+
+    def update_portgroup(self, ident: str, **fields: Any) -> Portgroup:
+        """Change some of a group's fields, all or nothing."""
+        return self._portgroups.update_portgroup(ident, **fields)
+
+    def delete_portgroup(self, ident: str) -> None:
+        """Delete a port group without ports (``InvalidParameterValue`` while it has some)."""
+        self._portgroups.delete_portgroup(ident)
+
+    # -- Chassis (chassis.py) ---------------------------------------------------
+
+    def create_chassis(self, **fields: Any) -> Chassis:
+        """A new chassis: ``uuid``, ``description``, ``extra``."""
+        return self._chassis.create_chassis(**fields)
+
+    def get_chassis(self, uuid: str) -> Chassis:
+        return self._chassis.get_chassis(uuid)
+
+    def list_chassis(self, **page: Any) -> list[Chassis]:
+        """One page of chassis (``limit``, ``marker``, ``sort_key``, ``sort_dir``)."""
+        return self._chassis.list_chassis(**page)
+
+    def update_chassis(self, uuid: str, **fields: Any) -> Chassis:
+        return self._chassis.update_chassis(uuid, **fields)
+
+    def delete_chassis(self, uuid: str) -> None:
+        """Delete a chassis without nodes (``InvalidParameterValue`` while it has some)."""
+        self._chassis.delete_chassis(uuid)
+
+    def list_chassis_nodes(self, uuid: str) -> list[Node]:
+        """The nodes in the chassis, in creation order."""
+        return self._chassis.chassis_nodes(uuid)
+
+    def _chassis_checked(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """A node's fields with ``chassis_uuid`` checked: an existing chassis, or None."""
+        if "chassis_uuid" in fields:
+            return {**fields, "chassis_uuid": self._chassis.check_chassis(fields["chassis_uuid"])}
+        return fields

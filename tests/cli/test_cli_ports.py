@@ -65,3 +65,33 @@ def test_deleting_a_node_deletes_its_ports(run: Run) -> None:
     assert [p["address"] for p in _json(run, "port", "list")] == [  # type: ignore[union-attr]
         "aa:bb:cc:00:00:02"
     ]
+
+
+def test_chassis_and_port_group_commands(run: Run) -> None:
+    chassis = _json(run, "chassis", "create", "--description", "rack 1", "--extra", "row=3")
+    assert isinstance(chassis, dict)
+    assert _json(run, "chassis", "list") == [{"uuid": chassis["uuid"], "description": "rack 1"}]
+    ok(run("chassis", "set", chassis["uuid"], "--description", "rack 2"))
+    ok(run("chassis", "unset", chassis["uuid"], "--extra", "row"))
+    shown = _json(run, "chassis", "show", chassis["uuid"])
+    assert isinstance(shown, dict)
+    assert (shown["description"], shown["extra"]) == ("rack 2", {})
+    ok(run("node", "create", "--name", "n1"))
+    group = _json(run, "port", "group", "create", "--node", "n1", "--name", "bond0",
+                  "--address", "AA:BB:CC:00:00:10", "--property", "miimon=100")  # fmt: skip
+    assert isinstance(group, dict)
+    assert (group["address"], group["mode"], group["properties"]) == (
+        "aa:bb:cc:00:00:10", "active-backup", {"miimon": 100},
+    )  # fmt: skip
+    ok(run("port", "create", "--node", "n1", "aa:bb:cc:00:00:11", "--port-group", "bond0"))
+    busy = run("port", "group", "delete", "bond0")
+    assert busy.code == 1
+    assert "contains ports" in busy.err
+    ok(run("port", "group", "set", "bond0", "--mode", "802.3ad"))
+    listed = _json(run, "port", "group", "list", "--long")
+    assert isinstance(listed, list)
+    assert listed[0]["mode"] == "802.3ad"
+    ok(run("port", "unset", "aa:bb:cc:00:00:11", "--port-group"))
+    ok(run("port", "group", "delete", "bond0"))
+    assert _json(run, "port", "group", "list") == []
+    ok(run("chassis", "delete", chassis["uuid"]))
