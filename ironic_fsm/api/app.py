@@ -9,6 +9,7 @@ import falcon
 
 from ironic_fsm.api import (
     actions,
+    allocations,
     catalog,
     chassis,
     nodes,
@@ -190,6 +191,7 @@ def make_app(
         *ports.routes(conductor),
         *portgroups.routes(conductor),
         *chassis.routes(conductor),
+        *allocations.routes(conductor),
         ("/v1/chassis/{ident}/nodes", nodes.NodeCollection(conductor, chassis=True), {}),
         ("/v1/chassis/{ident}/nodes/detail",
          nodes.NodeCollection(conductor, detail=True, chassis=True), {}),

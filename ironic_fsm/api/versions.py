@@ -118,6 +118,7 @@ _RESOURCES: Final[tuple[tuple[str, Version], ...]] = (
     ("portgroups", (1, 23)),
     ("drivers", (1, 1)),
     ("conductors", (1, 49)),
+    ("allocations", (1, 52)),
     ("deploy_templates", (1, 55)),
     ("shards", (1, 82)),
     ("runbooks", (1, 92)),

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Callable
 from typing import Final
 
-from ironic_fsm.cli import chassis, ports, records
+from ironic_fsm.cli import allocations, chassis, ports, records
 from ironic_fsm.cli.apply import _cmd_apply
 from ironic_fsm.cli.argtypes import _boolean, _key_value, _limit, _provision_state, _sort, _timeout
 from ironic_fsm.cli.conductors import _cmd_conductor_list
@@ -490,7 +490,9 @@ _RESOURCES: Final = (
     (("port",), "manage nodes' network ports", "Manage nodes' network ports.", ports.PORT),
     (("port", "group"), "manage port groups", "Manage port groups (bonds).", ports.PORTGROUP),
     (("chassis",), "manage chassis", "Manage chassis (groups of nodes).", chassis.CHASSIS),
-)
+    (("allocation",), "allocate nodes", "Ask for nodes, and give them back.",
+     allocations.ALLOCATION),
+)  # fmt: skip
 
 
 def _build_resources(top: _Sub[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:

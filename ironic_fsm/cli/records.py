@@ -29,8 +29,9 @@ class Option:
     """One option of ``create`` and ``set``: ``--flag`` sets ``field``.
 
     ``kind`` is ``text`` (a value; ``unset`` clears it), ``dict`` (``K=V``,
-    repeatable; merged by ``set``, keys removed by ``unset``), or a constant
-    (``const``: the flag stores ``value``, as ``--pxe-disabled``).
+    repeatable; merged by ``set``, keys removed by ``unset``), ``list`` (a
+    value, repeatable: ``--trait``), or a constant (``const``: the flag
+    stores ``value``, as ``--pxe-disabled``).
     """
 
     flag: str
@@ -212,5 +213,8 @@ def add_options(p: argparse.ArgumentParser, kind: CliKind, stage: str) -> None:
                            help=option.help)  # fmt: skip
         elif option.kind == "const":
             p.add_argument(option.flag, action="store_true", help=option.help)
+        elif option.kind == "list":
+            p.add_argument(option.flag, dest=option.dest, metavar=option.field.upper(),
+                           action="append", help=option.help)  # fmt: skip
         else:
             p.add_argument(option.flag, metavar=option.field.upper(), help=option.help)

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, overload
 
+from ironic_fsm.conductor.allocations import Allocations
 from ironic_fsm.conductor.catalog import Catalog
 from ironic_fsm.conductor.chassis import ChassisPart
 from ironic_fsm.conductor.common import process_start, utcnow
@@ -61,7 +62,7 @@ from ironic_fsm.hardware import HardwareType
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.machine import LIFECYCLE, Lifecycle
 from ironic_fsm.node import Node
-from ironic_fsm.records import Chassis, Port, Portgroup
+from ironic_fsm.records import Allocation, Chassis, Port, Portgroup
 from ironic_fsm.stores import MemoryStore, Store
 from ironic_fsm.stores.base import CatalogEntry, NodeFields
 from ironic_fsm.stores.capabilities import StoreCapabilities
@@ -139,6 +140,7 @@ class Conductor:
         self._ports = Ports(ctx)
         self._portgroups = Portgroups(ctx)
         self._chassis = ChassisPart(ctx)
+        self._allocations = Allocations(ctx, reservations)
 
     @property
     def config(self) -> Config:
@@ -660,3 +662,34 @@ class Conductor:
         if "chassis_uuid" in fields:
             return {**fields, "chassis_uuid": self._chassis.check_chassis(fields["chassis_uuid"])}
         return fields
+
+    # -- Allocations (allocations.py) -------------------------------------------
+
+    def create_allocation(self, **fields: Any) -> Allocation:
+        """Ask for a node (``resource_class``, ``traits``, ``candidate_nodes``, ``owner``;
+        ``name``, ``uuid``, ``extra``) and get one at once: the allocation is returned
+        ``active`` with its ``node_uuid``, or ``error`` with ``last_error``. With ``node``,
+        backfill: record an allocation for that deployed node. Safe when several
+        conductors allocate at once: no node is given twice."""
+        return self._allocations.create_allocation(**fields)
+
+    def get_allocation(self, ident: str) -> Allocation:
+        """The allocation with this UUID or name."""
+        return self._allocations.get_allocation(ident)
+
+    def get_node_allocation(self, node: str) -> Allocation:
+        """The allocation holding ``node`` (``ResourceNotFound`` if none)."""
+        return self._allocations.node_allocation(node)
+
+    def list_allocations(self, **query: Any) -> list[Allocation]:
+        """One page of allocations: filters ``node``, ``resource_class``, ``state``, ``owner``;
+        paging as :meth:`list_ports`."""
+        return self._allocations.list_allocations(**query)
+
+    def update_allocation(self, ident: str, **fields: Any) -> Allocation:
+        """Change an allocation's ``name`` or ``extra``."""
+        return self._allocations.update_allocation(ident, **fields)
+
+    def delete_allocation(self, ident: str) -> None:
+        """Delete the allocation and free its node (not an active one, unless in maintenance)."""
+        self._allocations.delete_allocation(ident)

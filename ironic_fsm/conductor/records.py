@@ -22,6 +22,8 @@ from ironic_fsm.stores.base import RecordStore
 
 __all__ = [
     "check_dict",
+    "check_flag",
+    "check_traits",
     "check_text",
     "find",
     "new_uuid",
@@ -31,6 +33,8 @@ __all__ = [
 
 R = TypeVar("R", bound=Record)
 _MAC: Final = re.compile(r"[0-9a-f]{2}(:[0-9a-f]{2}){5}")
+#: A trait: custom, or shaped like a standard (os-traits) one, at most 255 characters.
+_TRAIT: Final = re.compile(r"(CUSTOM_[A-Z0-9_]+|[A-Z][A-Z0-9_]*)")
 
 
 def records_of(ctx: Context, kind: type[Record]) -> RecordStore:
@@ -90,6 +94,21 @@ def check_dict(value: object, field: str, word: str) -> dict[str, Any]:
         )
     check_json(value, f"{word} {field}")
     return value
+
+
+def check_traits(values: object, word: str) -> list[str]:
+    """A list of trait names (a set's worth: each once), in Ironic's shape."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise InvalidParameterValue(f"{word} traits must be a list of trait names")
+    traits = list(values)
+    bad = [t for t in traits if not isinstance(t, str) or len(t) > 255 or not _TRAIT.fullmatch(t)]
+    if bad:
+        raise InvalidParameterValue(
+            f"{word} traits {shown(bad)} are not trait names (CUSTOM_ and capitals, digits, "
+            "'_'; at most 255 characters)",
+            field="traits",
+        )
+    return list(dict.fromkeys(traits))
 
 
 def check_flag(value: object, field: str, word: str) -> bool:

@@ -23,7 +23,9 @@ from api_helpers import api_process
 
 SUITE = Path(openstack.__file__).parent / "tests" / "functional" / "baremetal" / "v1"
 #: The suite's modules of the resources served, and how many tests each has.
-MODULES = {"test_port.py": 7, "test_port_group.py": 7, "test_chassis.py": 5}
+MODULES = {
+    "test_port.py": 7, "test_port_group.py": 7, "test_chassis.py": 5, "test_allocation.py": 7,
+}  # fmt: skip
 
 
 def _clouds(url: str, path: Path) -> Path:
@@ -32,9 +34,7 @@ def _clouds(url: str, path: Path) -> Path:
     )
     path.write_text(
         "clouds:\n"
-        + "".join(
-            f"  {n}: {cloud}\n" for n in ("devstack", "devstack-admin", "devstack-alt")
-        )
+        + "".join(f"  {n}: {cloud}\n" for n in ("devstack", "devstack-admin", "devstack-alt"))
     )
     return path
 

@@ -95,3 +95,26 @@ def test_chassis_and_port_group_commands(run: Run) -> None:
     ok(run("port", "group", "delete", "bond0"))
     assert _json(run, "port", "group", "list") == []
     ok(run("chassis", "delete", chassis["uuid"]))
+
+
+def test_allocation_commands(run: Run) -> None:
+    ok(run("node", "create", "--name", "n1", "--resource-class", "gold"))
+    ok(run("node", "manage", "n1"))
+    ok(run("node", "provide", "n1"))
+    made = _json(run, "allocation", "create", "--resource-class", "gold", "--name", "a1")
+    assert isinstance(made, dict)
+    assert made["state"] == "active"
+    node = _json(run, "node", "show", "n1")
+    assert isinstance(node, dict)
+    assert node["instance_uuid"] == node["allocation_uuid"] == made["uuid"]
+    none = _json(run, "allocation", "create", "--resource-class", "gold")
+    assert isinstance(none, dict)
+    assert none["state"] == "error"
+    assert "no available nodes match the resource class gold" in none["last_error"]
+    rows = _json(run, "allocation", "list", "--state", "active")
+    assert rows == [{"uuid": made["uuid"], "name": "a1", "resource_class": "gold",
+                     "state": "active", "node_uuid": node["uuid"]}]  # fmt: skip
+    ok(run("allocation", "delete", "a1"))
+    freed = _json(run, "node", "show", "n1")
+    assert isinstance(freed, dict)
+    assert freed["instance_uuid"] is None
