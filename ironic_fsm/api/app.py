@@ -19,6 +19,7 @@ from ironic_fsm.api import (
     resources,
     shards,
     traits,
+    volumes,
 )  # fmt: skip
 from ironic_fsm.api.access_log import AccessLog
 from ironic_fsm.api.auth import BasicAuth
@@ -192,6 +193,7 @@ def make_app(
         *portgroups.routes(conductor),
         *chassis.routes(conductor),
         *allocations.routes(conductor),
+        *volumes.routes(conductor),
         ("/v1/chassis/{ident}/nodes", nodes.NodeCollection(conductor, chassis=True), {}),
         ("/v1/chassis/{ident}/nodes/detail",
          nodes.NodeCollection(conductor, detail=True, chassis=True), {}),

@@ -210,14 +210,17 @@ def page_limit(req: falcon.Request) -> int:
     return min(limit, MAX_LIMIT)
 
 
-def wants_detail(req: falcon.Request, fields: object, detail: bool) -> bool:
+def wants_detail(
+    req: falcon.Request, fields: object, detail: bool, since: Version = (1, 43)
+) -> bool:
     """Whether a listing shows whole records: its ``/detail`` path (``detail``) or the
-    ``detail`` query value (1.43); ``400`` with ``fields`` too."""
+    ``detail`` query value (from ``since``: 1.43, the volume resources' 1.32); ``400``
+    with ``fields`` too."""
     if detail and fields is not None:
         raise ApiError(400, "Cannot ask for both detail and fields")
     asked = query_bool(req, "detail")
     if asked is not None:
-        require_version(req, (1, 43), "The detail parameter")
+        require_version(req, since, "The detail parameter")
         if fields is not None and asked:
             raise ApiError(400, "Cannot ask for both detail and fields")
         detail = detail or asked

@@ -64,7 +64,9 @@ class Shape:
     """What one resource is: its fields and their versions, and the conductor calls.
 
     Args:
-        kind: The collection's name in paths and bodies (``ports``).
+        kind: The collection's name in bodies (``ports``), and in paths unless ``path``.
+        path: The collection's path under ``/v1`` (``volume/connectors``), if not ``kind``.
+        detail_since: The version from which ``?detail`` is taken (1.43; volumes' 1.32).
         word: How messages name one (``Port``).
         since: The version the resource appeared in (404 below it).
         fields: Every field shown, in order, with the version it appeared in.
@@ -91,13 +93,16 @@ class Shape:
         create: Callable[[Conductor, dict[str, Any]], Record],
         update: Callable[[Conductor, Record, dict[str, Any]], Record],
         delete: Callable[[Conductor, Record], None],
-        links: Callable[[str, Record], dict[str, Any]] | None = None,
+        links: Callable[[str, Record], dict[str, Any]] | None = None, path: str | None = None,
+        detail_since: Version = (1, 43),
     ) -> None:  # fmt: skip
         self.kind, self.word, self.since, self.fields = kind, word, since, fields
         self.summary, self.patchable, self.unsortable = summary, patchable, unsortable
         self.show, self.fetch, self.listing = show, fetch, listing
         self.create, self.update, self.delete = create, update, delete
         self.links = links
+        self.path = path or kind
+        self.detail_since = detail_since
         self.check_create = compile_schema(
             {"type": "object", "properties": dict(settable), "additionalProperties": False}
         )
@@ -122,7 +127,7 @@ class Shape:
             for name in names
             if name in shown and version >= self.fields.get(name, (1, 1))
         }
-        out["links"] = link_pair(req.prefix, self.kind, record.uuid)
+        out["links"] = link_pair(req.prefix, self.path, record.uuid)
         if self.links is not None and fields is None:
             out.update(self.links(req.prefix, record))
         return out
@@ -168,7 +173,7 @@ class Collection:
         if self._parent is not None:
             require_version(req, self._parent_since, shape.kind, status=404)
         fields = shape.requested_fields(req)
-        detail = wants_detail(req, fields, self._detail)
+        detail = wants_detail(req, fields, self._detail, shape.detail_since)
         query = ListQuery(req, {self._parent: ident} if self._parent else {})
         if query.sort_key in shape.unsortable:
             raise ApiError(
@@ -192,13 +197,13 @@ class Collection:
     def on_post(self, req: falcon.Request, resp: falcon.Response, ident: str = "") -> None:
         shape = self._shape
         if self._parent is not None:
-            raise ApiError(400, "Malformed request URI: create it at /v1/" + shape.kind)
+            raise ApiError(400, "Malformed request URI: create it at /v1/" + shape.path)
         require_version(req, shape.since, shape.kind, status=404)
         body = shape.check_create(read_json(req))
         shape.check_versions(req, body)
         record = shape.create(self._conductor, body)
         send(resp, shape.view(req, record), 201)
-        resp.location = f"{req.prefix}/v1/{shape.kind}/{record.uuid}"
+        resp.location = f"{req.prefix}/v1/{shape.path}/{record.uuid}"
 
 
 class Item:

@@ -116,6 +116,7 @@ _RESOURCES: Final[tuple[tuple[str, Version], ...]] = (
     ("chassis", (1, 1)),
     ("ports", (1, 1)),
     ("portgroups", (1, 23)),
+    ("volume", (1, 32)),
     ("drivers", (1, 1)),
     ("conductors", (1, 49)),
     ("allocations", (1, 52)),

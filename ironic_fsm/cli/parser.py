@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Callable
 from typing import Final
 
-from ironic_fsm.cli import allocations, chassis, ports, records
+from ironic_fsm.cli import allocations, chassis, ports, records, volumes
 from ironic_fsm.cli.apply import _cmd_apply
 from ironic_fsm.cli.argtypes import _boolean, _key_value, _limit, _provision_state, _sort, _timeout
 from ironic_fsm.cli.conductors import _cmd_conductor_list
@@ -492,6 +492,11 @@ _RESOURCES: Final = (
     (("chassis",), "manage chassis", "Manage chassis (groups of nodes).", chassis.CHASSIS),
     (("allocation",), "allocate nodes", "Ask for nodes, and give them back.",
      allocations.ALLOCATION),
+    (("volume",), "manage volume records", "Manage nodes' volume connectors and targets.",
+     None),
+    (("volume", "connector"), "manage volume connectors", "Manage volume connectors.",
+     volumes.CONNECTOR),
+    (("volume", "target"), "manage volume targets", "Manage volume targets.", volumes.TARGET),
 )  # fmt: skip
 
 
@@ -502,7 +507,8 @@ def _build_resources(top: _Sub[argparse.ArgumentParser], common: argparse.Argume
         parser = subs[words[:-1]].add_parser(words[-1], help=text, description=description)
         dest = "_".join(words) + "_command"
         subs[words] = parser.add_subparsers(dest=dest, metavar="COMMAND", required=True)
-        _build_records(subs[words], common, kind)
+        if kind is not None:  # None: a word that only groups commands (``volume``)
+            _build_records(subs[words], common, kind)
 
 
 def build_parser() -> argparse.ArgumentParser:

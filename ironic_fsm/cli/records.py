@@ -30,8 +30,8 @@ class Option:
 
     ``kind`` is ``text`` (a value; ``unset`` clears it), ``dict`` (``K=V``,
     repeatable; merged by ``set``, keys removed by ``unset``), ``list`` (a
-    value, repeatable: ``--trait``), or a constant (``const``: the flag
-    stores ``value``, as ``--pxe-disabled``).
+    value, repeatable: ``--trait``), ``int`` (a number), or a constant
+    (``const``: the flag stores ``value``, as ``--pxe-disabled``).
     """
 
     flag: str
@@ -217,4 +217,5 @@ def add_options(p: argparse.ArgumentParser, kind: CliKind, stage: str) -> None:
             p.add_argument(option.flag, dest=option.dest, metavar=option.field.upper(),
                            action="append", help=option.help)  # fmt: skip
         else:
-            p.add_argument(option.flag, metavar=option.field.upper(), help=option.help)
+            p.add_argument(option.flag, metavar=option.field.upper(), help=option.help,
+                           type=int if option.kind == "int" else str)  # fmt: skip

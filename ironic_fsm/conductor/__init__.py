@@ -55,6 +55,7 @@ from ironic_fsm.conductor.recovery import Recovery
 from ironic_fsm.conductor.registry import HardwareRegistry
 from ironic_fsm.conductor.reservations import Reservations, _Reserved
 from ironic_fsm.conductor.verbs import Request, Verbs
+from ironic_fsm.conductor.volumes import Volumes
 from ironic_fsm.conductor.work import Work
 from ironic_fsm.config import Config
 from ironic_fsm.exceptions import InvalidParameterValue
@@ -62,7 +63,7 @@ from ironic_fsm.hardware import HardwareType
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.machine import LIFECYCLE, Lifecycle
 from ironic_fsm.node import Node
-from ironic_fsm.records import Allocation, Chassis, Port, Portgroup
+from ironic_fsm.records import Allocation, Chassis, Port, Portgroup, VolumeConnector, VolumeTarget
 from ironic_fsm.stores import MemoryStore, Store
 from ironic_fsm.stores.base import CatalogEntry, NodeFields
 from ironic_fsm.stores.capabilities import StoreCapabilities
@@ -141,6 +142,7 @@ class Conductor:
         self._portgroups = Portgroups(ctx)
         self._chassis = ChassisPart(ctx)
         self._allocations = Allocations(ctx, reservations)
+        self._volumes = Volumes(ctx)
 
     @property
     def config(self) -> Config:
@@ -693,3 +695,43 @@ class Conductor:
     def delete_allocation(self, ident: str) -> None:
         """Delete the allocation and free its node (not an active one, unless in maintenance)."""
         self._allocations.delete_allocation(ident)
+
+    # -- Volumes (volumes.py) ---------------------------------------------------
+
+    def create_volume_connector(self, node: str, **fields: Any) -> VolumeConnector:
+        """A new connector of ``node``: ``type``, ``connector_id`` (a pair unique across
+        connectors), ``extra``, ``uuid``."""
+        return self._volumes.create(VolumeConnector, node, **fields)
+
+    def get_volume_connector(self, uuid: str) -> VolumeConnector:
+        return self._volumes.get(VolumeConnector, uuid)
+
+    def list_volume_connectors(self, **query: Any) -> list[VolumeConnector]:
+        """One page of connectors: filter ``node``; paging as :meth:`list_ports`."""
+        return self._volumes.list(VolumeConnector, **query)
+
+    def update_volume_connector(self, uuid: str, **fields: Any) -> VolumeConnector:
+        """Change a connector (its node powered off, as Ironic requires)."""
+        return self._volumes.update(VolumeConnector, uuid, **fields)
+
+    def delete_volume_connector(self, uuid: str) -> None:
+        self._volumes.delete(VolumeConnector, uuid)
+
+    def create_volume_target(self, node: str, **fields: Any) -> VolumeTarget:
+        """A new target of ``node``: ``volume_type``, ``volume_id``, ``boot_index`` (unique
+        on the node), ``properties``, ``extra``, ``uuid``."""
+        return self._volumes.create(VolumeTarget, node, **fields)
+
+    def get_volume_target(self, uuid: str) -> VolumeTarget:
+        return self._volumes.get(VolumeTarget, uuid)
+
+    def list_volume_targets(self, **query: Any) -> list[VolumeTarget]:
+        """One page of targets: filter ``node``; paging as :meth:`list_ports`."""
+        return self._volumes.list(VolumeTarget, **query)
+
+    def update_volume_target(self, uuid: str, **fields: Any) -> VolumeTarget:
+        """Change a target (its node powered off, as Ironic requires)."""
+        return self._volumes.update(VolumeTarget, uuid, **fields)
+
+    def delete_volume_target(self, uuid: str) -> None:
+        self._volumes.delete(VolumeTarget, uuid)

@@ -13,7 +13,7 @@ from typing import Any, Final
 import attrs
 
 from ironic_fsm.conductor.context import Context
-from ironic_fsm.conductor.records import check_dict, check_text, new_uuid, records_of
+from ironic_fsm.conductor.records import check_dict, check_known, check_text, new_uuid, records_of
 from ironic_fsm.exceptions import InvalidParameterValue, ResourceNotFound
 from ironic_fsm.node import Node, is_uuid_like
 from ironic_fsm.records import Chassis
@@ -75,11 +75,7 @@ class ChassisPart:
         return self.get_chassis(uuid).uuid
 
     def _apply(self, chassis: Chassis, fields: dict[str, Any]) -> Chassis:
-        unknown = set(fields) - CHASSIS_FIELDS
-        if unknown:
-            raise InvalidParameterValue(
-                f"Unknown chassis field(s): {', '.join(sorted(unknown))}", fields=sorted(unknown)
-            )
+        check_known(fields, CHASSIS_FIELDS, "chassis")
         changes: dict[str, Any] = {}
         if "description" in fields:
             changes["description"] = check_text(

@@ -16,6 +16,7 @@ from ironic_fsm.conductor.context import Context
 from ironic_fsm.conductor.records import (
     check_dict,
     check_flag,
+    check_known,
     check_text,
     find,
     new_uuid,
@@ -113,12 +114,7 @@ class Portgroups:
         return records_of(self._ctx, Port).list_records(Port, query)
 
     def _apply(self, group: Portgroup, fields: dict[str, Any]) -> Portgroup:
-        unknown = set(fields) - PORTGROUP_FIELDS
-        if unknown:
-            raise InvalidParameterValue(
-                f"Unknown port group field(s): {', '.join(sorted(unknown))}",
-                fields=sorted(unknown),
-            )
+        check_known(fields, PORTGROUP_FIELDS, "port group")
         changes: dict[str, Any] = {}
         for field, value in fields.items():
             changes[field if field != "node" else "node_uuid"] = self._checked(field, value)

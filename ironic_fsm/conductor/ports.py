@@ -17,6 +17,7 @@ from ironic_fsm.conductor.context import Context
 from ironic_fsm.conductor.records import (
     check_dict,
     check_flag,
+    check_known,
     check_text,
     find,
     new_uuid,
@@ -205,11 +206,7 @@ class Ports:
 
     def _apply(self, port: Port, fields: dict[str, Any]) -> Port:
         """``port`` with ``fields`` set, every one checked, and the combination too."""
-        unknown = set(fields) - PORT_FIELDS
-        if unknown:
-            raise InvalidParameterValue(
-                f"Unknown port field(s): {', '.join(sorted(unknown))}", fields=sorted(unknown)
-            )
+        check_known(fields, PORT_FIELDS, "port")
         changes: dict[str, Any] = {}
         for field, value in fields.items():
             changes.update(self._checked(field, value))

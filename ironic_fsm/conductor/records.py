@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import uuid as _uuid
+from collections.abc import Collection, Iterable
 from typing import Any, Final, TypeVar
 
 from ironic_fsm.conductor.common import shown
@@ -23,6 +24,7 @@ from ironic_fsm.stores.base import RecordStore
 __all__ = [
     "check_dict",
     "check_flag",
+    "check_known",
     "check_traits",
     "check_text",
     "find",
@@ -109,6 +111,15 @@ def check_traits(values: object, word: str) -> list[str]:
             field="traits",
         )
     return list(dict.fromkeys(traits))
+
+
+def check_known(fields: Iterable[str], allowed: Collection[str], word: str) -> None:
+    """Refuse fields a record of this kind does not have (or a caller may not set)."""
+    unknown = sorted(set(fields) - set(allowed))
+    if unknown:
+        raise InvalidParameterValue(
+            f"Unknown {word} field(s): {', '.join(unknown)}", fields=unknown
+        )
 
 
 def check_flag(value: object, field: str, word: str) -> bool:

@@ -25,6 +25,7 @@ SUITE = Path(openstack.__file__).parent / "tests" / "functional" / "baremetal" /
 #: The suite's modules of the resources served, and how many tests each has.
 MODULES = {
     "test_port.py": 7, "test_port_group.py": 7, "test_chassis.py": 5, "test_allocation.py": 7,
+    "test_volume_connector.py": 7, "test_volume_target.py": 7,
 }  # fmt: skip
 
 

@@ -118,3 +118,27 @@ def test_allocation_commands(run: Run) -> None:
     freed = _json(run, "node", "show", "n1")
     assert isinstance(freed, dict)
     assert freed["instance_uuid"] is None
+
+
+def test_volume_commands(run: Run) -> None:
+    ok(run("node", "create", "--name", "n1"))
+    ok(run("node", "manage", "n1"))
+    ok(run("node", "power", "off", "n1"))
+    made = _json(run, "volume", "connector", "create", "--node", "n1", "--type", "iqn",
+                 "--connector-id", "iqn.2017-07.org.openstack:01:abc")  # fmt: skip
+    assert isinstance(made, dict)
+    twin = run("volume", "connector", "create", "--node", "n1", "--type", "iqn",
+               "--connector-id", "iqn.2017-07.org.openstack:01:abc")  # fmt: skip
+    assert twin.code == 1
+    assert "already exists" in twin.err
+    target = _json(run, "volume", "target", "create", "--node", "n1", "--type", "iscsi",
+                   "--boot-index", "0", "--volume-id", "v1", "--property", "lun=2")  # fmt: skip
+    assert isinstance(target, dict)
+    assert (target["boot_index"], target["properties"]) == (0, {"lun": 2})
+    ok(run("node", "power", "on", "n1"))
+    refused = run("volume", "target", "set", target["uuid"], "--volume-id", "v2")
+    assert refused.code == 1
+    assert "while it is in state" in refused.err
+    ok(run("node", "delete", "n1"))
+    assert _json(run, "volume", "connector", "list") == []
+    assert _json(run, "volume", "target", "list") == []
