@@ -19,6 +19,7 @@ from ironic_fsm.api import (
     resources,
     shards,
     traits,
+    vifs,
     volumes,
 )  # fmt: skip
 from ironic_fsm.api.access_log import AccessLog
@@ -194,6 +195,7 @@ def make_app(
         *chassis.routes(conductor),
         *allocations.routes(conductor),
         *volumes.routes(conductor),
+        *vifs.routes(conductor),
         ("/v1/chassis/{ident}/nodes", nodes.NodeCollection(conductor, chassis=True), {}),
         ("/v1/chassis/{ident}/nodes/detail",
          nodes.NodeCollection(conductor, detail=True, chassis=True), {}),

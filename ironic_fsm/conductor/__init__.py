@@ -55,6 +55,7 @@ from ironic_fsm.conductor.recovery import Recovery
 from ironic_fsm.conductor.registry import HardwareRegistry
 from ironic_fsm.conductor.reservations import Reservations, _Reserved
 from ironic_fsm.conductor.verbs import Request, Verbs
+from ironic_fsm.conductor.vifs import Vifs
 from ironic_fsm.conductor.volumes import Volumes
 from ironic_fsm.conductor.work import Work
 from ironic_fsm.config import Config
@@ -143,6 +144,7 @@ class Conductor:
         self._chassis = ChassisPart(ctx)
         self._allocations = Allocations(ctx, reservations)
         self._volumes = Volumes(ctx)
+        self._vifs = Vifs(ctx, reservations)
 
     @property
     def config(self) -> Config:
@@ -735,3 +737,17 @@ class Conductor:
 
     def delete_volume_target(self, uuid: str) -> None:
         self._volumes.delete(VolumeTarget, uuid)
+
+    # -- Vifs (vifs.py) ---------------------------------------------------------
+
+    def list_vifs(self, node: str) -> list[dict[str, str]]:
+        """The node's VIFs, ``[{'id': ...}]`` (none with the ``noop`` network interface)."""
+        return self._vifs.list_vifs(node)
+
+    def attach_vif(self, node: str, vif: str, **info: Any) -> None:
+        """Attach a VIF to the node, recorded on a free port group or port (``info``:
+        ``port_uuid`` or ``portgroup_uuid`` to choose); nothing with ``noop`` networking."""
+        self._vifs.attach_vif(node, vif, **info)
+
+    def detach_vif(self, node: str, vif: str) -> None:
+        self._vifs.detach_vif(node, vif)

@@ -74,3 +74,15 @@ def test_cli_volume_commands(served_sdk: Any, served_url: str) -> None:
     assert shown["properties"] == {"lun": 1}
     osc(served_url, "volume", "target", "delete", target["uuid"])
     osc(served_url, "volume", "connector", "delete", made["uuid"])
+
+
+def test_sdk_vifs_with_noop_networking(served_sdk: Any, served_http: httpx.Client) -> None:
+    node = served_sdk.baremetal.create_node(driver="fake-hardware", network_interface="noop")
+    vif = "200712fc-fdfb-47da-89a6-2d19f76c7618"
+    served_sdk.baremetal.attach_vif_to_node(node, vif)
+    assert served_sdk.baremetal.list_node_vifs(node) == []  # noop records nothing, as Ironic
+    assert served_sdk.baremetal.detach_vif_from_node(node, vif, ignore_missing=False)
+    old = {"X-OpenStack-Ironic-API-Version": "1.27"}
+    assert served_http.get(f"/v1/nodes/{node.id}/vifs", headers=old).status_code == 404
+    ghost = "5c9dcd04-2073-49bc-9618-99ae634d8971"
+    assert served_http.get(f"/v1/nodes/{ghost}/vifs").status_code == 404
