@@ -37,6 +37,7 @@ import bench_memory
 import bench_patch
 import bench_pgcost
 import bench_planner
+import bench_ports
 import bench_power_sync
 import bench_reconcile
 import bench_scaleout
@@ -57,6 +58,7 @@ BENCHMARKS: dict[str, ModuleType] = {
     "patch": bench_patch,
     "scaleout": bench_scaleout,
     "pgcost": bench_pgcost,
+    "ports": bench_ports,
 }
 
 

@@ -12,6 +12,7 @@ and shows records as Ironic does.
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 from urllib.parse import urlencode
@@ -119,18 +120,20 @@ class Shape:
         self, req: falcon.Request, record: Record, fields: tuple[str, ...] | None = None
     ) -> dict[str, Any]:
         """The record at the request's version: only ``fields`` if given, and its links."""
-        version = version_of(req)
         shown = self.show(record)
-        names = fields if fields is not None else tuple(self.fields)
         out = {
-            name: shown[name]
-            for name in names
-            if name in shown and version >= self.fields.get(name, (1, 1))
+            name: shown[name] for name in self._visible(version_of(req), fields) if name in shown
         }
         out["links"] = link_pair(req.prefix, self.path, record.uuid)
         if self.links is not None and fields is None:
             out.update(self.links(req.prefix, record))
         return out
+
+    @functools.lru_cache(maxsize=256)  # noqa: B019  (shapes live as long as the process)
+    def _visible(self, version: Version, fields: tuple[str, ...] | None) -> tuple[str, ...]:
+        """The fields a view at ``version`` shows: worked out once per version and choice."""
+        names = fields if fields is not None else tuple(self.fields)
+        return tuple(name for name in names if version >= self.fields.get(name, (1, 1)))
 
     def requested_fields(self, req: falcon.Request) -> tuple[str, ...] | None:
         raw = req.get_param("fields")
