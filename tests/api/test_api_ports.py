@@ -167,3 +167,25 @@ def test_cli_port_commands(served_url: str) -> None:
     assert by_address["extra"] == {"row": 2}
     osc(served_url, "port", "delete", created["uuid"])
     assert osc(served_url, "port", "list", "--node", "cli-ports", "-f", "json") == []
+
+
+def test_filters_by_port_group_and_shard(served_sdk: Any, served_http: httpx.Client) -> None:
+    sharded = served_http.post(
+        "/v1/nodes", json={"driver": "fake-hardware", "name": "sharded", "shard": "s9"}
+    ).json()
+    other = served_sdk.baremetal.create_node(driver="fake-hardware", name="unsharded")
+    mine = served_sdk.baremetal.create_port(node_id=sharded["uuid"], address="aa:bb:cc:00:09:01")
+    served_sdk.baremetal.create_port(node_id=other.id, address="aa:bb:cc:00:09:02")
+    by_shard = served_http.get("/v1/ports", params={"shard": "s9"}).json()["ports"]
+    assert [p["uuid"] for p in by_shard] == [mine.id]
+    group = served_sdk.baremetal.create_port_group(node_id=sharded["uuid"], name="g9")
+    served_sdk.baremetal.update_port(mine.id, port_group_id=group.id)
+    in_group = served_http.get("/v1/ports", params={"portgroup": "g9"}).json()["ports"]
+    assert [p["uuid"] for p in in_group] == [mine.id]
+    both = served_http.get("/v1/ports", params={"portgroup": "g9", "shard": "s9"})
+    assert both.status_code == 400
+    sorted_ports = served_http.get(
+        "/v1/ports", params={"node": sharded["uuid"], "sort_key": "address", "sort_dir": "desc"}
+    )
+    assert [p["address"] for p in sorted_ports.json()["ports"]] == ["aa:bb:cc:00:09:01"]
+    served_sdk.baremetal.update_port(mine.id, port_group_id=None)
