@@ -3,7 +3,7 @@
 Server: ``python -m ironic_fsm.api`` in its own process on a SQLite file
 holding 25,000 nodes with four ports each (``--quick``: 1,250 nodes, 5,000
 ports). The ports are seeded with one batched ``INSERT`` (the store's own
-row layout, schema 13), the way a fleet import would load them; seeding is
+row layout, the records step's), the way a fleet import would load them; seeding is
 not measured.
 
 Cases, each a keep-alive ``http.client`` connection sending the same request

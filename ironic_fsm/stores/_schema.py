@@ -36,7 +36,8 @@ place when opened, see "Migrations" below):
   runbook, ``uuid``, unique ``name``, ``seq`` (creation order, the listing's
   tie-break), timestamps, and ``data``: the rest (steps, extra, ...) as JSON.
 * ``ports``, ``portgroups``, ``chassis``, ``allocations``,
-  ``volume_connectors`` and ``volume_targets`` (version 13): the records
+  ``volume_connectors`` and ``volume_targets`` (the records step, the last
+  one: version 13 here, 14 after the maintenance-by-fault index): the records
   beside nodes (:mod:`._records`), one row each: ``uuid``, ``seq``
   (creation order, the default sort), timestamps, the columns each kind is
   found, filtered or kept unique by (a port's unique ``address``, its
@@ -575,7 +576,7 @@ def _v12_fillfactor(store: StepContext, conn: Any) -> None:
 
 
 def _record_table(table: str, timestamp: str, columns: str, constraints: str = "") -> str:
-    """A table of records beside nodes (schema 13): identity, order, times, columns, JSON."""
+    """A table of records beside nodes (the records step): identity, order, times, columns, JSON."""
     return (
         f"CREATE TABLE {table} (\n"
         "\tuuid VARCHAR(36) NOT NULL, \n"
@@ -589,12 +590,14 @@ def _record_table(table: str, timestamp: str, columns: str, constraints: str = "
     )
 
 
-#: The tables whose rows go with their node (schema 13's trigger deletes them with it).
-V13_BY_NODE: Final = ("ports", "portgroups", "allocations", "volume_connectors", "volume_targets")
+#: The tables whose rows go with their node (the records step's trigger deletes them with it).
+RECORDS_BY_NODE: Final = (
+    "ports", "portgroups", "allocations", "volume_connectors", "volume_targets",
+)  # fmt: skip
 
 
-def _v13_ddl(timestamp: str) -> list[str]:
-    """Schema 13: the records beside nodes, a table each (see :mod:`._records`).
+def _records_ddl(timestamp: str) -> list[str]:
+    """The records step: the records beside nodes, a table each (see :mod:`._records`).
 
     Each keeps the fields it is found, filtered, sorted or kept unique by
     as columns, and the rest in ``data`` (JSON). A port's address is unique
@@ -654,10 +657,10 @@ def _v13_ddl(timestamp: str) -> list[str]:
     ]  # fmt: skip
 
 
-def _v13_triggers(store: StepContext, conn: Any) -> None:
-    """Schema 13: deleting a node deletes its ports, groups, allocation and volume records,
-    in the same statement (a trigger, as the power-sync rows are kept)."""
-    deletes = " ".join(f"DELETE FROM {t} WHERE node_uuid = OLD.uuid;" for t in V13_BY_NODE)
+def _records_triggers(store: StepContext, conn: Any) -> None:
+    """The records step: deleting a node deletes its ports, groups, allocation and volume
+    records, in the same statement (a trigger, as the power-sync rows are kept)."""
+    deletes = " ".join(f"DELETE FROM {t} WHERE node_uuid = OLD.uuid;" for t in RECORDS_BY_NODE)
     if store.dialect == "postgresql":
         conn.execute(
             "CREATE FUNCTION nodes_records_drop() RETURNS trigger LANGUAGE plpgsql AS $$ "
@@ -688,8 +691,12 @@ MIGRATIONS: Final[dict[int, Callable[[str], builtins.list[_Step]]]] = {
     9: lambda timestamp: [*_v10_ddl(timestamp)],
     10: lambda timestamp: [*_v11_ddl(timestamp)],
     11: lambda timestamp: [*_v12_ddl(timestamp), _v12_fillfactor],
-    12: lambda timestamp: [*_v13_ddl(timestamp), _v13_triggers],
 }
+#: The records step comes after every step above, whatever their number: it was written
+#: beside another step 13, and whichever lands first, this one follows it.
+MIGRATIONS[max(MIGRATIONS) + 1] = lambda timestamp: [
+    *_records_ddl(timestamp), _records_triggers,
+]  # fmt: skip
 
 #: The schema version this code writes and understands.
 SCHEMA_VERSION: Final = 1 + len(MIGRATIONS)

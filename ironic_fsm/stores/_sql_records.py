@@ -1,6 +1,6 @@
 """The records beside nodes in SQL: :class:`~._records.RecordStore` for ``SQLStore``.
 
-Schema 13's tables, one per kind, one row per record (see
+The records step's tables (:mod:`._schema`), one per kind, one row per record (see
 :mod:`._schema`). The default listing (creation order) is a keyset range on
 ``(seq, uuid)``, so a page after a marker reads ``limit`` rows wherever it
 starts; another sort key reads the matching rows and sorts them here.

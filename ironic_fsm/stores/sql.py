@@ -189,7 +189,7 @@ class SQLStore:
         self._power = PowerSync(sql)
         self._claims = Claims(sql)
         self._catalog = Catalog(db)
-        #: Ports, chassis, allocations... (:class:`~._records.RecordStore`, schema 13).
+        #: Ports, chassis, allocations... (:class:`~._records.RecordStore`, the records step).
         self.records = SQLRecords(db, KINDS)
         context = StepContext(db.name, sql.q, db.timestamp_type(), rows.columns, sql.execute_many)
         try:

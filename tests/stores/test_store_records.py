@@ -124,7 +124,7 @@ def test_a_record_of_a_missing_node_is_refused_by_sql_stores(sql_url: str) -> No
 
 
 def test_the_schema_keeps_ports_unique_and_indexed(sql_url: str) -> None:
-    """Schema 13's ports table: a unique index on address, an index on node (what the
+    """The records step's ports table: a unique index on address, an index on node (what the
     agent's lookup and a node's listing read)."""
     with SQLStore(sql_url) as store, store.connection() as conn:
         if store.dialect == "sqlite":
