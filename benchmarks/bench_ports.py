@@ -150,12 +150,13 @@ def run(quick: bool = False) -> Section:
     section = Section("Ports at scale", [table])
     page = max(got["first page, detail, limit 1000"]["p50_ms"],
                got["page after a marker at 90%"]["p50_ms"])  # fmt: skip
+    # The goal is the full run's (100,000 ports); a quick run's page is reported for context.
     section.summary.append(
         SummaryRow(
             f"API GET /v1/ports?detail=true, 1,000 of {total:,}: p50 (worst page)",
             f"{page:.1f} ms",
-            "< 50 ms",
-            page < 50.0,
+            "< 50 ms at 100,000" if not quick else "- (quick run)",
+            None if quick else page < 50.0,
         )
     )
     section.seconds = time.perf_counter() - started
