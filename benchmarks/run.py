@@ -39,6 +39,7 @@ import bench_metrics
 import bench_patch
 import bench_pgcost
 import bench_planner
+import bench_ports
 import bench_power_sync
 import bench_reconcile
 import bench_scaleout
@@ -61,6 +62,7 @@ BENCHMARKS: dict[str, ModuleType] = {
     "pgcost": bench_pgcost,
     "db_restart": bench_db_restart,
     "metrics": bench_metrics,
+    "ports": bench_ports,
 }
 
 

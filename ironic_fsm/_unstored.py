@@ -15,12 +15,10 @@ __all__ = ["NEWER_FIELDS", "UNSTORED_FIELDS"]
 #: Fields of the microversions the API serves (up to 1.92) with no store behind them.
 UNSTORED_FIELDS: Final[MappingProxyType[str, Any]] = MappingProxyType(
     {
-        "chassis_uuid": None,
         "console_enabled": False,
         "network_interface": "noop",
         "console_interface": "no-console",
         "storage_interface": "noop",
-        "allocation_uuid": None,
     }
 )
 

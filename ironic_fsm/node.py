@@ -81,6 +81,15 @@ def _to_parent(value: object) -> str | None:
     return None if value is None else _to_uuid(value, "parent_node")
 
 
+def _to_chassis(value: object) -> str | None:
+    """The chassis' UUID in canonical form (the chassis' listing of its nodes matches it)."""
+    return None if value is None else _to_uuid(value, "chassis_uuid")
+
+
+def _to_allocation(value: object) -> str | None:
+    return None if value is None else _to_uuid(value, "allocation_uuid")
+
+
 @attrs.define(eq=True, on_setattr=attrs.setters.NO_OP)
 class Node:
     """One bare-metal node.
@@ -161,6 +170,13 @@ class Node:
     #: The instance deployed on the node, set by whoever deploys (Nova in Ironic).
     instance_uuid: str | None = attrs.field(
         default=None, converter=_to_instance_uuid, validator=_optional_text
+    )
+    #: The chassis the node is in, and the allocation that gave it out (Ironic's 1.52).
+    chassis_uuid: str | None = attrs.field(
+        default=None, converter=_to_chassis, validator=_optional_text
+    )
+    allocation_uuid: str | None = attrs.field(
+        default=None, converter=_to_allocation, validator=_optional_text
     )
     #: The boot mode (``uefi``/``bios``) and secure boot as the BMC last reported them:
     #: cached by the conductor (on verify, manage and when set), never set by users.
@@ -323,6 +339,8 @@ _CONVERTERS: Final[dict[str, Any]] = {
     "uuid": _to_uuid,
     "conductor_group": _group,
     "instance_uuid": _to_instance_uuid,
+    "chassis_uuid": _to_chassis,
+    "allocation_uuid": _to_allocation,
     "parent_node": _to_parent,
 }
 _STEP_FIELDS: Final = frozenset({"clean_step", "deploy_step", "service_step"})

@@ -29,7 +29,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import pytest
@@ -163,3 +163,42 @@ def conductor_store(
         helpers.STORE_FACTORY = MemoryStore
         for store in opened:
             store.close()
+
+
+# -- the API over each SQL database, for the tests of its resources ------------------------
+
+
+@pytest.fixture(scope="module", params=SQL_BACKENDS)
+def served_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """``python -m ironic_fsm.api`` on a SQLite file, then on PostgreSQL: its base URL."""
+    from api_helpers import api_process
+
+    where = tmp_path_factory.mktemp("served")
+    if request.param == "sqlite":
+        with api_process(where / "served.sqlite") as base:
+            yield base
+        return
+    for db_url in fresh_postgres_url(request.getfixturevalue("postgres_server")):
+        with api_process(where / "pg", url=db_url) as base:
+            yield base
+
+
+@pytest.fixture(scope="module")
+def served_sdk(served_url: str) -> Iterator[Any]:
+    """An openstacksdk connection to :func:`served_url`."""
+    from api_helpers import sdk
+
+    with sdk(served_url) as connection:
+        yield connection
+
+
+@pytest.fixture(scope="module")
+def served_http(served_url: str) -> Iterator[Any]:
+    """An HTTP client of :func:`served_url` asking for the latest microversion."""
+    import httpx
+    from api_helpers import LATEST
+
+    with httpx.Client(base_url=served_url, headers=LATEST, timeout=60) as client:
+        yield client

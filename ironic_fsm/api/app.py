@@ -7,7 +7,21 @@ from typing import TYPE_CHECKING, Any, Final
 
 import falcon
 
-from ironic_fsm.api import actions, catalog, nodes, openapi, resources, shards, traits
+from ironic_fsm.api import (
+    actions,
+    allocations,
+    catalog,
+    chassis,
+    nodes,
+    openapi,
+    portgroups,
+    ports,
+    resources,
+    shards,
+    traits,
+    vifs,
+    volumes,
+)  # fmt: skip
 from ironic_fsm.api.access_log import AccessLog
 from ironic_fsm.api.auth import BasicAuth
 from ironic_fsm.api.common import send, version_of
@@ -196,6 +210,15 @@ def make_app(
         *resources.routes(conductor),
         *catalog.routes(conductor),
         *shards.routes(conductor),
+        *ports.routes(conductor),
+        *portgroups.routes(conductor),
+        *chassis.routes(conductor),
+        *allocations.routes(conductor),
+        *volumes.routes(conductor),
+        *vifs.routes(conductor),
+        ("/v1/chassis/{ident}/nodes", nodes.NodeCollection(conductor, chassis=True), {}),
+        ("/v1/chassis/{ident}/nodes/detail",
+         nodes.NodeCollection(conductor, detail=True, chassis=True), {}),
     ]  # fmt: skip
     if metrics is not None:
         routes.append(("/metrics", MetricsPage(metrics), {}))

@@ -23,6 +23,7 @@ from ironic_fsm import states as s
 from ironic_fsm.api import _glue
 from ironic_fsm.api.common import (
     compile_schema,
+    page_limit,
     query_bool,
     read_json,
     read_modify_write,
@@ -31,6 +32,7 @@ from ironic_fsm.api.common import (
     text_bool,
     too_new,
     version_of,
+    wants_detail,
 )
 from ironic_fsm.api.errors import ApiError
 from ironic_fsm.api.views import (
@@ -46,6 +48,7 @@ from ironic_fsm.exceptions import (
     InvalidParameterValue,
     InvalidStateRequested,
     NodeNotFound,
+    ResourceNotFound,
 )
 from ironic_fsm.interfaces import INTERFACE_KINDS
 from ironic_fsm.masking import is_secret_key
@@ -57,7 +60,6 @@ __all__ = ["CREATE_SCHEMA", "PATCH_SCHEMA", "NodeCollection", "NodeItem", "patch
 _RESERVED_NAMES: Final = frozenset(
     {"detail", "validate", "states", "vendor_passthru", "management", "maintenance"}
 )
-_MAX_LIMIT: Final = 1000
 _OPTIONAL_TEXT: Final = {"type": ["string", "null"], "maxLength": 255}
 _DICT: Final = {"type": "object"}
 
@@ -82,6 +84,7 @@ _SETTABLE: Final[dict[str, dict[str, Any]]] = {
     "network_data": {"type": ["object", "null"]},
     "shard": _OPTIONAL_TEXT,
     "parent_node": {"type": ["string", "null"], "maxLength": 36},  # a UUID or a name: Ironic's
+    "chassis_uuid": {"type": ["string", "null"], "maxLength": 36},
     **{f"{kind}_interface": _OPTIONAL_TEXT for kind in INTERFACE_KINDS},
 }
 _PATCH_ONLY: Final[dict[str, dict[str, Any]]] = {
@@ -91,7 +94,7 @@ _PATCH_ONLY: Final[dict[str, dict[str, Any]]] = {
 #: Fields Ironic lets clients set that ironic_fsm does not store.
 _UNSTORED_SETTABLE: Final = frozenset(
     {
-        "chassis_uuid", "network_interface", "console_interface", "storage_interface",
+        "network_interface", "console_interface", "storage_interface",
     }
 )  # fmt: skip
 
@@ -202,6 +205,26 @@ def _resolve_links(conductor: Conductor, fields: dict[str, Any], own: str | None
     fields["parent_node"] = found
 
 
+def _in_chassis(conductor: Conductor, chassis: str, filters: dict[str, Any]) -> bool:
+    """Narrow ``filters`` to the chassis' nodes; whether none can match (it has none)."""
+    members = [node.uuid for node in conductor.list_chassis_nodes(chassis)]
+    if "uuid" in filters:
+        members = [uuid for uuid in members if uuid == filters["uuid"]]
+    filters["uuid"] = members
+    return not members
+
+
+def _check_chassis(conductor: Conductor, fields: dict[str, Any]) -> None:
+    """A node's chassis must exist: ``400`` in Ironic's words (it is the body's mistake)."""
+    chassis = fields.get("chassis_uuid")
+    if chassis is None:
+        return
+    try:
+        fields["chassis_uuid"] = conductor.get_chassis(chassis).uuid
+    except ResourceNotFound as error:
+        raise ApiError(400, str(error)) from None
+
+
 def _refuse_duplicate(conductor: Conductor, key: str, value: str | None) -> None:
     if value is None:
         return
@@ -237,24 +260,22 @@ def _view(
 class NodeCollection:
     """``/v1/nodes`` and ``/v1/nodes/detail``."""
 
-    def __init__(self, conductor: Conductor, *, detail: bool = False) -> None:
+    def __init__(
+        self, conductor: Conductor, *, detail: bool = False, chassis: bool = False
+    ) -> None:
         self._conductor = conductor
         self._detail = detail
+        self._chassis = chassis  # /v1/chassis/{ident}/nodes
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+    def on_get(self, req: falcon.Request, resp: falcon.Response, ident: str = "") -> None:
         fields = _requested_fields(req)
-        detail = self._detail
-        if detail and fields is not None:
-            raise ApiError(400, "Cannot ask for both detail and fields")
-        asked = query_bool(req, "detail")
-        if asked is not None:
-            require_version(req, (1, 43), "The detail parameter")
-            if fields is not None and asked:
-                raise ApiError(400, "Cannot ask for both detail and fields")
-            detail = detail or asked
+        detail = wants_detail(req, fields, self._detail)
         limit = self._limit(req)
         sort_key, sort_dir = self._order(req)
         filters, empty = self._filters(req)
+        chassis = ident if self._chassis else filters.pop("chassis_uuid", None)
+        if chassis is not None:
+            empty = _in_chassis(self._conductor, chassis, filters) or empty
         chosen = None if detail else tuple(fields or SUMMARY_FIELDS)
         nodes: list[Any] = []
         if not empty:
@@ -301,16 +322,7 @@ class NodeCollection:
 
     @staticmethod
     def _limit(req: falcon.Request) -> int:
-        raw = req.get_param("limit")
-        if raw is None:
-            return _MAX_LIMIT
-        try:
-            limit = int(raw)
-        except ValueError:
-            raise ApiError(400, f"Invalid limit {raw!r}: not an integer") from None
-        if limit <= 0:
-            raise ApiError(400, f"Limit must be positive, not {limit}")
-        return min(limit, _MAX_LIMIT)
+        return page_limit(req)
 
     @staticmethod
     def _order(req: falcon.Request) -> tuple[str, str]:
@@ -357,8 +369,8 @@ class NodeCollection:
                 filters[name] = value
         return filters, empty
 
-    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
-        if self._detail:  # /v1/nodes/detail only lists, as in Ironic
+    def on_post(self, req: falcon.Request, resp: falcon.Response, ident: str = "") -> None:
+        if self._detail or self._chassis:  # /v1/nodes/detail only lists, as in Ironic
             raise falcon.HTTPMethodNotAllowed(["GET"])
         body = _check_create(read_json(req))
         _check_field_versions(req, body)
@@ -370,6 +382,7 @@ class NodeCollection:
         _refuse_duplicate(self._conductor, "UUID", fields.get("uuid"))
         _refuse_duplicate(self._conductor, "name", fields.get("name"))
         _resolve_links(self._conductor, fields)
+        _check_chassis(self._conductor, fields)
         if version_of(req) < (1, 11):
             fields["provision_state"] = s.AVAILABLE
         with _no_valid_host(fields):
@@ -553,6 +566,7 @@ class NodeItem:
         _refuse_during_transition(node)
         _refuse_interface_change(node, changed)
         _resolve_links(self._conductor, changed, own=node.uuid)
+        _check_chassis(self._conductor, changed)
         if changed.get("instance_uuid") is not None and node.instance_uuid is not None:
             raise ApiError(
                 409,

@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Callable
 from typing import Final
 
+from ironic_fsm.cli import allocations, chassis, ports, records, volumes
 from ironic_fsm.cli.apply import _cmd_apply
 from ironic_fsm.cli.argtypes import _boolean, _key_value, _limit, _provision_state, _sort, _timeout
 from ironic_fsm.cli.conductors import _cmd_conductor_list
@@ -444,6 +445,72 @@ def _build_history(sub: _Sub[argparse.ArgumentParser], common: argparse.Argument
     _finish(p, _cmd_history_get, many=False)
 
 
+def _build_records(
+    sub: _Sub[argparse.ArgumentParser], common: argparse.ArgumentParser, kind: records.CliKind
+) -> None:
+    """``create``, ``list``, ``show``, ``set``, ``unset`` and ``delete`` of one kind."""
+    noun, metavar, handlers = kind.noun, kind.metavar, records.commands(kind)
+    p = _leaf(sub, "create", [common], f"create a {noun}", f"Create a {noun} and show it.")
+    kind.create_arguments(p)
+    records.add_options(p, kind, "create")
+    _finish(p, handlers["create"], many=False)
+    p = _leaf(sub, "list", [common], f"list {noun}s", f"List {noun}s.")
+    kind.list_arguments(p)
+    p.add_argument("--long", action="store_true", help="show every field")
+    p.add_argument(
+        "--fields", nargs="+", action="append", choices=kind.shown, metavar="FIELD",
+        help="only these fields (repeatable)",
+    )  # fmt: skip
+    p.add_argument("--limit", type=_limit, default=1000, help="at most this many (0: all)")
+    p.add_argument("--marker", metavar="UUID", help="the UUID of the previous page's last one")
+    p.add_argument("--sort", metavar="KEY[:asc|desc]", help="sort key and direction")
+    _finish(p, handlers["list"], many=True)
+    p = _leaf(sub, "show", [common], f"show a {noun}", f"Show a {noun}.")
+    p.add_argument("ident", metavar=metavar, help="its UUID or name (or MAC address)")
+    if "address" in kind.columns:
+        p.add_argument("--address", action="store_true", help=f"{metavar} is a MAC address")
+    p.add_argument(
+        "--fields", nargs="+", action="append", choices=kind.shown, metavar="FIELD",
+        help="only these fields (repeatable)",
+    )  # fmt: skip
+    _finish(p, handlers["show"], many=False)
+    for verb, stage in (("set", "set"), ("unset", "unset")):
+        p = _leaf(sub, verb, [common], f"{verb} {noun} fields", f"{verb.title()} {noun} fields.")
+        p.add_argument("ident", metavar=metavar, help="its UUID or name")
+        records.add_options(p, kind, stage)
+        _finish(p, handlers[verb])
+    p = _leaf(sub, "delete", [common], f"delete {noun}s", f"Delete {noun}s.")
+    p.add_argument("idents", nargs="+", metavar=metavar, help="a UUID or name")
+    _finish(p, handlers["delete"])
+
+
+#: The commands of the records beside nodes: (words, help, what, kind); ``port group`` goes
+#: under ``port``, as in ``openstack baremetal``.
+_RESOURCES: Final = (
+    (("port",), "manage nodes' network ports", "Manage nodes' network ports.", ports.PORT),
+    (("port", "group"), "manage port groups", "Manage port groups (bonds).", ports.PORTGROUP),
+    (("chassis",), "manage chassis", "Manage chassis (groups of nodes).", chassis.CHASSIS),
+    (("allocation",), "allocate nodes", "Ask for nodes, and give them back.",
+     allocations.ALLOCATION),
+    (("volume",), "manage volume records", "Manage nodes' volume connectors and targets.",
+     None),
+    (("volume", "connector"), "manage volume connectors", "Manage volume connectors.",
+     volumes.CONNECTOR),
+    (("volume", "target"), "manage volume targets", "Manage volume targets.", volumes.TARGET),
+)  # fmt: skip
+
+
+def _build_resources(top: _Sub[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    """``port [group]`` and ``chassis``: as ``openstack baremetal``'s."""
+    subs: dict[tuple[str, ...], _Sub[argparse.ArgumentParser]] = {(): top}
+    for words, text, description, kind in _RESOURCES:
+        parser = subs[words[:-1]].add_parser(words[-1], help=text, description=description)
+        dest = "_".join(words) + "_command"
+        subs[words] = parser.add_subparsers(dest=dest, metavar="COMMAND", required=True)
+        if kind is not None:  # None: a word that only groups commands (``volume``)
+            _build_records(subs[words], common, kind)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line; built per call so that tests get a fresh one."""
     from ironic_fsm import __version__
@@ -461,6 +528,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     top = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _build_node(top, common)
+    _build_resources(top, common)
 
     conductor = top.add_parser(
         "conductor",

@@ -33,7 +33,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, overload
 
+from ironic_fsm.conductor.allocations import Allocations
 from ironic_fsm.conductor.catalog import Catalog
+from ironic_fsm.conductor.chassis import ChassisPart
 from ironic_fsm.conductor.common import process_start, utcnow
 from ironic_fsm.conductor.context import Context, Guard, Listener, Observer
 from ironic_fsm.conductor.engine import StepEngine
@@ -45,12 +47,16 @@ from ironic_fsm.conductor.launcher import Executor, Launcher
 from ironic_fsm.conductor.nodes import Nodes
 from ironic_fsm.conductor.ownership import Ownership
 from ironic_fsm.conductor.plans import Plans
+from ironic_fsm.conductor.portgroups import Portgroups
+from ironic_fsm.conductor.ports import Ports
 from ironic_fsm.conductor.power_sync import PowerSync, PowerSyncReport
 from ironic_fsm.conductor.reconcile import Reconcile
 from ironic_fsm.conductor.recovery import Recovery
 from ironic_fsm.conductor.registry import HardwareRegistry
 from ironic_fsm.conductor.reservations import Reservations, _Reserved
 from ironic_fsm.conductor.verbs import Request, Verbs
+from ironic_fsm.conductor.vifs import Vifs
+from ironic_fsm.conductor.volumes import Volumes
 from ironic_fsm.conductor.work import Work
 from ironic_fsm.config import Config
 from ironic_fsm.events import (
@@ -65,6 +71,7 @@ from ironic_fsm.hardware import HardwareType
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.machine import LIFECYCLE, Lifecycle
 from ironic_fsm.node import Node
+from ironic_fsm.records import Allocation, Chassis, Port, Portgroup, VolumeConnector, VolumeTarget
 from ironic_fsm.stores import MemoryStore, Store
 from ironic_fsm.stores.base import CatalogEntry, NodeFields
 from ironic_fsm.stores.capabilities import StoreCapabilities
@@ -141,6 +148,12 @@ class Conductor:
         self._history = History(ctx)
         #: Who hears of record changes (:meth:`add_record_listener`).
         self._record_listeners: list[Callable[[Event, Node], None]] = []
+        self._ports = Ports(ctx)
+        self._portgroups = Portgroups(ctx)
+        self._chassis = ChassisPart(ctx)
+        self._allocations = Allocations(ctx, reservations)
+        self._volumes = Volumes(ctx)
+        self._vifs = Vifs(ctx, reservations)
 
     @property
     def config(self) -> Config:
@@ -460,7 +473,7 @@ class Conductor:
 
     def create_node(self, **fields: Any) -> Node:
         """Enroll a node; any :class:`~ironic_fsm.Node` field may be given."""
-        node = self._nodes.create_node(**fields)
+        node = self._nodes.create_node(**self._chassis_checked(fields))
         self._record_changed(NODE_CREATE_END, node)
         return node
 
@@ -515,6 +528,7 @@ class Conductor:
         With ``expected_version``, only if the node is still that version
         (:class:`~ironic_fsm.exceptions.ConcurrentUpdate` otherwise).
         """
+        fields = self._chassis_checked(fields)
         node = self._nodes.update_node(ident, expected_version=expected_version, **fields)
         self._record_changed(MAINTENANCE_SET_END if "maintenance" in fields else NODE_UPDATE_END,
                              node)  # fmt: skip
@@ -636,3 +650,176 @@ class Conductor:
         (:meth:`~ironic_fsm.stores.capabilities.StoreCapabilities.count_nodes`).
         """
         return self._ctx.caps.count_nodes(field, maintenance=maintenance, reserved=reserved)
+
+    # -- Ports (ports.py) -------------------------------------------------------
+
+    def create_port(self, address: str, node: str, **fields: Any) -> Port:
+        """A new port of ``node`` (UUID or name) with MAC ``address`` (stored in lower
+        case); other fields: ``uuid`` and those of :data:`~.ports.PORT_FIELDS`.
+
+        Raises:
+            InvalidParameterValue: a field is wrong (the message names it).
+            NodeNotFound: no such node.
+            ResourceExists: another port has this address, name or UUID (nothing written).
+            StoreUnsupported: the store keeps no ports.
+        """
+        return self._ports.create_port(address, node, **fields)
+
+    def get_port(self, ident: str) -> Port:
+        """The port with this UUID or name (:class:`~ironic_fsm.exceptions.ResourceNotFound`)."""
+        return self._ports.get_port(ident)
+
+    def list_ports(self, **query: Any) -> list[Port]:
+        """One page of ports: filters ``node``, ``address``, ``portgroup``, ``shard``; paging
+        ``limit``, ``marker`` (a port UUID), ``sort_key`` (``id``: creation), ``sort_dir``."""
+        return self._ports.list_ports(**query)
+
+    def update_port(self, ident: str, **fields: Any) -> Port:
+        """Change some of a port's fields, all or nothing (``node`` moves it)."""
+        return self._ports.update_port(ident, **fields)
+
+    def delete_port(self, ident: str) -> None:
+        self._ports.delete_port(ident)
+
+    def get_node_by_addresses(self, addresses: Iterable[str]) -> Node:
+        """The node whose ports have these MAC addresses (the ramdisk agent's lookup):
+        :class:`~ironic_fsm.exceptions.NodeNotFound` if none, ``InvalidState`` if several."""
+        return self._ports.node_by_addresses(addresses)
+
+    # -- Portgroups (portgroups.py) ---------------------------------------------
+
+    def create_portgroup(self, node: str, **fields: Any) -> Portgroup:
+        """A new port group of ``node`` (UUID or name); fields: ``uuid`` and those of
+        :data:`~.portgroups.PORTGROUP_FIELDS` (``mode`` defaults to ``active-backup``)."""
+        return self._portgroups.create_portgroup(node, **fields)
+
+    def get_portgroup(self, ident: str) -> Portgroup:
+        """The port group with this UUID or name."""
+        return self._portgroups.get_portgroup(ident)
+
+    def list_portgroups(self, **query: Any) -> list[Portgroup]:
+        """One page of port groups: filters ``node``, ``address``; paging as :meth:`list_ports`."""
+        return self._portgroups.list_portgroups(**query)
+
+    def update_portgroup(self, ident: str, **fields: Any) -> Portgroup:
+        """Change some of a group's fields, all or nothing."""
+        return self._portgroups.update_portgroup(ident, **fields)
+
+    def delete_portgroup(self, ident: str) -> None:
+        """Delete a port group without ports (``InvalidParameterValue`` while it has some)."""
+        self._portgroups.delete_portgroup(ident)
+
+    # -- Chassis (chassis.py) ---------------------------------------------------
+
+    def create_chassis(self, **fields: Any) -> Chassis:
+        """A new chassis: ``uuid``, ``description``, ``extra``."""
+        return self._chassis.create_chassis(**fields)
+
+    def get_chassis(self, uuid: str) -> Chassis:
+        return self._chassis.get_chassis(uuid)
+
+    def list_chassis(self, **page: Any) -> list[Chassis]:
+        """One page of chassis (``limit``, ``marker``, ``sort_key``, ``sort_dir``)."""
+        return self._chassis.list_chassis(**page)
+
+    def update_chassis(self, uuid: str, **fields: Any) -> Chassis:
+        return self._chassis.update_chassis(uuid, **fields)
+
+    def delete_chassis(self, uuid: str) -> None:
+        """Delete a chassis without nodes (``InvalidParameterValue`` while it has some)."""
+        self._chassis.delete_chassis(uuid)
+
+    def list_chassis_nodes(self, uuid: str) -> list[Node]:
+        """The nodes in the chassis, in creation order."""
+        return self._chassis.chassis_nodes(uuid)
+
+    def _chassis_checked(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """A node's fields with ``chassis_uuid`` checked: an existing chassis, or None."""
+        if "chassis_uuid" in fields:
+            return {**fields, "chassis_uuid": self._chassis.check_chassis(fields["chassis_uuid"])}
+        return fields
+
+    # -- Allocations (allocations.py) -------------------------------------------
+
+    def create_allocation(self, **fields: Any) -> Allocation:
+        """Ask for a node (``resource_class``, ``traits``, ``candidate_nodes``, ``owner``;
+        ``name``, ``uuid``, ``extra``) and get one at once: the allocation is returned
+        ``active`` with its ``node_uuid``, or ``error`` with ``last_error``. With ``node``,
+        backfill: record an allocation for that deployed node. Safe when several
+        conductors allocate at once: no node is given twice."""
+        return self._allocations.create_allocation(**fields)
+
+    def get_allocation(self, ident: str) -> Allocation:
+        """The allocation with this UUID or name."""
+        return self._allocations.get_allocation(ident)
+
+    def get_node_allocation(self, node: str) -> Allocation:
+        """The allocation holding ``node`` (``ResourceNotFound`` if none)."""
+        return self._allocations.node_allocation(node)
+
+    def list_allocations(self, **query: Any) -> list[Allocation]:
+        """One page of allocations: filters ``node``, ``resource_class``, ``state``, ``owner``;
+        paging as :meth:`list_ports`."""
+        return self._allocations.list_allocations(**query)
+
+    def update_allocation(self, ident: str, **fields: Any) -> Allocation:
+        """Change an allocation's ``name`` or ``extra``."""
+        return self._allocations.update_allocation(ident, **fields)
+
+    def delete_allocation(self, ident: str) -> None:
+        """Delete the allocation and free its node (not an active one, unless in maintenance)."""
+        self._allocations.delete_allocation(ident)
+
+    # -- Volumes (volumes.py) ---------------------------------------------------
+
+    def create_volume_connector(self, node: str, **fields: Any) -> VolumeConnector:
+        """A new connector of ``node``: ``type``, ``connector_id`` (a pair unique across
+        connectors), ``extra``, ``uuid``."""
+        return self._volumes.create(VolumeConnector, node, **fields)
+
+    def get_volume_connector(self, uuid: str) -> VolumeConnector:
+        return self._volumes.get(VolumeConnector, uuid)
+
+    def list_volume_connectors(self, **query: Any) -> list[VolumeConnector]:
+        """One page of connectors: filter ``node``; paging as :meth:`list_ports`."""
+        return self._volumes.list(VolumeConnector, **query)
+
+    def update_volume_connector(self, uuid: str, **fields: Any) -> VolumeConnector:
+        """Change a connector (its node powered off, as Ironic requires)."""
+        return self._volumes.update(VolumeConnector, uuid, **fields)
+
+    def delete_volume_connector(self, uuid: str) -> None:
+        self._volumes.delete(VolumeConnector, uuid)
+
+    def create_volume_target(self, node: str, **fields: Any) -> VolumeTarget:
+        """A new target of ``node``: ``volume_type``, ``volume_id``, ``boot_index`` (unique
+        on the node), ``properties``, ``extra``, ``uuid``."""
+        return self._volumes.create(VolumeTarget, node, **fields)
+
+    def get_volume_target(self, uuid: str) -> VolumeTarget:
+        return self._volumes.get(VolumeTarget, uuid)
+
+    def list_volume_targets(self, **query: Any) -> list[VolumeTarget]:
+        """One page of targets: filter ``node``; paging as :meth:`list_ports`."""
+        return self._volumes.list(VolumeTarget, **query)
+
+    def update_volume_target(self, uuid: str, **fields: Any) -> VolumeTarget:
+        """Change a target (its node powered off, as Ironic requires)."""
+        return self._volumes.update(VolumeTarget, uuid, **fields)
+
+    def delete_volume_target(self, uuid: str) -> None:
+        self._volumes.delete(VolumeTarget, uuid)
+
+    # -- Vifs (vifs.py) ---------------------------------------------------------
+
+    def list_vifs(self, node: str) -> list[dict[str, str]]:
+        """The node's VIFs, ``[{'id': ...}]`` (none with the ``noop`` network interface)."""
+        return self._vifs.list_vifs(node)
+
+    def attach_vif(self, node: str, vif: str, **info: Any) -> None:
+        """Attach a VIF to the node, recorded on a free port group or port (``info``:
+        ``port_uuid`` or ``portgroup_uuid`` to choose); nothing with ``noop`` networking."""
+        self._vifs.attach_vif(node, vif, **info)
+
+    def detach_vif(self, node: str, vif: str) -> None:
+        self._vifs.detach_vif(node, vif)

@@ -53,6 +53,7 @@ _READ_ONLY_FIELDS: Final = frozenset(
         "created_at", "updated_at", "provision_updated_at", "clean_step", "deploy_step",
         "service_step", "power_state", "target_power_state", "driver_internal_info", "fault",
         "boot_mode", "secure_boot", "inspection_started_at", "inspection_finished_at",
+        "allocation_uuid",
     }
 )  # fmt: skip
 
@@ -352,8 +353,9 @@ class Nodes:
                 raise InvalidParameterValue(
                     f"Cannot filter nodes on unknown field {key!r}", fields=[key]
                 )
-            if key == "shard" and isinstance(value, (list, tuple, set, frozenset)):
-                # Ironic's shard filter alone takes several values (any of)
+            if key in ("shard", "uuid") and isinstance(value, (list, tuple, set, frozenset)):
+                # Ironic's shard filter takes several values (any of); so does uuid, for a
+                # chassis' nodes
                 checked[key] = frozenset(check_field(key, item) for item in value)
                 continue
             checked[key] = check_field(key, value)

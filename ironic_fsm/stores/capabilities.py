@@ -41,6 +41,7 @@ from ironic_fsm.stores._conductors import ConductorRegistry
 from ironic_fsm.stores._counts import NodeCounter, check_count
 from ironic_fsm.stores._listed_scans import ListedScans
 from ironic_fsm.stores._power import PowerSyncRow, PowerSyncStore
+from ironic_fsm.stores._records import RecordStore
 from ironic_fsm.stores.base import (
     HistoryStore,
     NodeFields,
@@ -102,13 +103,17 @@ class StoreCapabilities:
             are then made from a listing of the fields counted.
         reserving: The store as a :class:`ReservingStore`, or ``None``: a verb then
             reserves the node, then saves it.
+        records: The store's ports, chassis, allocations... (its ``records``
+            attribute, a :class:`~._records.RecordStore`), or ``None``: it keeps
+            none, and asking for them is
+            :class:`~ironic_fsm.exceptions.StoreUnsupported`.
         checks_node_types: The store's ``save`` refuses a field of the wrong
             type itself, in :meth:`~ironic_fsm.node.Node.check_types`' words.
     """
 
     __slots__ = (
         "announcer", "catalog", "checks_node_types", "counter", "history", "power_sync", "queue",
-        "registry", "reserving", "scans", "store",
+        "records", "registry", "reserving", "scans", "store",
     )  # fmt: skip
 
     def __init__(self, store: Store) -> None:
@@ -129,6 +134,8 @@ class StoreCapabilities:
         self.counter: NodeCounter | None = store if isinstance(store, NodeCounter) else None
         self.reserving: ReservingStore | None = store if isinstance(store, ReservingStore) else None
         self.checks_node_types = getattr(store, "checks_node_types", False) is True
+        records = getattr(store, "records", None)
+        self.records: RecordStore | None = records if isinstance(records, RecordStore) else None
 
     # -- history -------------------------------------------------------------------------
 

@@ -14,11 +14,13 @@ from ironic_fsm.exceptions import ConcurrentUpdate
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.node import Node, Snapshot, freeze_checked
 from ironic_fsm.stores._catalog import CatalogEntry, CatalogKind, MemoryCatalog
+from ironic_fsm.stores._kinds import KINDS
 from ironic_fsm.stores._listed_scans import ListedScans
 from ironic_fsm.stores._memory_record import Record
 from ironic_fsm.stores._memory_scans import MemoryScans
 from ironic_fsm.stores._power import PowerSyncRow, check_sync_args
 from ironic_fsm.stores._query import NodeFields, list_query
+from ironic_fsm.stores._records import MemoryRecords
 from ironic_fsm.stores.base import (
     ConductorRecord,
     Reserved,
@@ -93,6 +95,8 @@ class MemoryStore:
         # The scans' arguments checked as on any store, then answered by the part.
         self._checked = ListedScans(self.list, due=scans.in_states, woken=scans.waking)
         self._catalog = MemoryCatalog()
+        #: Ports, chassis, allocations... (:class:`~._records.RecordStore`).
+        self.records = MemoryRecords(KINDS)
 
     def _uuid(self, ident: str) -> str:
         if ident in self._nodes:
@@ -215,6 +219,7 @@ class MemoryStore:
             self._history.pop(uuid, None)
             self._power_never.pop(uuid, None)
             self._power_synced.pop(uuid, None)  # its heap entries are stale from now on
+        self.records.drop_node(uuid)  # its ports, groups, allocation, volume records
 
     # -- power sync (see PowerSyncStore) -------------------------------------------------
 

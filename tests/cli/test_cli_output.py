@@ -89,7 +89,7 @@ def test_long_and_fields(run: Run, two_nodes: list[dict[str, Any]]) -> None:
     # The client's detailed columns, in its order; those not kept here at Ironic's values.
     assert list(long[0]) == list(LONG_COLUMNS)
     assert set(long[0]) - set(NODE_FIELDS) == {
-        "allocation_uuid", "chassis_uuid", "conductor", "console_enabled", "console_interface",
+        "conductor", "console_enabled", "console_interface",
         "disable_power_off", "health", "instance_name", "network_interface", "storage_interface",
     }  # fmt: skip
     assert (long[0]["console_enabled"], long[0]["network_interface"]) == (False, "noop")

@@ -55,7 +55,7 @@ def test_node_fields_constant_lists_every_field() -> None:
     assert set(NODE_FIELDS) == set(CONTRACT_FIELDS) | {f"{k}_interface" for k in KINDS} | {
         "conductor_group", "owner", "lessee", "description", "instance_uuid", "boot_mode",
         "secure_boot", "network_data", "shard", "parent_node", "inspection_started_at",
-        "inspection_finished_at",
+        "inspection_finished_at", "chassis_uuid", "allocation_uuid",
     }  # fmt: skip
 
 

@@ -77,6 +77,8 @@ def _everything() -> Node:
         secure_boot=True,
         network_data={"links": [], "networks": [], "services": []},
         parent_node=str(_uuid.UUID(int=2)),
+        chassis_uuid=str(_uuid.UUID(int=3)),
+        allocation_uuid=str(_uuid.UUID(int=4)),
         inspection_started_at=datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
         inspection_finished_at=datetime(1, 1, 1, tzinfo=INDIA),
     )
@@ -104,6 +106,8 @@ EDGES: list[tuple[str, Any]] = [
     ("protected", False),
     ("instance_uuid", None),
     ("parent_node", None),
+    ("chassis_uuid", None),
+    ("allocation_uuid", None),
 ]
 
 

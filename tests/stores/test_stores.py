@@ -677,3 +677,5 @@ def test_built_in_stores_declare_what_they_offer(store: Store) -> None:
     assert offered.history is store
     assert offered.catalog is store
     assert offered.scans is store
+    assert offered.records is not None  # ports, chassis, allocations...
+    assert offered.records is getattr(store, "records", None)
