@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 import attrs
-import tenacity
 
 from ironic_fsm import states as s
 from ironic_fsm.conductor.common import check_ident, shown
@@ -260,6 +259,10 @@ class Allocations:
         return [n.uuid for n in nodes]
 
     def _allocate(self, allocation: Allocation) -> Allocation:
+        # Imported only when allocating: tenacity brings asyncio, and `import ironic_fsm`
+        # stays free of it (tests/core/test_public_api.py).
+        import tenacity
+
         try:
             uuids = self._matching(allocation)
             retrying = tenacity.Retrying(
