@@ -46,7 +46,6 @@ __all__ = [
     "HARDWARE_TYPES_NAMESPACE",
     "HardwareType",
     "installed_hardware_types",
-    "installed_interfaces",
     "interface_names",
     "interface_namespace",
     "load_hardware_type",
@@ -304,13 +303,6 @@ def _extension_manager(namespace: str) -> Any:
 def installed_hardware_types() -> list[str]:
     """Names of the hardware types installed as entry points, sorted."""
     return sorted(_extension_manager(HARDWARE_TYPES_NAMESPACE).names())
-
-
-def installed_interfaces(kind: str) -> list[str]:
-    """Names of the ``kind`` implementations installed as entry points, sorted (not loaded)."""
-    from importlib.metadata import entry_points
-
-    return sorted({str(ep.name) for ep in entry_points(group=interface_namespace(kind))})
 
 
 def _load_plugin(namespace: str, name: str, what: str) -> Any:

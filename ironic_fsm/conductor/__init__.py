@@ -329,9 +329,11 @@ class Conductor:
     def create_runbook(
         self, name: str, steps: Sequence[Mapping[str, Any]], *, uuid: str | None = None,
         extra: dict[str, Any] | None = None, public: bool = False, owner: str | None = None,
-        disable_ramdisk: bool = False,
+        disable_ramdisk: bool = False, description: str | None = None,
+        traits: Sequence[str] | None = None,
     ) -> CatalogEntry:  # fmt: skip
-        """Store a runbook: a trait name, steps ``{interface, step, order[, args]}``."""
+        """Store a runbook: steps ``{interface, step, order[, args]}``; a node needs one of
+        its ``traits`` to run it (none given: its name, which must then be a trait)."""
         return self._catalog.create_runbook(
             name,
             steps,
@@ -340,6 +342,8 @@ class Conductor:
             public=public,
             owner=owner,
             disable_ramdisk=disable_ramdisk,
+            description=description,
+            traits=traits,
         )
 
     def get_deploy_template(self, ident: str) -> CatalogEntry:

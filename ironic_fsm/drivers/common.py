@@ -40,7 +40,6 @@ __all__ = [
     "hardware",
     "bmc_step",
     "boot_persistently",
-    "fake_alternatives",
     "number",
     "parse_bool",
     "poll",
@@ -116,14 +115,6 @@ def capabilities(node: Node) -> dict[str, str]:
             if sep and key.strip():
                 found[key.strip()] = value.strip()
     return found
-
-
-def fake_alternatives() -> dict[str, list[str]]:
-    """``supported`` for a BMC hardware type: any kind may be swapped for its fake.
-
-    Say, to rehearse a flow without touching a BMC: ``node.<kind>_interface = "fake"``.
-    """
-    return {kind: ["fake"] for kind in INTERFACE_KINDS}
 
 
 def bmc_step(
