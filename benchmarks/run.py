@@ -31,6 +31,7 @@ import bench_apply
 import bench_bmc
 import bench_fleet
 import bench_import
+import bench_interfaces
 import bench_lifecycle
 import bench_machine
 import bench_memory
@@ -46,6 +47,7 @@ BENCHMARKS: dict[str, ModuleType] = {
     "machine": bench_machine,
     "memory": bench_memory,
     "planner": bench_planner,
+    "interfaces": bench_interfaces,
     "import": bench_import,
     "lifecycle": bench_lifecycle,
     "bmc": bench_bmc,
