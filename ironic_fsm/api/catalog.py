@@ -86,7 +86,8 @@ _TRAIT_NAME: Final = re.compile(r"CUSTOM_[A-Z0-9_]+|[A-Z][A-Z0-9_]*")
 
 
 def _check_template_name(name: object) -> None:
-    """Refuse a template name that is not a trait, in Ironic's words (clients match them)."""
+    """Refuse a name that is not a trait, in Ironic's words (clients match them): a deploy
+    template's, and a runbook's below 1.112."""
     if isinstance(name, str) and not _TRAIT_NAME.fullmatch(name):
         raise ApiError(
             400,
@@ -207,7 +208,7 @@ class CatalogResource:
         self._version(req, False)
         body = self._kind.check(read_json(req))
         self._check_newer(req, body)
-        if self._kind is _TEMPLATES:
+        if self._kind is _TEMPLATES or version_of(req) < _RUNBOOK_TRAITS_VERSION:
             _check_template_name(body["name"])
         values = {key: value for key, value in body.items() if value is not None}
         name, steps = values.pop("name"), values.pop("steps")
@@ -240,7 +241,8 @@ class CatalogResource:
         self._check_newer(req, changed)
         if "traits" in changed and changed["traits"] is None:
             changed["traits"] = []
-        if self._kind is _TEMPLATES and "name" in changed:
+        trait_named = self._kind is _TEMPLATES or version_of(req) < _RUNBOOK_TRAITS_VERSION
+        if trait_named and "name" in changed:
             _check_template_name(changed["name"])
         if "extra" in changed and changed["extra"] is None:
             changed["extra"] = {}
@@ -320,9 +322,9 @@ class RunbookTraits:
         self, req: falcon.Request, resp: falcon.Response, ident: str, trait: str
     ) -> None:
         entry = self._runbook(req, ident)
-        if trait not in entry.traits:
-            raise ApiError(404, f"Runbook {entry.uuid} has no trait {trait}")
-        self._set(entry, [t for t in entry.traits if t != trait], resp)
+        if trait in entry.traits:  # removing an absent trait does nothing (Ironic's rule)
+            self._set(entry, [t for t in entry.traits if t != trait], resp)
+        resp.status = 204
 
 
 def routes(conductor: Conductor) -> list[tuple[str, Any, dict[str, str]]]:

@@ -13,6 +13,7 @@ from ironic_fsm.conductor import Conductor
 from ironic_fsm.conductor.fleet import ConductorInfo
 from ironic_fsm.exceptions import IronicFSMError
 from ironic_fsm.interfaces import INTERFACE_KINDS
+from ironic_fsm.node import Node
 
 __all__ = ["routes"]
 
@@ -85,11 +86,23 @@ class Drivers:
         send(resp, {"drivers": [self._view(name, req, detail) for name in names]})
 
     def on_get_item(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
+        self._known(name)
+        send(resp, self._view(name, req, True))
+
+    def on_get_properties(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
+        """The ``driver_info`` keys the driver's default interfaces read, with descriptions."""
+        self._known(name)
+        driver = self._conductor.hardware_type_for(Node(driver=name))
+        properties: dict[str, str] = {}
+        for _, iface in driver.interfaces():
+            properties.update(iface.get_properties())
+        send(resp, dict(sorted(properties.items())))
+
+    def _known(self, name: str) -> None:
         if name not in _drivers(self._conductor):
             raise ApiError(
                 404, f"Could not find the following driver(s) or hardware type(s): {name}."
             )
-        send(resp, self._view(name, req, True))
 
 
 def _conductor_view(info: ConductorInfo, base: str, detail: bool) -> dict[str, Any]:
@@ -134,6 +147,7 @@ def routes(conductor: Conductor) -> list[tuple[str, Any, dict[str, str]]]:
     return [
         ("/v1/drivers", drivers, {}),
         ("/v1/drivers/{name}", drivers, {"suffix": "item"}),
+        ("/v1/drivers/{name}/properties", drivers, {"suffix": "properties"}),
         ("/v1/conductors", conductors, {}),
         ("/v1/conductors/{hostname}", conductors, {"suffix": "item"}),
     ]

@@ -29,6 +29,8 @@ __all__ = ["Catalog"]
 
 #: Ironic's trait names (custom, or shaped like os-traits'): what a deploy template is named.
 _TRAIT: Final = re.compile(r"(CUSTOM_[A-Z0-9_]+|[A-Z][A-Z0-9_]*)")
+#: A logical name (a node's name's characters): what a runbook may be named from 1.112.
+_LOGICAL_NAME: Final = re.compile(r"[A-Za-z0-9\-._~]+")
 #: The keys of a stored deploy template's and runbook's steps (``args`` optional in a runbook).
 _STEP_KEYS: Final[dict[CatalogKind, frozenset[str]]] = {
     "deploy_templates": frozenset({"interface", "step", "args", "priority"}),
@@ -102,15 +104,17 @@ def _new_uuid(uuid: str | None) -> str:
 
 
 def _check_name(kind: CatalogKind, entry: CatalogEntry) -> None:
-    """A trait name; a runbook with traits may have any printable name (Ironic 1.112)."""
+    """A template's name is a trait; a runbook's may also be a logical name (Ironic 1.112)."""
     name = entry.name
     if not isinstance(name, str) or not 0 < len(name) <= 255:
         pass
-    elif _TRAIT.fullmatch(name) or (entry.traits and name.isprintable()):
+    elif _TRAIT.fullmatch(name) or (kind == "runbooks" and _LOGICAL_NAME.fullmatch(name)):
         return
+    what = "a trait name (CUSTOM_ and capitals, digits, '_')"
+    if kind == "runbooks":
+        what += " or a logical name (letters, digits, '-', '.', '_', '~')"
     raise InvalidParameterValue(
-        f"{_WORDS[kind]} name {shown(name)} is not a trait name (CUSTOM_ and capitals, "
-        "digits, '_'; at most 255 characters)",
+        f"{_WORDS[kind]} name {shown(name)} is not {what}, of at most 255 characters",
         field="name",
     )
 

@@ -156,6 +156,10 @@ def test_openstack_cli_chooses_and_resets_interfaces(served: tuple[Conductor, st
     assert driver["default_deploy_interface"] == "fake"
     assert "fake" in driver["enabled_raid_interfaces"]
     listed = baremetal(url, "driver", "list", "--long", "-f", "json", env=env)
+    props = baremetal(url, "driver", "property", "list", "ipmi", "-f", "json", env=env)
+    assert {"property": "ipmi_address"}.items() <= next(
+        p for p in props if p["property"] == "ipmi_address"
+    ).items()
     row = next(d for d in listed if d["name"] == "ipmi")
     assert (row["type"], row["default_boot_interface"]) == ("dynamic", "ipxe")
     assert row["enabled_raid_interfaces"] == "no-raid, agent, fake"
@@ -200,3 +204,13 @@ def test_an_ipmi_node_without_pyghmi_is_a_400(tmp_path: Path) -> None:
     finally:
         stop_processes([proc], timeout=15)
         log.close()
+
+
+def test_driver_properties_are_those_of_its_default_interfaces(client: httpx.Client) -> None:
+    ipmi = client.get("/v1/drivers/ipmi/properties")
+    assert ipmi.status_code == 200, ipmi.text
+    assert {"ipmi_address", "ipmi_username", "ipmi_password"} <= set(ipmi.json())
+    assert all(isinstance(text, str) and text for text in ipmi.json().values())
+    assert client.get("/v1/drivers/fake-hardware/properties").json() == {}
+    assert client.get("/drivers/ipmi/properties").json() == ipmi.json()  # Ironic's routing
+    assert client.get("/v1/drivers/nope/properties").status_code == 404

@@ -140,39 +140,42 @@ def test_runbook_description_and_traits(api: tuple[Conductor, httpx.Client]) -> 
     early = client.post("/v1/runbooks", headers=at("1.111"), json=old_body)
     assert early.status_code == 406
     made = client.post("/v1/runbooks", json={
-        "name": "wipe and log", "steps": STEPS, "description": "Logs once.",
+        "name": "wipe-and-log", "steps": STEPS, "description": "Logs once.",
         "traits": ["CUSTOM_A"],
     })  # fmt: skip
     assert made.status_code == 201, made.text
     assert (made.json()["description"], made.json()["traits"]) == ("Logs once.", ["CUSTOM_A"])
-    hidden = client.get("/v1/runbooks/wipe and log", headers=at("1.111")).json()
+    hidden = client.get("/v1/runbooks/wipe-and-log", headers=at("1.111")).json()
     assert "traits" not in hidden
     assert "description" not in hidden
-    assert client.put("/v1/runbooks/wipe and log/traits/CUSTOM_B").status_code == 204
-    assert client.get("/v1/runbooks/wipe and log/traits").json() == {
+    assert client.put("/v1/runbooks/wipe-and-log/traits/CUSTOM_B").status_code == 204
+    assert client.get("/v1/runbooks/wipe-and-log/traits").json() == {
         "traits": ["CUSTOM_A", "CUSTOM_B"]
     }
-    assert client.delete("/v1/runbooks/wipe and log/traits/CUSTOM_A").status_code == 204
-    assert client.delete("/v1/runbooks/wipe and log/traits/CUSTOM_A").status_code == 404
-    assert client.get("/v1/runbooks/wipe and log/traits", headers=at("1.111")).status_code == 404
-    assert conductor.get_runbook("wipe and log").traits == ["CUSTOM_B"]
-    bad = client.put("/v1/runbooks/wipe and log/traits", json={"traits": ["lower"]})
+    assert client.delete("/v1/runbooks/wipe-and-log/traits/CUSTOM_A").status_code == 204
+    assert client.delete("/v1/runbooks/wipe-and-log/traits/CUSTOM_A").status_code == 204  # no-op
+    assert client.get("/v1/runbooks/wipe-and-log/traits", headers=at("1.111")).status_code == 404
+    assert conductor.get_runbook("wipe-and-log").traits == ["CUSTOM_B"]
+    bad = client.put("/v1/runbooks/wipe-and-log/traits", json={"traits": ["lower"]})
     assert bad.status_code == 400
     # Its traits, not its name, say which nodes may run it.
     node = conductor.create_node(provision_state=s.MANAGEABLE, traits=["CUSTOM_B"])
-    conductor.do_provisioning_action(node.uuid, "clean", runbook="wipe and log")
+    conductor.do_provisioning_action(node.uuid, "clean", runbook="wipe-and-log")
     wait_for(lambda: conductor.get_node(node.uuid).provision_state == s.MANAGEABLE, 60, "clean")
     node = conductor.get_node(node.uuid)
     assert node.last_error is None
     assert node.driver_internal_info["fake_log_passthrough"] == 1
     other = conductor.create_node(provision_state=s.MANAGEABLE)
     with pytest.raises(Exception, match="trait"):
-        conductor.do_provisioning_action(other.uuid, "clean", runbook="wipe and log")
-    # Without traits its name would be the trait, and this name is not one.
-    cleared = client.put("/v1/runbooks/wipe and log/traits", json={"traits": []})
-    assert cleared.status_code == 400
-    assert "not a trait name" in error_text(cleared)
-    assert conductor.get_runbook("wipe and log").traits == ["CUSTOM_B"]
+        conductor.do_provisioning_action(other.uuid, "clean", runbook="wipe-and-log")
+    assert client.put("/v1/runbooks/wipe-and-log/traits", json={"traits": []}).status_code == 204
+    assert conductor.get_runbook("wipe-and-log").traits == []
+    spaced = client.post("/v1/runbooks", json={"name": "a b", "steps": STEPS})
+    assert spaced.status_code == 400
+    old_name = client.post("/v1/runbooks", headers=at("1.111"),
+                           json={"name": "logical-name", "steps": STEPS})  # fmt: skip
+    assert old_name.status_code == 400
+    assert "does not match" in error_text(old_name)
 
 
 def test_history_shows_the_newer_fields(api: tuple[Conductor, httpx.Client]) -> None:
