@@ -186,9 +186,10 @@ class BaseInterface:
 def _unsupported(iface: BaseInterface, operation: str) -> UnsupportedOperation:
     if iface.no_op:
         kind = iface.interface_type
+        so = "" if operation == "validate" else f", so {operation} cannot run"
         return UnsupportedDriverExtension(
             f"The node's {kind} interface is {NO_OP_NAMES[kind]!r}: {kind} is disabled or not "
-            f"implemented, so {operation} cannot run (choose another {kind}_interface)",
+            f"implemented{so} (choose another {kind}_interface)",
             interface=kind,
             operation=operation,
         )
@@ -510,9 +511,21 @@ def no_op_class(kind: str) -> type[BaseInterface]:
     cls = _NO_OP_CLASSES.get(kind)
     if cls is None:
         base = INTERFACE_CLASSES[kind]
-        cls = _NO_OP_CLASSES[kind] = type(
-            f"Noop{base.__name__}",
-            (base,),
-            {"__doc__": f"Ironic's {NO_OP_NAMES[kind]!r} {kind} interface.", "no_op": True},
-        )
+        members: dict[str, Any] = {
+            "__doc__": f"Ironic's {NO_OP_NAMES[kind]!r} {kind} interface.",
+            "no_op": True,
+        }
+        if kind in _FAILING_NO_OPS:
+            members["validate"] = _refuse
+        cls = _NO_OP_CLASSES[kind] = type(f"Noop{base.__name__}", (base,), members)
     return cls
+
+
+#: The kinds whose no-op fails validation, as Ironic's ``no-*`` (its FailMixin) do: a
+#: node cannot be checked ready for what the kind would do.
+_FAILING_NO_OPS: Final = frozenset({"bios", "console", "firmware", "inspect", "raid", "rescue",
+                                    "vendor"})  # fmt: skip
+
+
+def _refuse(self: BaseInterface, task: Task) -> None:
+    raise _unsupported(self, "validate")

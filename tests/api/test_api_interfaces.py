@@ -85,6 +85,10 @@ def test_a_disabled_or_unsupported_interface_is_a_400_changing_nothing(
     assert error_text(unknown).startswith("Could not find the following interface in the")
     assert conductor.get_node("i1") == before
     assert len(conductor.list_nodes()) == 1
+    validated = client.get("/v1/nodes/i1/validate").json()
+    assert validated["raid"]["result"] is False  # no-raid, as Ironic reports it
+    assert "'no-raid'" in validated["raid"]["reason"]
+    assert validated["network"] == {"result": True, "reason": None}  # flat
 
 
 def test_reset_interfaces_on_a_driver_change(
