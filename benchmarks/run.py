@@ -32,6 +32,7 @@ import bench_bmc
 import bench_db_restart
 import bench_fleet
 import bench_import
+import bench_interfaces
 import bench_lifecycle
 import bench_machine
 import bench_memory
@@ -49,6 +50,7 @@ BENCHMARKS: dict[str, ModuleType] = {
     "machine": bench_machine,
     "memory": bench_memory,
     "planner": bench_planner,
+    "interfaces": bench_interfaces,
     "import": bench_import,
     "lifecycle": bench_lifecycle,
     "bmc": bench_bmc,

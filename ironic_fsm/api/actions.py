@@ -176,6 +176,8 @@ class ProvisionState:
         target = body["target"]
         since, verb = _TARGETS[target]
         require_version(req, since, f"The provisioning target {target!r}")
+        if target == "abort" and self._conductor.get_node(ident).provision_state == s.DEPLOYWAIT:
+            require_version(req, (1, 110), "Aborting a deploy in 'wait call-back'")
         args = _provision_arguments(target, body, req)
         self._check_steps(ident, args)
         node = self._conductor.do_provisioning_action(ident, verb, **args)

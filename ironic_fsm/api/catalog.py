@@ -29,6 +29,7 @@ from ironic_fsm.api.common import (
 )
 from ironic_fsm.api.errors import ApiError
 from ironic_fsm.api.nodes import PATCH_SCHEMA
+from ironic_fsm.api.traits import TRAIT_SCHEMA, TRAITS_SCHEMA
 from ironic_fsm.api.versions import Version
 from ironic_fsm.api.views import stamp
 from ironic_fsm.conductor import Conductor
@@ -72,8 +73,12 @@ _FLAG: Final = {"type": ["boolean", "null"]}
 TEMPLATE_SCHEMA: Final = _schema("priority", ["args"])
 RUNBOOK_SCHEMA: Final = _schema(
     "order", [], public=_FLAG, owner={"type": ["string", "null"], "maxLength": 255},
-    disable_ramdisk=_FLAG,
+    disable_ramdisk=_FLAG, description={"type": ["string", "null"], "maxLength": 255},
+    traits={"type": "array", "items": TRAIT_SCHEMA, "maxItems": 50},
 )  # fmt: skip
+#: The runbook fields of 1.112 (relaxed names, description, traits).
+_RUNBOOK_TRAITS_VERSION: Final = (1, 112)
+_NEWER_RUNBOOK_FIELDS: Final = ("description", "traits")
 _check_patch = compile_schema(PATCH_SCHEMA)
 _FLAGS: Final = ("public", "disable_ramdisk")
 #: A deploy template is named by a trait: custom, or shaped like a standard (os-traits) one.
@@ -81,7 +86,8 @@ _TRAIT_NAME: Final = re.compile(r"CUSTOM_[A-Z0-9_]+|[A-Z][A-Z0-9_]*")
 
 
 def _check_template_name(name: object) -> None:
-    """Refuse a template name that is not a trait, in Ironic's words (clients match them)."""
+    """Refuse a name that is not a trait, in Ironic's words (clients match them): a deploy
+    template's, and a runbook's below 1.112."""
     if isinstance(name, str) and not _TRAIT_NAME.fullmatch(name):
         raise ApiError(
             400,
@@ -142,6 +148,9 @@ class CatalogResource:
 
     def _view(self, req: falcon.Request, entry: CatalogEntry, fields: list[str] | None) -> Any:
         body = _body(self._kind, entry)
+        if self._kind is _RUNBOOKS and version_of(req) < _RUNBOOK_TRAITS_VERSION:
+            for name in _NEWER_RUNBOOK_FIELDS:
+                body.pop(name, None)
         if fields is not None:
             body = {name: body[name] for name in fields}
         body["links"] = link_pair(req.prefix, self._kind.kind, entry.uuid)
@@ -198,7 +207,8 @@ class CatalogResource:
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         self._version(req, False)
         body = self._kind.check(read_json(req))
-        if self._kind is _TEMPLATES:
+        self._check_newer(req, body)
+        if self._kind is _TEMPLATES or version_of(req) < _RUNBOOK_TRAITS_VERSION:
             _check_template_name(body["name"])
         values = {key: value for key, value in body.items() if value is not None}
         name, steps = values.pop("name"), values.pop("steps")
@@ -228,7 +238,11 @@ class CatalogResource:
             for name in self._kind.fields
             if after.get(name) != before[name]
         }
-        if self._kind is _TEMPLATES and "name" in changed:
+        self._check_newer(req, changed)
+        if "traits" in changed and changed["traits"] is None:
+            changed["traits"] = []
+        trait_named = self._kind is _TEMPLATES or version_of(req) < _RUNBOOK_TRAITS_VERSION
+        if trait_named and "name" in changed:
             _check_template_name(changed["name"])
         if "extra" in changed and changed["extra"] is None:
             changed["extra"] = {}
@@ -243,6 +257,12 @@ class CatalogResource:
         entry = self._stored(ident)
         getattr(self._conductor, f"delete_{self._kind.kind[:-1]}")(entry.uuid)
         resp.status = 204
+
+    def _check_newer(self, req: falcon.Request, fields: dict[str, Any]) -> None:
+        """A runbook's description and traits need 1.112."""
+        for name in _NEWER_RUNBOOK_FIELDS:
+            if self._kind is _RUNBOOKS and name in fields:
+                require_version(req, _RUNBOOK_TRAITS_VERSION, f"The runbook field {name!r}")
 
     def _stored(self, ident: str) -> CatalogEntry:
         """The stored entry; a settings-file template cannot be changed here (409)."""
@@ -259,10 +279,61 @@ class CatalogResource:
         return found
 
 
+_check_traits = compile_schema(TRAITS_SCHEMA)
+_check_trait = compile_schema(TRAIT_SCHEMA)
+
+
+class RunbookTraits:
+    """``/v1/runbooks/{ident}/traits[/{trait}]`` (1.112): list, replace, clear, add, remove."""
+
+    def __init__(self, conductor: Conductor) -> None:
+        self._conductor = conductor
+
+    def _runbook(self, req: falcon.Request, ident: str) -> CatalogEntry:
+        require_version(req, _RUNBOOK_TRAITS_VERSION, "runbook traits", status=404)
+        try:
+            return self._conductor.get_runbook(ident)
+        except CatalogEntryNotFound:
+            raise ApiError(404, f"Runbook {ident} could not be found.") from None
+
+    def _set(self, entry: CatalogEntry, traits: list[str], resp: falcon.Response) -> None:
+        self._conductor.update_runbook(entry.uuid, traits=list(dict.fromkeys(traits)))
+        resp.status = 204
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
+        send(resp, {"traits": self._runbook(req, ident).traits})
+
+    def on_put(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
+        entry = self._runbook(req, ident)
+        self._set(entry, _check_traits(read_json(req))["traits"], resp)
+
+    def on_delete(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
+        self._set(self._runbook(req, ident), [], resp)
+
+    def on_put_one(
+        self, req: falcon.Request, resp: falcon.Response, ident: str, trait: str
+    ) -> None:
+        entry = self._runbook(req, ident)
+        _check_trait(trait)
+        self._set(entry, [*entry.traits, trait], resp)
+        resp.location = f"{req.prefix}/v1/runbooks/{entry.uuid}/traits/{trait}"
+
+    def on_delete_one(
+        self, req: falcon.Request, resp: falcon.Response, ident: str, trait: str
+    ) -> None:
+        entry = self._runbook(req, ident)
+        if trait in entry.traits:  # removing an absent trait does nothing (Ironic's rule)
+            self._set(entry, [t for t in entry.traits if t != trait], resp)
+        resp.status = 204
+
+
 def routes(conductor: Conductor) -> list[tuple[str, Any, dict[str, str]]]:
     out: list[tuple[str, Any, dict[str, str]]] = []
     for kind in (_TEMPLATES, _RUNBOOKS):
         resource = CatalogResource(conductor, kind)
         out.append((f"/v1/{kind.kind}", resource, {}))
         out.append((f"/v1/{kind.kind}/{{ident}}", resource, {"suffix": "item"}))
+    traits = RunbookTraits(conductor)
+    out.append(("/v1/runbooks/{ident}/traits", traits, {}))
+    out.append(("/v1/runbooks/{ident}/traits/{trait}", traits, {"suffix": "one"}))
     return out

@@ -85,6 +85,8 @@ _SETTABLE: Final[dict[str, dict[str, Any]]] = {
     "shard": _OPTIONAL_TEXT,
     "parent_node": {"type": ["string", "null"], "maxLength": 36},  # a UUID or a name: Ironic's
     "chassis_uuid": {"type": ["string", "null"], "maxLength": 36},
+    "disable_power_off": {"type": ["boolean", "string"]},  # the CLI sends "True"
+    "instance_name": _OPTIONAL_TEXT,
     **{f"{kind}_interface": _OPTIONAL_TEXT for kind in INTERFACE_KINDS},
 }
 _PATCH_ONLY: Final[dict[str, dict[str, Any]]] = {
@@ -92,11 +94,7 @@ _PATCH_ONLY: Final[dict[str, dict[str, Any]]] = {
     "protected_reason": _OPTIONAL_TEXT,
 }
 #: Fields Ironic lets clients set that ironic_fsm does not store.
-_UNSTORED_SETTABLE: Final = frozenset(
-    {
-        "network_interface", "console_interface", "storage_interface",
-    }
-)  # fmt: skip
+_UNSTORED_SETTABLE: Final[frozenset[str]] = frozenset()
 
 CREATE_SCHEMA: Final = {
     "type": "object",
@@ -144,7 +142,9 @@ _TEXT_FILTERS: Final = (
     ("fault", (1, 42)), ("instance_uuid", (1, 1)), ("chassis_uuid", (1, 1)),
     ("conductor_group", (1, 46)), ("owner", (1, 50)), ("lessee", (1, 65)),
 )  # fmt: skip
-_BOOLEAN_FIELDS: Final = frozenset({"maintenance", "retired", "protected", "automated_clean"})
+_BOOLEAN_FIELDS: Final = frozenset(
+    {"maintenance", "retired", "protected", "automated_clean", "disable_power_off"}
+)
 #: The faults Ironic knows (``ironic.common.faults.VALID_FAULTS``), in its order: a
 #: filter on another is refused, as Ironic does, rather than matching nothing.
 _VALID_FAULTS: Final = ("power failure", "clean failure", "rescue abort failure", "service failure")
@@ -377,6 +377,10 @@ class NodeCollection:
         _check_unstored(body)
         _check_name(body.get("name"))
         fields = {key: value for key, value in body.items() if key not in _UNSTORED_SETTABLE}
+        if isinstance(fields.get("disable_power_off"), str):
+            fields["disable_power_off"] = text_bool(
+                fields["disable_power_off"], "/disable_power_off"
+            )
         if fields.get("uuid") is not None and not is_uuid_like(fields["uuid"]):
             raise ApiError(400, f"Expected UUID for uuid: {fields['uuid']}")  # Ironic's words
         _refuse_duplicate(self._conductor, "UUID", fields.get("uuid"))
@@ -511,6 +515,16 @@ def _patched_fields(node: Node, operations: list[dict[str, Any]]) -> dict[str, A
     return changed
 
 
+def _instance_name_from_display_name(node: Node, fields: dict[str, Any]) -> None:
+    """Ironic's forward compatibility: a new ``instance_info['display_name']`` names the
+    instance (``instance_name``) when nothing else did."""
+    info = fields.get("instance_info")
+    if isinstance(info, dict) and not node.instance_name and "instance_name" not in fields:
+        name = info.get("display_name")
+        if isinstance(name, str) and name:
+            fields["instance_name"] = name
+
+
 @contextlib.contextmanager
 def _no_valid_host(fields: dict[str, Any]) -> Iterator[None]:
     """An unknown hardware type in Ironic's words: clients match "No valid host was found".
@@ -546,13 +560,27 @@ class NodeItem:
 
     def on_patch(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         operations = _check_patch(read_json(req))
+        reset = query_bool(req, "reset_interfaces")
+        if reset is not None:
+            require_version(req, (1, 45), "The reset_interfaces parameter")
         uuid = self._conductor.get_node(ident).uuid
-        node = read_modify_write(uuid, lambda: self._patch(req, uuid, operations))
+        node = read_modify_write(uuid, lambda: self._patch(req, uuid, operations, reset))
         send(resp, _view(self._conductor, node, req))
 
-    def _patch(self, req: falcon.Request, uuid: str, operations: list[dict[str, Any]]) -> Node:
+    def _patch(
+        self,
+        req: falcon.Request,
+        uuid: str,
+        operations: list[dict[str, Any]],
+        reset: bool | None = None,
+    ) -> Node:
         node = self._conductor.get_node(uuid)
         changed = _patched_fields(node, operations)
+        if reset and "driver" not in changed:
+            raise ApiError(
+                400,
+                "The reset_interfaces parameter can only be used when changing the node's driver.",
+            )
         _check_field_versions(req, changed)
         _check_unstored(changed)
         for name, value in changed.items():
@@ -574,10 +602,11 @@ class NodeItem:
                 "remove instance_uuid first",
             )
         fields = {k: v for k, v in changed.items() if k not in _UNSTORED_SETTABLE}
+        _instance_name_from_display_name(node, fields)
         if fields:
             with _no_valid_host({"conductor_group": node.conductor_group, **fields}):
                 node = self._conductor.update_node(
-                    node.uuid, expected_version=node.version, **fields
+                    node.uuid, expected_version=node.version, reset_interfaces=reset, **fields
                 )
         return node
 

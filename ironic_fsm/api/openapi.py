@@ -20,7 +20,9 @@ __all__ = ["CHILDREN_SCHEMA", "ERROR_SCHEMA", "NODE_SCHEMA", "SHARDS_SCHEMA", "O
 
 _TEXT: Final = {"type": ["string", "null"]}
 _OBJECT: Final = {"type": "object"}
-_FLAGS: Final = frozenset({"maintenance", "console_enabled", "protected", "retired"})
+_FLAGS: Final = frozenset(
+    {"maintenance", "console_enabled", "protected", "retired", "disable_power_off"}
+)
 _OBJECTS: Final = frozenset(
     {"driver_info", "properties", "extra", "instance_info", "driver_internal_info",
      "clean_step", "deploy_step", "service_step", "raid_config", "target_raid_config",

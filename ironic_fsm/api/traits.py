@@ -108,7 +108,8 @@ class NodeTrait:
         resp.status = 204
 
 
-def _entry(entry: HistoryEntry, base: str, detail: bool) -> dict[str, Any]:
+def _entry(entry: HistoryEntry, req: falcon.Request, detail: bool) -> dict[str, Any]:
+    base = req.prefix
     out: dict[str, Any] = {
         "uuid": entry.uuid,
         "created_at": stamp(entry.created_at),
@@ -118,6 +119,12 @@ def _entry(entry: HistoryEntry, base: str, detail: bool) -> dict[str, Any]:
     }
     if detail:
         out.update(event_type=entry.event_type, conductor=entry.conductor, user=entry.user)
+        version = version_of(req)
+        if version >= (1, 113):
+            out["project"] = None  # no projects here: every request is the operator's
+        if version >= (1, 115):
+            # Not recorded by this server's history (yet): shown as unknown.
+            out.update(state=None, target_provision_state=None, duration_seconds=None)
     return out
 
 
@@ -140,11 +147,11 @@ class NodeHistory:
         limit = req.get_param_as_int("limit", min_value=1)
         if limit is not None:
             entries = entries[:limit]
-        send(resp, {"history": [_entry(e, req.prefix, detail) for e in entries]})
+        send(resp, {"history": [_entry(e, req, detail) for e in entries]})
 
     def on_get_entry(
         self, req: falcon.Request, resp: falcon.Response, ident: str, entry: str
     ) -> None:
         require_version(req, (1, 78), "history", status=404)
         found = self._conductor.get_node_history_entry(ident, entry)
-        send(resp, _entry(found, req.prefix, True))
+        send(resp, _entry(found, req, True))

@@ -27,10 +27,11 @@ __all__ = [
 Version = tuple[int, int]
 
 MIN_VERSION: Final[Version] = (1, 1)
-#: The highest version whose verbs and fields this server serves (runbooks need 1.92;
-#: 1.89's virtual media is not served: see docs/api-server.rst). Fields we do not store
-#: are shown with their empty value.
-MAX_VERSION: Final[Version] = (1, 92)
+#: The highest version whose verbs and fields this server serves: Ironic 39's. What the
+#: versions add for resources this server does not serve yet (virtual media...) has
+#: nothing to act on (see docs/api-server.rst); fields we do not store are shown with
+#: their empty value.
+MAX_VERSION: Final[Version] = (1, 115)
 
 _HEADER_NEW: Final = "OpenStack-API-Version"
 _HEADER_OLD: Final = "X-OpenStack-Ironic-API-Version"
@@ -111,18 +112,23 @@ def root_document(base: str) -> dict[str, Any]:
 
 
 #: Resources listed by ``GET /v1``, with the version that introduced each.
+#: Every one Ironic lists; those not served here answer 404 ("not served").
 _RESOURCES: Final[tuple[tuple[str, Version], ...]] = (
-    ("nodes", (1, 1)),
     ("chassis", (1, 1)),
+    ("nodes", (1, 1)),
     ("ports", (1, 1)),
+    ("drivers", (1, 1)),
+    ("lookup", (1, 22)),
+    ("heartbeat", (1, 22)),
     ("portgroups", (1, 23)),
     ("volume", (1, 32)),
-    ("drivers", (1, 1)),
     ("conductors", (1, 49)),
     ("allocations", (1, 52)),
+    ("events", (1, 54)),
     ("deploy_templates", (1, 55)),
     ("shards", (1, 82)),
     ("runbooks", (1, 92)),
+    ("inspection_rules", (1, 96)),
 )
 
 

@@ -69,6 +69,7 @@ from ironic_fsm.events import (
 from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.hardware import HardwareType
 from ironic_fsm.history import HistoryEntry
+from ironic_fsm.interfaces import INTERFACE_KINDS
 from ironic_fsm.machine import LIFECYCLE, Lifecycle
 from ironic_fsm.node import Node
 from ironic_fsm.records import Allocation, Chassis, Port, Portgroup, VolumeConnector, VolumeTarget
@@ -208,6 +209,29 @@ class Conductor:
         """
         return self._ctx.registry.driver_for(node)
 
+    def default_interfaces(self, driver: str) -> dict[str, str | None]:
+        """The implementation each interface kind of hardware type ``driver`` uses by default.
+
+        ``{'boot': 'ipxe', 'raid': 'no-raid', ...}``: what a node that names
+        none gets, by ``Config.default_<kind>_interface`` and
+        ``enabled_<kind>_interfaces`` and the type's preference (Ironic's rule).
+
+        Raises:
+            DriverNotFound: no hardware type of that name here.
+            InvalidParameterValue: no implementation of some kind is enabled.
+        """
+        defaults = self._ctx.registry.defaults(driver)
+        return dict(zip(INTERFACE_KINDS, defaults, strict=True))
+
+    def enabled_interfaces(self, driver: str) -> dict[str, list[str]]:
+        """The implementations of each kind a node of hardware type ``driver`` may choose.
+
+        Raises:
+            DriverNotFound: no hardware type of that name here.
+        """
+        registry = self._ctx.registry
+        return {kind: registry.enabled_interfaces(driver, kind) for kind in INTERFACE_KINDS}
+
     def add_listener(self, listener: Listener) -> None:
         """Start sending events to ``listener``."""
         self._ctx.listeners.append(listener)
@@ -334,9 +358,11 @@ class Conductor:
     def create_runbook(
         self, name: str, steps: Sequence[Mapping[str, Any]], *, uuid: str | None = None,
         extra: dict[str, Any] | None = None, public: bool = False, owner: str | None = None,
-        disable_ramdisk: bool = False,
+        disable_ramdisk: bool = False, description: str | None = None,
+        traits: Sequence[str] | None = None,
     ) -> CatalogEntry:  # fmt: skip
-        """Store a runbook: a trait name, steps ``{interface, step, order[, args]}``."""
+        """Store a runbook: steps ``{interface, step, order[, args]}``; a node needs one of
+        its ``traits`` to run it (none given: its name, which must then be a trait)."""
         return self._catalog.create_runbook(
             name,
             steps,
@@ -345,6 +371,8 @@ class Conductor:
             public=public,
             owner=owner,
             disable_ramdisk=disable_ramdisk,
+            description=description,
+            traits=traits,
         )
 
     def get_deploy_template(self, ident: str) -> CatalogEntry:
@@ -521,15 +549,24 @@ class Conductor:
         return self._nodes.list_nodes(page, fields, filters)
 
     def update_node(
-        self, ident: str, *, expected_version: int | None = None, **fields: Any
+        self,
+        ident: str,
+        *,
+        expected_version: int | None = None,
+        reset_interfaces: bool | None = None,
+        **fields: Any,
     ) -> Node:
         """Change user-settable fields, with Ironic's rules for retirement and protection.
 
         With ``expected_version``, only if the node is still that version
-        (:class:`~ironic_fsm.exceptions.ConcurrentUpdate` otherwise).
+        (:class:`~ironic_fsm.exceptions.ConcurrentUpdate` otherwise). A new
+        ``driver`` resets the interfaces the update does not name to their
+        defaults unless ``reset_interfaces`` is False (True needs a new driver).
         """
         fields = self._chassis_checked(fields)
-        node = self._nodes.update_node(ident, expected_version=expected_version, **fields)
+        node = self._nodes.update_node(
+            ident, expected_version=expected_version, reset_interfaces=reset_interfaces, **fields
+        )
         self._record_changed(MAINTENANCE_SET_END if "maintenance" in fields else NODE_UPDATE_END,
                              node)  # fmt: skip
         return node

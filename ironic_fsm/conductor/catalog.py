@@ -29,6 +29,8 @@ __all__ = ["Catalog"]
 
 #: Ironic's trait names (custom, or shaped like os-traits'): what a deploy template is named.
 _TRAIT: Final = re.compile(r"(CUSTOM_[A-Z0-9_]+|[A-Z][A-Z0-9_]*)")
+#: A logical name (a node's name's characters): what a runbook may be named from 1.112.
+_LOGICAL_NAME: Final = re.compile(r"[A-Za-z0-9\-._~]+")
 #: The keys of a stored deploy template's and runbook's steps (``args`` optional in a runbook).
 _STEP_KEYS: Final[dict[CatalogKind, frozenset[str]]] = {
     "deploy_templates": frozenset({"interface", "step", "args", "priority"}),
@@ -101,18 +103,24 @@ def _new_uuid(uuid: str | None) -> str:
     return str(_uuid.uuid4()) if uuid is None else uuid
 
 
-def _check_entry(kind: CatalogKind, entry: CatalogEntry) -> CatalogEntry:
-    """Ironic's rules for a template's or runbook's fields, before the store sees it."""
+def _check_name(kind: CatalogKind, entry: CatalogEntry) -> None:
+    """A template's name is a trait; a runbook's may also be a logical name (Ironic 1.112)."""
     name = entry.name
-    if not isinstance(name, str) or len(name) > 255 or not _TRAIT.fullmatch(name):
-        raise InvalidParameterValue(
-            f"{_WORDS[kind]} name {shown(name)} is not a trait name (CUSTOM_ and capitals, "
-            "digits, '_'; at most 255 characters)",
-            field="name",
-        )
-    check_json(entry.extra, f"{_WORDS[kind]} {name!r} extra")
-    if type(entry.extra) is not dict:
-        raise InvalidParameterValue(f"{_WORDS[kind]} {name!r}: extra must be an object")
+    if not isinstance(name, str) or not 0 < len(name) <= 255:
+        pass
+    elif _TRAIT.fullmatch(name) or (kind == "runbooks" and _LOGICAL_NAME.fullmatch(name)):
+        return
+    what = "a trait name (CUSTOM_ and capitals, digits, '_')"
+    if kind == "runbooks":
+        what += " or a logical name (letters, digits, '-', '.', '_', '~')"
+    raise InvalidParameterValue(
+        f"{_WORDS[kind]} name {shown(name)} is not {what}, of at most 255 characters",
+        field="name",
+    )
+
+
+def _check_runbook_fields(name: str, entry: CatalogEntry) -> None:
+    """The fields only a runbook sets: flags, owner, description, traits."""
     for flag in ("public", "disable_ramdisk"):
         if type(getattr(entry, flag)) is not bool:
             raise InvalidParameterValue(f"Runbook {name!r}: {flag} must be True or False")
@@ -121,6 +129,29 @@ def _check_entry(kind: CatalogKind, entry: CatalogEntry) -> CatalogEntry:
         raise InvalidParameterValue(f"Runbook {name!r}: owner must be a string of <= 255")
     if entry.public and owner is not None:
         raise InvalidParameterValue(f"Runbook {name!r}: a public runbook cannot have an owner")
+    description = entry.description
+    if description is not None and (type(description) is not str or len(description) > 255):
+        raise InvalidParameterValue(
+            f"Runbook {name!r}: description must be a string of <= 255 characters",
+            field="description",
+        )
+    traits = entry.traits
+    if type(traits) is not list or not all(
+        type(t) is str and len(t) <= 255 and _TRAIT.fullmatch(t) for t in traits
+    ):
+        raise InvalidParameterValue(
+            f"Runbook {name!r}: traits must be a list of trait names", field="traits"
+        )
+
+
+def _check_entry(kind: CatalogKind, entry: CatalogEntry) -> CatalogEntry:
+    """Ironic's rules for a template's or runbook's fields, before the store sees it."""
+    _check_name(kind, entry)
+    name = entry.name
+    _check_runbook_fields(name, entry)
+    check_json(entry.extra, f"{_WORDS[kind]} {name!r} extra")
+    if type(entry.extra) is not dict:
+        raise InvalidParameterValue(f"{_WORDS[kind]} {name!r}: extra must be an object")
     steps = _checked_steps(kind, name, entry.steps)
     uuid = entry.uuid
     if not is_uuid_like(uuid):
@@ -161,12 +192,14 @@ class Catalog:
     def create_runbook(
         self, name: str, steps: Sequence[Mapping[str, Any]], *, uuid: str | None = None,
         extra: dict[str, Any] | None = None, public: bool = False, owner: str | None = None,
-        disable_ramdisk: bool = False,
+        disable_ramdisk: bool = False, description: str | None = None,
+        traits: Sequence[str] | None = None,
     ) -> CatalogEntry:  # fmt: skip
-        """Store a runbook: a trait name, steps ``{interface, step, order[, args]}``."""
+        """Store a runbook: steps ``{interface, step, order[, args]}``; its name is the
+        trait a node needs, unless ``traits`` lists them (then any name will do)."""
         entry = CatalogEntry(
             _new_uuid(uuid), name, _unchecked(steps), {} if extra is None else extra, public, owner,
-            disable_ramdisk,
+            disable_ramdisk, description=description, traits=list(traits or ()),
         )  # fmt: skip
         return self._ctx.caps.catalog.add_entry("runbooks", _check_entry("runbooks", entry))
 
@@ -191,8 +224,11 @@ class Catalog:
         return self.update_entry("deploy_templates", ident, fields, {"name", "steps", "extra"})
 
     def update_runbook(self, ident: str, **fields: Any) -> CatalogEntry:
-        """Change ``name``, ``steps``, ``extra``, ``public``, ``owner`` or ``disable_ramdisk``."""
-        allowed = {"name", "steps", "extra", "public", "owner", "disable_ramdisk"}
+        """Change ``name``, ``steps``, ``extra``, ``public``, ``owner``, ``disable_ramdisk``,
+        ``description`` or ``traits``."""
+        allowed = {
+            "name", "steps", "extra", "public", "owner", "disable_ramdisk", "description", "traits",
+        }  # fmt: skip
         return self.update_entry("runbooks", ident, fields, allowed)
 
     def delete_deploy_template(self, ident: str) -> None:
@@ -231,7 +267,8 @@ class Catalog:
             ) from None
         ordered = sorted(stored.steps, key=lambda st: st["order"])
         steps = [{k: v for k, v in st.items() if k != "order"} for st in ordered]
-        return steps, frozenset({stored.name})  # below 1.112 the name is the trait
+        # Its traits (1.112), else its name is the trait, as before.
+        return steps, frozenset(stored.traits or (stored.name,))
 
     def add_deploy_template(self, name: str, steps: Sequence[Mapping[str, Any]]) -> None:
         """A named set of deploy steps, applied to nodes whose instance traits name it.

@@ -364,7 +364,11 @@ class StepEngine:
         else:
             setattr(node, phase.step_field, {})
             info.pop(phase.index_key, None)
-        if phase.poweroff_option is not None and getattr(self._ctx.config, phase.poweroff_option):
+        if (
+            phase.poweroff_option is not None
+            and getattr(self._ctx.config, phase.poweroff_option)
+            and not node.disable_power_off
+        ):
             try:
                 job.power(s.POWER_OFF)
             except Exception as exc:

@@ -273,7 +273,8 @@ class Flows:
         node, task = job.node, job.task
         job.checkpoint()
         try:
-            job.power(s.POWER_OFF)
+            if not node.disable_power_off:  # such a node stays on (Ironic's rule)
+                job.power(s.POWER_OFF)
             task.driver.deploy.tear_down(task)
             task.driver.deploy.clean_up(task)
         except Exception as exc:
@@ -281,6 +282,7 @@ class Flows:
             return
         node.instance_info = {}
         node.instance_uuid = None  # as Ironic: an undeployed node is no longer associated
+        node.instance_name = None
         node.driver_internal_info.pop(DEPLOY.steps_key, None)
         node.deploy_step = None
         job.fire(s.CLEAN_EVENT)

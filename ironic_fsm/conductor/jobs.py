@@ -32,7 +32,13 @@ from ironic_fsm.conductor.common import (
 from ironic_fsm.conductor.context import Context
 from ironic_fsm.conductor.outage import RETRYABLE, save_through
 from ironic_fsm.events import PROVISION_END, PROVISION_ERROR, PROVISION_START, Event
-from ironic_fsm.exceptions import ConcurrentUpdate, IronicFSMError, NodeLocked, NodeNotFound
+from ironic_fsm.exceptions import (
+    ConcurrentUpdate,
+    InvalidState,
+    IronicFSMError,
+    NodeLocked,
+    NodeNotFound,
+)
 from ironic_fsm.masking import mask_secrets
 from ironic_fsm.node import Node, check_name, check_storable
 from ironic_fsm.task import Task
@@ -321,6 +327,13 @@ class Job:
     def power(self, power_state: str, timeout: float | None = None) -> None:
         """Set the node's power (``reboot`` and the soft ones too), its target set meanwhile."""
         node = self.task.node
+        if node.disable_power_off and power_state in (s.POWER_OFF, s.SOFT_POWER_OFF):
+            raise InvalidState(
+                f"Failed to set node power state to {power_state}: node {node.uuid} has "
+                "disable_power_off set",
+                node=node.uuid,
+                state=power_state,
+            )
         node.target_power_state = (
             s.POWER_ON
             if power_state in (s.REBOOT, s.SOFT_REBOOT)

@@ -393,7 +393,11 @@ class PowerSync:
         """A discrepancy: note it, then force the recorded state or accept the BMC's."""
         node = job.node
         recorded = node.power_state
-        force = self._ctx.config.force_power_state_during_sync and recorded in _READABLE
+        force = (
+            self._ctx.config.force_power_state_during_sync
+            and recorded in _READABLE
+            and not node.disable_power_off  # never forced (Ironic's rule): the BMC's is kept
+        )
         self.record_power_discrepancy(job, found, forced=force)
         if not force:
             self._set_recorded(job, found)

@@ -46,8 +46,8 @@ class CatalogEntryExists(IronicFSMError):
 
 @attrs.define
 class CatalogEntry:
-    """One deploy template or runbook; ``public``, ``owner`` and ``disable_ramdisk`` are
-    a runbook's (a template keeps their defaults)."""
+    """One deploy template or runbook; ``public``, ``owner``, ``disable_ramdisk``,
+    ``description`` and ``traits`` are a runbook's (a template keeps their defaults)."""
 
     uuid: str
     name: str
@@ -58,6 +58,10 @@ class CatalogEntry:
     disable_ramdisk: bool = False
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    #: A runbook's words about itself and the traits a node needs to run it (Ironic 1.112;
+    #: no traits: the runbook's name is the trait, as before).
+    description: str | None = None
+    traits: list[str] = attrs.field(factory=list)
 
     def settings(self) -> bytes:
         """What the ``data`` column holds: everything but the identity and the times."""
@@ -68,6 +72,8 @@ class CatalogEntry:
                 "public": self.public,
                 "owner": self.owner,
                 "disable_ramdisk": self.disable_ramdisk,
+                "description": self.description,
+                "traits": self.traits,
             }
         )
 

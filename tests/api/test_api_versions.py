@@ -12,7 +12,7 @@ import httpx
 import pytest
 from api_helpers import api_in_process, error_text
 
-MAX = "1.92"
+MAX = "1.115"
 
 
 @pytest.fixture(scope="module")

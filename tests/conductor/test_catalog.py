@@ -89,7 +89,7 @@ def test_runbook_crud(conductor: Conductor) -> None:
         ("template", "CUSTOM_X", [dstep("console", "b1", 1)], "not a deploy interface"),
         ("template", "CUSTOM_X", [dstep("bios", "b1", 1), dstep("bios", "b1", 2)], "twice"),
         ("runbook", "CUSTOM_X", [step("vendor", "a")], "'order'"),
-        ("runbook", "lower", [ordered("vendor", "a", 1)], "trait"),
+        ("runbook", "has space", [ordered("vendor", "a", 1)], "logical name"),
         ("runbook", "CUSTOM_X", [ordered("vendor", "a", "x")], "order"),
     ],
 )  # fmt: skip
