@@ -222,6 +222,13 @@ class Config:
     #: Most entries one trim deletes per batch (one statement, one transaction each).
     node_history_cleanup_batch_count: int = attrs.field(default=1000, validator=_count(1))
 
+    #: Seconds a ramdisk agent may stay silent; its lookup hands it this, and it
+    #: heartbeats every 0.3-0.6 of it (Ironic's ``[api]ramdisk_heartbeat_timeout``).
+    ramdisk_heartbeat_timeout: float = attrs.field(default=300, validator=_positive)
+    #: Whether an agent's lookup finds only nodes in a state that expects an agent
+    #: (Ironic's ``[api]restrict_lookup``).
+    restrict_lookup: bool = attrs.field(default=True, validator=_boolean)
+
     def __init__(self, **options: Any) -> None:
         if "clean_nodes" in options:
             warnings.warn(

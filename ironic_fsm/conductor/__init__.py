@@ -20,7 +20,8 @@ every one getting the parts it calls at construction (see
 drain), ``catalog`` (templates, runbooks), ``plans``, ``engine`` (the step
 engine), ``flows``, ``nodes``, ``verbs``, ``fleet`` (the registry record),
 ``ownership`` (the hash rings of ``ring``), ``recovery``, ``power_sync``,
-``work``, ``reconcile`` and ``history``. An operation on one node is a
+``work``, ``reconcile``, ``history`` and ``ramdisk`` (the agent's lookup and
+heartbeat). An operation on one node is a
 :class:`~.jobs.Job`, which fires events, checkpoints, records history and
 calls the driver. Each public method here delegates to one part.
 """
@@ -46,6 +47,7 @@ from ironic_fsm.conductor.nodes import Nodes
 from ironic_fsm.conductor.ownership import Ownership
 from ironic_fsm.conductor.plans import Plans
 from ironic_fsm.conductor.power_sync import PowerSync, PowerSyncReport
+from ironic_fsm.conductor.ramdisk import AgentLookup, Ramdisk
 from ironic_fsm.conductor.reconcile import Reconcile
 from ironic_fsm.conductor.recovery import Recovery
 from ironic_fsm.conductor.registry import HardwareRegistry
@@ -132,6 +134,7 @@ class Conductor:
         self._power_sync = PowerSync(ctx, reservations, launcher, self._owns)
         self._reconcile = Reconcile(ctx, verbs)
         self._history = History(ctx)
+        self._ramdisk = Ramdisk(ctx, reservations)
 
     @property
     def config(self) -> Config:
@@ -564,3 +567,40 @@ class Conductor:
     def reconcile(self, ident: str, wanted: str, **verb_args: Any) -> Node:
         """Take one step toward the stable state ``wanted``."""
         return self._reconcile.reconcile(ident, wanted, **verb_args)
+
+    # -- Ramdisk (ramdisk.py): the agent's lookup and heartbeat ---------------------------------
+
+    def agent_lookup(
+        self,
+        addresses: Iterable[str] = (),
+        node_uuid: str | None = None,
+        *,
+        with_token: bool = True,
+    ) -> AgentLookup:
+        """The node a booted agent belongs to, and its token (given out once, then ``******``).
+
+        Found by the agent's MAC addresses or ``node_uuid``, only in a state
+        that expects an agent (NodeNotFound otherwise, as for no node).
+        """
+        return self._ramdisk.lookup(addresses, node_uuid, with_token=with_token)
+
+    def agent_heartbeat(
+        self,
+        ident: str,
+        callback_url: str,
+        *,
+        agent_token: str | None,
+        agent_version: str | None,
+        agent_verify_ca: str | None = None,
+    ) -> Node:
+        """An agent says it is up at ``callback_url``; refused (InvalidParameterValue,
+        nothing changed) without the node's token, with another URL or certificate than
+        the first heartbeat's, or without a version.
+        """
+        return self._ramdisk.heartbeat(
+            ident,
+            callback_url,
+            agent_token=agent_token,
+            agent_version=agent_version,
+            agent_verify_ca=agent_verify_ca,
+        )
