@@ -134,7 +134,7 @@ class Conductor:
         self._power_sync = PowerSync(ctx, reservations, launcher, self._owns)
         self._reconcile = Reconcile(ctx, verbs)
         self._history = History(ctx)
-        self._ramdisk = Ramdisk(ctx, reservations)
+        self._ramdisk = Ramdisk(ctx, reservations, engine)
 
     @property
     def config(self) -> Config:

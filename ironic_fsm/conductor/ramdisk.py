@@ -26,8 +26,16 @@ from ironic_fsm import states as s
 from ironic_fsm.agent import token as tokens
 from ironic_fsm.conductor.common import check_ident
 from ironic_fsm.conductor.context import Context
+from ironic_fsm.conductor.engine import PHASE_BY_STATE, StepEngine
+from ironic_fsm.conductor.jobs import Job
 from ironic_fsm.conductor.reservations import Reservations
-from ironic_fsm.exceptions import InvalidParameterValue, NodeLocked, NodeNotFound
+from ironic_fsm.exceptions import (
+    AgentError,
+    InvalidParameterValue,
+    NodeLocked,
+    NodeNotFound,
+    StepFailed,
+)
 from ironic_fsm.node import Node, is_uuid_like
 
 __all__ = ["LOOKUP_ALLOWED_STATES", "AgentLookup", "Ramdisk", "normalize_mac"]
@@ -82,9 +90,10 @@ class AgentLookup:
 class Ramdisk:
     """Answers agents: finds their node, gives out and checks tokens, records heartbeats."""
 
-    def __init__(self, ctx: Context, reservations: Reservations) -> None:
+    def __init__(self, ctx: Context, reservations: Reservations, engine: StepEngine) -> None:
         self._ctx = ctx
         self._reservations = reservations
+        self._engine = engine
 
     # -- lookup ----------------------------------------------------------------------------
 
@@ -181,12 +190,43 @@ class Ramdisk:
                     str(agent_version),
                     agent_verify_ca,
                 )
-                return job.node
+                go_on = self._ask_driver(job)
+                node = job.node
         except NodeLocked:
             if not node.driver_internal_info.get(tokens.URL_KEY):
                 raise  # 409: the agent tries again soon, and its URL gets recorded
             LOG.debug("Node %s is busy; its heartbeat is noted next time", node.uuid)
             return node
+        phase = PHASE_BY_STATE.get(node.provision_state)
+        if go_on and phase is not None:
+            continue_phase = getattr(self._engine, f"continue_node_{phase.name}")
+            node = continue_phase(node.uuid)
+        return node
+
+    def _ask_driver(self, job: Job) -> bool:
+        """What the deploy interface makes of the heartbeat in a wait state: go on or not.
+
+        A step the agent reports failed fails the phase here; an agent that
+        cannot be asked now (busy, unreachable) is asked again at its next
+        heartbeat.
+        """
+        node = job.node
+        phase = PHASE_BY_STATE.get(node.provision_state)
+        hook = getattr(job.driver.deploy, "heartbeat", None)
+        if phase is None or node.provision_state != phase.wait or hook is None:
+            return False
+        step = getattr(node, phase.step_field) or None
+        try:
+            return bool(hook(job.task))
+        except StepFailed as exc:
+            if step:
+                self._engine.fail_step(job, phase, step, exc)
+            else:
+                self._engine.phase_failed(job, phase, str(exc), step=None)
+        except AgentError as exc:
+            LOG.warning("Node %s: the agent could not be asked, until its next heartbeat: %s",
+                        node.uuid, exc)  # fmt: skip
+        return False
 
     @staticmethod
     def _check(

@@ -41,6 +41,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ironic_fsm import states
+from ironic_fsm.interfaces import PowerInterface
+from ironic_fsm.task import Task
+
 IPA_VERSION = "13.0.0"
 SANDBOX_DIR = Path(__file__).parent / "sandbox"
 AGENT_PORT = 9999
@@ -238,3 +242,40 @@ class Sandbox:
 
     def describe(self) -> dict[str, Any]:
         return {"netns": self.netns, "disk": self.disk, "host_ip": self.host_ip}
+
+
+class SandboxPower(PowerInterface):
+    """The "BMC" of sandboxed machines: power on boots the ramdisk (starts IPA), off ends it.
+
+    That is what a real BMC does to a ramdisk: a reboot or power-off ends the
+    agent, and the next boot starts a fresh one that looks the node up again.
+    ``attach`` names each node's sandbox and the API its agent should call.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._machines: dict[str, tuple[Sandbox, str, Path]] = {}
+        self.boots: dict[str, int] = {}
+
+    def attach(self, node_uuid: str, sandbox: Sandbox, api_url: str, python: Path) -> None:
+        self._machines[node_uuid] = (sandbox, api_url, python)
+
+    def _machine(self, task: Task) -> tuple[Sandbox, str, Path]:
+        return self._machines[task.node.uuid]
+
+    def get_power_state(self, task: Task) -> str:
+        sandbox, _, _ = self._machine(task)
+        return states.POWER_ON if sandbox.running() else states.POWER_OFF
+
+    def set_power_state(self, task: Task, power_state: str, timeout: float | None = None) -> None:
+        sandbox, api_url, python = self._machine(task)
+        if power_state == states.POWER_ON:
+            if not sandbox.running():
+                self.boots[task.node.uuid] = self.boots.get(task.node.uuid, 0) + 1
+                sandbox.start(api_url, python)
+        else:
+            sandbox.stop()
+
+    def reboot(self, task: Task, timeout: float | None = None) -> None:
+        self.set_power_state(task, states.POWER_OFF)
+        self.set_power_state(task, states.POWER_ON)

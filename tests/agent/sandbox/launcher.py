@@ -4,7 +4,7 @@ It runs as PID 1 of a fresh PID namespace, in a private mount namespace and
 in the sandbox's network namespace (``ip netns exec NS unshare --mount --pid
 --fork --mount-proc --kill-child=SIGKILL``), as root. Before IPA is imported:
 
-1. the mounts: ``/run`` a fresh tmpfs, the work folder bound writable, every
+1. the mounts: ``/run`` and ``/dev/shm`` fresh tmpfs, the work folder bound writable, every
    block device but the allowed loop device (and its partitions) covered by
    ``/dev/null``, ``/proc/sysrq-trigger`` too, and then every other mount
    read-only (``/``, ``/sys``, ``/proc/sys``, ``/dev``...); writable mounts
@@ -91,13 +91,15 @@ def build_mounts(settings: dict[str, Any]) -> None:
     work, disk = settings["work"], settings["disk"]
     _run("mount", "--make-rprivate", "/")
     _run("mount", "-t", "tmpfs", "-o", "nodev,nosuid,mode=755", "tmpfs", "/run")
+    # Python's multiprocessing (IPA's erase_devices) needs its semaphores' /dev/shm.
+    _run("mount", "-t", "tmpfs", "-o", "nodev,nosuid,noexec,mode=1777", "tmpfs", "/dev/shm")
     _run("mount", "--bind", work, work)
     _run("mount", "-o", "remount,bind,nodev,nosuid", work)
     _hide_block_devices(disk, settings.get("leave_visible", []))
     if os.path.exists("/proc/sysrq-trigger"):
         _run("mount", "--bind", "/dev/null", "/proc/sysrq-trigger")
     _run("mount", "--bind", "/proc/sys", "/proc/sys")
-    writable = {work, "/run", "/proc"}
+    writable = {work, "/run", "/proc", "/dev/shm"}
     for target in _mounts():
         if target in writable:
             continue
