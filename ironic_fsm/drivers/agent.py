@@ -28,10 +28,12 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
+import tenacity
+
 from ironic_fsm import states
 from ironic_fsm.agent import token as tokens
 from ironic_fsm.agent.client import FAILED, RUNNING, SUCCEEDED, AgentClient, AgentEndpoint
-from ironic_fsm.exceptions import StepFailed, StepsNotAvailable
+from ironic_fsm.exceptions import AgentError, StepFailed, StepsNotAvailable
 from ironic_fsm.interfaces import DeployInterface
 from ironic_fsm.task import Task
 
@@ -68,11 +70,25 @@ class AgentDeploy(DeployInterface):
     Args:
         client: How to reach agents (one client serves every node); by default
             an :class:`~ironic_fsm.agent.client.AgentClient` with Ironic's 60 s deadline.
+        step_poll_window: Seconds to watch a step just started on the agent
+            (every ``step_poll_interval``) before leaving it to the heartbeats;
+            0 leaves every step to them, as Ironic does. IPA heartbeats at
+            least 5 s apart, so a step that takes a second would otherwise
+            cost five; while watched, the node stays ``cleaning`` (an abort
+            waits for the window's end).
     """
 
-    def __init__(self, client: AgentClient | None = None) -> None:
+    def __init__(
+        self,
+        client: AgentClient | None = None,
+        *,
+        step_poll_window: float = 5.0,
+        step_poll_interval: float = 0.2,
+    ) -> None:
         super().__init__()
         self._client = client if client is not None else AgentClient()
+        self.step_poll_window = step_poll_window
+        self.step_poll_interval = step_poll_interval
 
     # -- the agent's steps ------------------------------------------------------------------
 
@@ -148,7 +164,53 @@ class AgentDeploy(DeployInterface):
                 node=node.uuid,
                 step=step["step"],
             )
+        if self.step_poll_window > 0 and self._watch(task, endpoint, step):
+            return None
         return states.CLEANWAIT
+
+    def _watch(self, task: Task, endpoint: AgentEndpoint, step: Mapping[str, Any]) -> bool:
+        """Whether the step ended well within the poll window (StepFailed if it failed)."""
+        watching = tenacity.Retrying(
+            stop=tenacity.stop_after_delay(self.step_poll_window),
+            wait=tenacity.wait_fixed(self.step_poll_interval),
+            retry=tenacity.retry_if_result(lambda ended: ended is None),
+            retry_error_callback=lambda state: False,
+            reraise=True,
+        )
+        try:
+            return bool(watching(lambda: self._step_outcome(task, endpoint, step)))
+        except AgentError as exc:  # a hiccup: the heartbeats will tell
+            LOG.warning("Node %s: stopped watching step %s: %s", task.node.uuid, step["step"], exc)
+            return False
+
+    def _step_outcome(
+        self, task: Task, endpoint: AgentEndpoint, step: Mapping[str, Any]
+    ) -> bool | None:
+        """The agent's word on ``step``: True ended well, None still running (or another
+        command is last); StepFailed when it failed."""
+        last = self._client.last_command(endpoint)
+        if last is None or last.get("command_name") != "execute_clean_step":
+            return None
+        status = last.get("command_status")
+        if status == RUNNING:
+            return None
+        if status == SUCCEEDED:
+            ended = (last.get("command_result") or {}).get("clean_step") or {}
+            return True if ended.get("step", step["step"]) == step["step"] else None
+        node = task.node
+        if status == _VERSION_MISMATCH:
+            self.refresh_clean_steps(task)
+            raise StepFailed(
+                f"The agent's hardware managers changed since clean step {step['step']} was "
+                "planned; its steps were refreshed: clean the node again",
+                node=node.uuid,
+                step=step["step"],
+            )
+        raise StepFailed(
+            f"Agent returned error for clean step {step['step']}: {_error_text(last)}",
+            node=node.uuid,
+            step=step["step"],
+        )
 
     # -- the ramdisk ------------------------------------------------------------------------
 
@@ -191,28 +253,7 @@ class AgentDeploy(DeployInterface):
         if step.get("interface") != self.interface_type:
             return False  # a step of another interface (or a reserved one) is waiting
         endpoint = AgentEndpoint.of(node.uuid, node.driver_internal_info)
-        last = self._client.last_command(endpoint)
-        if last is None or last.get("command_name") != "execute_clean_step":
-            return False
-        status = last.get("command_status")
-        if status == RUNNING:
-            return False
-        if status == SUCCEEDED:
-            ended = (last.get("command_result") or {}).get("clean_step") or {}
-            return bool(ended.get("step", step["step"]) == step["step"])
-        if status == _VERSION_MISMATCH:
-            self.refresh_clean_steps(task)
-            raise StepFailed(
-                f"The agent's hardware managers changed since clean step {step['step']} was "
-                "planned; its steps were refreshed: clean the node again",
-                node=node.uuid,
-                step=step["step"],
-            )
-        raise StepFailed(
-            f"Agent returned error for clean step {step['step']}: {_error_text(last)}",
-            node=node.uuid,
-            step=step["step"],
-        )
+        return bool(self._step_outcome(task, endpoint, step))
 
 
 def _error_text(answer: Mapping[str, Any]) -> str:
