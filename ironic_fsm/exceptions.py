@@ -16,6 +16,8 @@ The tree::
     │   └── InvalidStateRequested            a verb the node's state does not accept
     ├── TransitionRejected                   a guard vetoed a transition
     ├── NodeNotFound (LookupError)
+    ├── ResourceNotFound (LookupError)       no port, chassis, allocation... of that id
+    ├── ResourceExists                       its address, name or uuid is another's
     ├── NodeLocked                           reserved by another holder; retryable
     ├── ConcurrentUpdate                     stale record version; retryable
     ├── NodeInMaintenance
@@ -26,6 +28,7 @@ The tree::
     ├── DriverNotFound (LookupError)         unknown hardware type or interface
     ├── MissingDependency (ImportError)      an extra is not installed
     ├── UnsupportedOperation (NotImplementedError)
+    │   └── StoreUnsupported                 the store keeps no such records (ports...)
     ├── StoreError                           the database failed the request
     │   └── StoreBusy                        another writer holds the lock; retryable
     └── HardwareError                        the BMC could not do what we asked
@@ -72,11 +75,14 @@ __all__ = [
     "NodeLocked",
     "NodeNotFound",
     "NodeProtected",
+    "ResourceExists",
+    "ResourceNotFound",
     "StepFailed",
     "StepNotAllowed",
     "StepsNotAvailable",
     "StoreBusy",
     "StoreError",
+    "StoreUnsupported",
     "TransitionRejected",
     "UnsupportedOperation",
 ]
@@ -193,6 +199,19 @@ class MissingDependency(IronicFSMError, ImportError):
 
 class UnsupportedOperation(IronicFSMError, NotImplementedError):
     """The interface does not implement this operation."""
+
+
+class StoreUnsupported(UnsupportedOperation):
+    """The store has no place for this kind of record (it declares none: see
+    :class:`~ironic_fsm.stores.capabilities.StoreCapabilities`)."""
+
+
+class ResourceNotFound(IronicFSMError, LookupError):
+    """No port, port group, chassis, allocation or volume record has this UUID or name."""
+
+
+class ResourceExists(IronicFSMError):
+    """Another record of the kind has this UUID, name or address (a port's MAC...)."""
 
 
 class StoreError(IronicFSMError):

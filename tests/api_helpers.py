@@ -32,13 +32,19 @@ LATEST = {"X-OpenStack-Ironic-API-Version": "latest"}
 
 
 @contextmanager
-def api_process(db: Path, *extra: str, startup: float = 30.0) -> Iterator[str]:
-    """The API in a subprocess; yields its base URL and stops it with SIGTERM afterwards."""
+def api_process(
+    db: Path, *extra: str, startup: float = 30.0, url: str | None = None
+) -> Iterator[str]:
+    """The API in a subprocess; yields its base URL and stops it with SIGTERM afterwards.
+
+    Its database is the SQLite file ``db``, or ``url`` when given (``db`` then
+    names only where its stderr goes, beside it).
+    """
     # stderr goes to a file: a pipe nobody reads would stall the server once full.
     log = db.with_suffix(".stderr")
     with log.open("w") as errors:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "ironic_fsm.api", "--db", f"sqlite:///{db}",
+            [sys.executable, "-m", "ironic_fsm.api", "--db", url or f"sqlite:///{db}",
              "--api", "127.0.0.1:0", *extra],
             stdout=subprocess.PIPE, stderr=errors, text=True,
         )  # fmt: skip
@@ -106,6 +112,18 @@ def api_in_process(db: Path, **options: Any) -> Iterator[tuple[Conductor, ApiSer
         finally:
             server.stop()
     store.close()
+
+
+@contextmanager
+def sdk(url: str) -> Iterator[Any]:
+    """An openstacksdk connection to the API at ``url``, without auth, closed afterwards."""
+    import openstack
+
+    connection = openstack.connection.Connection(auth_type="none", baremetal_endpoint_override=url)
+    try:
+        yield connection
+    finally:
+        connection.close()
 
 
 def cli_env(url: str, **extra: str) -> dict[str, str]:

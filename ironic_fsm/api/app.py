@@ -7,7 +7,17 @@ from typing import Any, Final
 
 import falcon
 
-from ironic_fsm.api import actions, catalog, nodes, openapi, ramdisk, resources, shards, traits
+from ironic_fsm.api import (
+    actions,
+    catalog,
+    nodes,
+    openapi,
+    ports,
+    ramdisk,
+    resources,
+    shards,
+    traits,
+)
 from ironic_fsm.api.access_log import AccessLog
 from ironic_fsm.api.auth import BasicAuth
 from ironic_fsm.api.common import send, version_of
@@ -176,6 +186,7 @@ def make_app(
         *resources.routes(conductor),
         *catalog.routes(conductor),
         *shards.routes(conductor),
+        *ports.routes(conductor),
         *ramdisk.routes(conductor),
     ]  # fmt: skip
     for path, resource, options in routes:

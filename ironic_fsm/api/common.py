@@ -24,6 +24,7 @@ __all__ = [
     "MAX_BODY_BYTES",
     "compile_schema",
     "link_pair",
+    "page_limit",
     "node_lock",
     "query_bool",
     "read_json",
@@ -32,6 +33,7 @@ __all__ = [
     "send",
     "text_bool",
     "too_new",
+    "wants_detail",
 ]
 
 #: Ironic's nodes fit in a few KB; a megabyte leaves room for big ``instance_info``.
@@ -188,6 +190,38 @@ def query_bool(req: falcon.Request, name: str) -> bool | None:
     """A boolean query value, parsed strictly: anything else is a 400."""
     raw = req.get_param(name)
     return None if raw is None else text_bool(raw, f"query parameter {name}")
+
+
+#: The most items a page holds, and how many a listing without ``limit`` gets.
+MAX_LIMIT: Final = 1000
+
+
+def page_limit(req: falcon.Request) -> int:
+    """The ``limit`` of a listing: a positive integer, at most :data:`MAX_LIMIT` (the default)."""
+    raw = req.get_param("limit")
+    if raw is None:
+        return MAX_LIMIT
+    try:
+        limit = int(raw)
+    except ValueError:
+        raise ApiError(400, f"Invalid limit {raw!r}: not an integer") from None
+    if limit <= 0:
+        raise ApiError(400, f"Limit must be positive, not {limit}")
+    return min(limit, MAX_LIMIT)
+
+
+def wants_detail(req: falcon.Request, fields: object, detail: bool) -> bool:
+    """Whether a listing shows whole records: its ``/detail`` path (``detail``) or the
+    ``detail`` query value (1.43); ``400`` with ``fields`` too."""
+    if detail and fields is not None:
+        raise ApiError(400, "Cannot ask for both detail and fields")
+    asked = query_bool(req, "detail")
+    if asked is not None:
+        require_version(req, (1, 43), "The detail parameter")
+        if fields is not None and asked:
+            raise ApiError(400, "Cannot ask for both detail and fields")
+        detail = detail or asked
+    return detail
 
 
 def link_pair(base: str, resource: str, ident: str) -> list[dict[str, str]]:

@@ -47,6 +47,8 @@ _STATUS: Final[tuple[tuple[type[BaseException], int], ...]] = (
     (exc.NodeNotFound, 404),
     (CatalogEntryNotFound, 404),
     (CatalogEntryExists, 409),
+    (exc.ResourceNotFound, 404),
+    (exc.ResourceExists, 409),
     (exc.NodeLocked, 409),
     (exc.ConcurrentUpdate, 409),
     (exc.StoreBusy, 503),

@@ -23,6 +23,7 @@ from ironic_fsm import states as s
 from ironic_fsm.api import _glue
 from ironic_fsm.api.common import (
     compile_schema,
+    page_limit,
     query_bool,
     read_json,
     read_modify_write,
@@ -31,6 +32,7 @@ from ironic_fsm.api.common import (
     text_bool,
     too_new,
     version_of,
+    wants_detail,
 )
 from ironic_fsm.api.errors import ApiError
 from ironic_fsm.api.views import (
@@ -57,7 +59,6 @@ __all__ = ["CREATE_SCHEMA", "PATCH_SCHEMA", "NodeCollection", "NodeItem", "patch
 _RESERVED_NAMES: Final = frozenset(
     {"detail", "validate", "states", "vendor_passthru", "management", "maintenance"}
 )
-_MAX_LIMIT: Final = 1000
 _OPTIONAL_TEXT: Final = {"type": ["string", "null"], "maxLength": 255}
 _DICT: Final = {"type": "object"}
 
@@ -243,15 +244,7 @@ class NodeCollection:
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         fields = _requested_fields(req)
-        detail = self._detail
-        if detail and fields is not None:
-            raise ApiError(400, "Cannot ask for both detail and fields")
-        asked = query_bool(req, "detail")
-        if asked is not None:
-            require_version(req, (1, 43), "The detail parameter")
-            if fields is not None and asked:
-                raise ApiError(400, "Cannot ask for both detail and fields")
-            detail = detail or asked
+        detail = wants_detail(req, fields, self._detail)
         limit = self._limit(req)
         sort_key, sort_dir = self._order(req)
         filters, empty = self._filters(req)
@@ -301,16 +294,7 @@ class NodeCollection:
 
     @staticmethod
     def _limit(req: falcon.Request) -> int:
-        raw = req.get_param("limit")
-        if raw is None:
-            return _MAX_LIMIT
-        try:
-            limit = int(raw)
-        except ValueError:
-            raise ApiError(400, f"Invalid limit {raw!r}: not an integer") from None
-        if limit <= 0:
-            raise ApiError(400, f"Limit must be positive, not {limit}")
-        return min(limit, _MAX_LIMIT)
+        return page_limit(req)
 
     @staticmethod
     def _order(req: falcon.Request) -> tuple[str, str]:

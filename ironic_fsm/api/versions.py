@@ -28,8 +28,8 @@ Version = tuple[int, int]
 
 MIN_VERSION: Final[Version] = (1, 1)
 #: The highest version whose verbs and fields this server serves (runbooks need 1.92;
-#: what 1.88-1.91 add is for ports and virtual media, which this server does not serve:
-#: see docs/api-server.rst). Fields we do not store are shown with their empty value.
+#: 1.89's virtual media is not served: see docs/api-server.rst). Fields we do not store
+#: are shown with their empty value.
 MAX_VERSION: Final[Version] = (1, 92)
 
 _HEADER_NEW: Final = "OpenStack-API-Version"
@@ -113,6 +113,7 @@ def root_document(base: str) -> dict[str, Any]:
 #: Resources listed by ``GET /v1``, with the version that introduced each.
 _RESOURCES: Final[tuple[tuple[str, Version], ...]] = (
     ("nodes", (1, 1)),
+    ("ports", (1, 1)),
     ("drivers", (1, 1)),
     ("conductors", (1, 49)),
     ("deploy_templates", (1, 55)),

@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Callable
 from typing import Final
 
+from ironic_fsm.cli import ports
 from ironic_fsm.cli.apply import _cmd_apply
 from ironic_fsm.cli.argtypes import _boolean, _key_value, _limit, _provision_state, _sort, _timeout
 from ironic_fsm.cli.conductors import _cmd_conductor_list
@@ -444,6 +445,57 @@ def _build_history(sub: _Sub[argparse.ArgumentParser], common: argparse.Argument
     _finish(p, _cmd_history_get, many=False)
 
 
+def _build_port(top: _Sub[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    """``port ...``: as ``openstack baremetal port``."""
+    port = top.add_parser(
+        "port", help="manage nodes' network ports", description="Manage nodes' network ports."
+    )
+    sub = port.add_subparsers(dest="port_command", metavar="COMMAND", required=True)
+    p = _leaf(sub, "create", [common], "create a port", "Create a port of a node.")
+    p.add_argument("address", metavar="ADDRESS", help="the port's MAC address")
+    p.add_argument("--node", required=True, metavar="NODE", help="UUID or name of its node")
+    ports.add_port_options(p, creating=True)
+    _finish(p, ports.COMMANDS["create"], many=False)
+    p = _leaf(sub, "list", [common], "list ports", "List ports.")
+    p.add_argument("--node", metavar="NODE", help="only this node's ports")
+    p.add_argument("--address", metavar="ADDRESS", help="only the port with this MAC address")
+    p.add_argument("--port-group", metavar="PORT_GROUP", help="only this port group's ports")
+    p.add_argument("--long", action="store_true", help="show every field")
+    p.add_argument(
+        "--fields", nargs="+", action="append", choices=ports.PORT_SHOW_FIELDS,
+        metavar="FIELD", help="only these fields (repeatable)",
+    )  # fmt: skip
+    p.add_argument("--limit", type=_limit, default=1000, help="at most this many (0: all)")
+    p.add_argument("--marker", metavar="PORT", help="the UUID of the previous page's last port")
+    p.add_argument("--sort", metavar="KEY[:asc|desc]", help="sort key and direction")
+    _finish(p, ports.COMMANDS["list"], many=True)
+    p = _leaf(sub, "show", [common], "show a port", "Show a port.")
+    p.add_argument("port", metavar="PORT", help="UUID or name (or, with --address, the MAC)")
+    p.add_argument("--address", dest="by_address", action="store_true",
+                   help="PORT is a MAC address")  # fmt: skip
+    p.add_argument(
+        "--fields", nargs="+", action="append", choices=ports.PORT_SHOW_FIELDS,
+        metavar="FIELD", help="only these fields (repeatable)",
+    )  # fmt: skip
+    _finish(p, ports.COMMANDS["show"], many=False)
+    p = _leaf(sub, "set", [common], "set port fields", "Set port fields.")
+    p.add_argument("port", metavar="PORT", help="UUID or name of the port")
+    ports.add_port_options(p, creating=False)
+    _finish(p, ports.COMMANDS["set"])
+    p = _leaf(sub, "unset", [common], "unset port fields", "Unset port fields.")
+    p.add_argument("port", metavar="PORT", help="UUID or name of the port")
+    p.add_argument("--extra", metavar="KEY", action="append", help="remove this extra key")
+    for name in ("name", "physical_network", "description"):
+        p.add_argument(f"--{name.replace('_', '-')}", dest=f"unset_{name}", action="store_true",
+                       help=f"unset its {name}")  # fmt: skip
+    p.add_argument("--port-group", action="store_true", help="take it out of its port group")
+    p.add_argument("--is-smartnic", action="store_true", help="it is not a Smart NIC")
+    _finish(p, ports.COMMANDS["unset"])
+    p = _leaf(sub, "delete", [common], "delete ports", "Delete ports.")
+    p.add_argument("ports", nargs="+", metavar="PORT", help="UUID or name of a port")
+    _finish(p, ports.COMMANDS["delete"])
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line; built per call so that tests get a fresh one."""
     from ironic_fsm import __version__
@@ -461,6 +513,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     top = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _build_node(top, common)
+    _build_port(top, common)
 
     conductor = top.add_parser(
         "conductor",

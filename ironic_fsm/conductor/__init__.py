@@ -46,6 +46,7 @@ from ironic_fsm.conductor.launcher import Executor, Launcher
 from ironic_fsm.conductor.nodes import Nodes
 from ironic_fsm.conductor.ownership import Ownership
 from ironic_fsm.conductor.plans import Plans
+from ironic_fsm.conductor.ports import Ports
 from ironic_fsm.conductor.power_sync import PowerSync, PowerSyncReport
 from ironic_fsm.conductor.ramdisk import AgentLookup, Ramdisk
 from ironic_fsm.conductor.reconcile import Reconcile
@@ -60,6 +61,7 @@ from ironic_fsm.hardware import HardwareType
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.machine import LIFECYCLE, Lifecycle
 from ironic_fsm.node import Node
+from ironic_fsm.records import Port
 from ironic_fsm.stores import MemoryStore, Store
 from ironic_fsm.stores.base import CatalogEntry, NodeFields
 from ironic_fsm.stores.capabilities import StoreCapabilities
@@ -134,7 +136,8 @@ class Conductor:
         self._power_sync = PowerSync(ctx, reservations, launcher, self._owns)
         self._reconcile = Reconcile(ctx, verbs)
         self._history = History(ctx)
-        self._ramdisk = Ramdisk(ctx, reservations, engine)
+        self._ports = ports = Ports(ctx)
+        self._ramdisk = Ramdisk(ctx, reservations, engine, ports)
 
     @property
     def config(self) -> Config:
@@ -604,3 +607,38 @@ class Conductor:
             agent_version=agent_version,
             agent_verify_ca=agent_verify_ca,
         )
+
+    # -- Ports (ports.py) -------------------------------------------------------
+
+    def create_port(self, address: str, node: str, **fields: Any) -> Port:
+        """A new port of ``node`` (UUID or name) with MAC ``address`` (stored in lower
+        case); other fields: ``uuid`` and those of :data:`~.ports.PORT_FIELDS`.
+
+        Raises:
+            InvalidParameterValue: a field is wrong (the message names it).
+            NodeNotFound: no such node.
+            ResourceExists: another port has this address, name or UUID (nothing written).
+            StoreUnsupported: the store keeps no ports.
+        """
+        return self._ports.create_port(address, node, **fields)
+
+    def get_port(self, ident: str) -> Port:
+        """The port with this UUID or name (:class:`~ironic_fsm.exceptions.ResourceNotFound`)."""
+        return self._ports.get_port(ident)
+
+    def list_ports(self, **query: Any) -> list[Port]:
+        """One page of ports: filters ``node``, ``address``, ``portgroup``, ``shard``; paging
+        ``limit``, ``marker`` (a port UUID), ``sort_key`` (``id``: creation), ``sort_dir``."""
+        return self._ports.list_ports(**query)
+
+    def update_port(self, ident: str, **fields: Any) -> Port:
+        """Change some of a port's fields, all or nothing (``node`` moves it)."""
+        return self._ports.update_port(ident, **fields)
+
+    def delete_port(self, ident: str) -> None:
+        self._ports.delete_port(ident)
+
+    def get_node_by_addresses(self, addresses: Iterable[str]) -> Node:
+        """The node whose ports have these MAC addresses (the ramdisk agent's lookup):
+        :class:`~ironic_fsm.exceptions.NodeNotFound` if none, ``InvalidState`` if several."""
+        return self._ports.node_by_addresses(addresses)

@@ -28,13 +28,16 @@ from ironic_fsm.conductor.common import check_ident
 from ironic_fsm.conductor.context import Context
 from ironic_fsm.conductor.engine import PHASE_BY_STATE, StepEngine
 from ironic_fsm.conductor.jobs import Job
+from ironic_fsm.conductor.ports import Ports
 from ironic_fsm.conductor.reservations import Reservations
 from ironic_fsm.exceptions import (
     AgentError,
     InvalidParameterValue,
+    InvalidState,
     NodeLocked,
     NodeNotFound,
     StepFailed,
+    StoreUnsupported,
 )
 from ironic_fsm.node import Node, is_uuid_like
 
@@ -90,10 +93,13 @@ class AgentLookup:
 class Ramdisk:
     """Answers agents: finds their node, gives out and checks tokens, records heartbeats."""
 
-    def __init__(self, ctx: Context, reservations: Reservations, engine: StepEngine) -> None:
+    def __init__(
+        self, ctx: Context, reservations: Reservations, engine: StepEngine, ports: Ports
+    ) -> None:
         self._ctx = ctx
         self._reservations = reservations
         self._engine = engine
+        self._ports = ports
 
     # -- lookup ----------------------------------------------------------------------------
 
@@ -141,15 +147,15 @@ class Ramdisk:
             return AgentLookup(job.node, token)
 
     def _find(self, macs: list[str], node_uuid: str | None) -> Node:
-        store = self._ctx.caps.store
+        """By ``node_uuid`` when given (as Ironic), else by the ports with these addresses."""
         try:
             if node_uuid:
-                return store.get(check_ident(node_uuid))
-        except NodeNotFound:
+                return self._ctx.caps.store.get(check_ident(node_uuid))
+            return self._ports.node_by_addresses(macs)
+        except (NodeNotFound, InvalidState, StoreUnsupported) as exc:
+            # Several nodes, or a store without ports: no node, as far as an agent is told.
+            LOG.warning("An agent's lookup found no single node: %s", exc)
             raise self._not_found(macs, node_uuid) from None
-        # Ports are what ties a MAC address to a node; until this store keeps
-        # them, only the node's UUID finds it.
-        raise self._not_found(macs, node_uuid)
 
     @staticmethod
     def _not_found(macs: list[str], node_uuid: str | None) -> NodeNotFound:

@@ -1,6 +1,6 @@
 """The SQL layout of :class:`~ironic_fsm.stores.sql.SQLStore`: tables, columns, migrations.
 
-Layout (schema version 12; a database of an earlier version is upgraded in
+Layout (schema version 13; a database of an earlier version is upgraded in
 place when opened, see "Migrations" below):
 
 * ``nodes``: one row per node. ``data`` holds
@@ -35,6 +35,13 @@ place when opened, see "Migrations" below):
 * ``deploy_templates`` and ``runbooks`` (version 8): one row per template or
   runbook, ``uuid``, unique ``name``, ``seq`` (creation order, the listing's
   tie-break), timestamps, and ``data``: the rest (steps, extra, ...) as JSON.
+* ``ports``, ``portgroups``, ``chassis``, ``allocations``,
+  ``volume_connectors`` and ``volume_targets`` (version 13): the records
+  beside nodes (:mod:`._records`), one row each: ``uuid``, ``seq``
+  (creation order, the default sort), timestamps, the columns each kind is
+  found, filtered or kept unique by (a port's unique ``address``, its
+  ``node_uuid`` on an index...), and ``data``, the rest as JSON. A trigger
+  on ``nodes`` deletes a node's rows with it.
 * ``holders``: the last heartbeat of each reservation holder (crash recovery).
 * ``conductors`` (version 3): the conductor registry, one row per conductor,
   keyed by its holder token: ``hostname``, ``conductor_group``,
@@ -567,6 +574,103 @@ def _v12_fillfactor(store: StepContext, conn: Any) -> None:
         conn.execute("ALTER TABLE nodes SET (fillfactor = 70)")
 
 
+def _record_table(table: str, timestamp: str, columns: str, constraints: str = "") -> str:
+    """A table of records beside nodes (schema 13): identity, order, times, columns, JSON."""
+    return (
+        f"CREATE TABLE {table} (\n"
+        "\tuuid VARCHAR(36) NOT NULL, \n"
+        "\tseq BIGINT NOT NULL, \n"
+        f"\tcreated_at {timestamp} NOT NULL, \n"
+        f"\tupdated_at {timestamp}, \n"
+        f"{columns}"
+        "\tdata TEXT NOT NULL, \n"
+        f"\tPRIMARY KEY (uuid){constraints}\n"
+        ")"
+    )
+
+
+#: The tables whose rows go with their node (schema 13's trigger deletes them with it).
+V13_BY_NODE: Final = ("ports", "portgroups", "allocations", "volume_connectors", "volume_targets")
+
+
+def _v13_ddl(timestamp: str) -> list[str]:
+    """Schema 13: the records beside nodes, a table each (see :mod:`._records`).
+
+    Each keeps the fields it is found, filtered, sorted or kept unique by
+    as columns, and the rest in ``data`` (JSON). A port's address is unique
+    (the agent's lookup finds a node by it), and so is an allocation's node:
+    the database itself refuses to give one node to two allocations.
+    """
+    return [
+        _record_table(
+            "ports", timestamp,
+            "\taddress VARCHAR(255) NOT NULL, \n\tname VARCHAR(255), \n"
+            "\tnode_uuid VARCHAR(36) NOT NULL, \n\tportgroup_uuid VARCHAR(36), \n",
+            ", \n\tCONSTRAINT uniq_ports0address UNIQUE (address), \n"
+            "\tCONSTRAINT uniq_ports0name UNIQUE (name)",
+        ),
+        "CREATE INDEX ports_node_uuid_idx ON ports (node_uuid)",
+        "CREATE INDEX ports_portgroup_uuid_idx ON ports (portgroup_uuid) "
+        "WHERE portgroup_uuid IS NOT NULL",
+        "CREATE INDEX ports_seq_idx ON ports (seq, uuid)",
+        _record_table(
+            "portgroups", timestamp,
+            "\taddress VARCHAR(255), \n\tname VARCHAR(255), \n"
+            "\tnode_uuid VARCHAR(36) NOT NULL, \n",
+            ", \n\tCONSTRAINT uniq_portgroups0address UNIQUE (address), \n"
+            "\tCONSTRAINT uniq_portgroups0name UNIQUE (name)",
+        ),
+        "CREATE INDEX portgroups_node_uuid_idx ON portgroups (node_uuid)",
+        "CREATE INDEX portgroups_seq_idx ON portgroups (seq, uuid)",
+        _record_table("chassis", timestamp, ""),
+        "CREATE INDEX chassis_seq_idx ON chassis (seq, uuid)",
+        _record_table(
+            "allocations", timestamp,
+            "\tname VARCHAR(255), \n\tnode_uuid VARCHAR(36), \n"
+            "\tstate VARCHAR(15) NOT NULL, \n\tresource_class VARCHAR(80), \n"
+            "\towner VARCHAR(255), \n",
+            ", \n\tCONSTRAINT uniq_allocations0name UNIQUE (name), \n"
+            "\tCONSTRAINT uniq_allocations0node_uuid UNIQUE (node_uuid)",
+        ),
+        "CREATE INDEX allocations_state_idx ON allocations (state)",
+        "CREATE INDEX allocations_seq_idx ON allocations (seq, uuid)",
+        _record_table(
+            "volume_connectors", timestamp,
+            "\tnode_uuid VARCHAR(36) NOT NULL, \n\ttype VARCHAR(32) NOT NULL, \n"
+            "\tconnector_id VARCHAR(255) NOT NULL, \n",
+            ", \n\tCONSTRAINT uniq_volumeconnectors0type0connectorid "
+            "UNIQUE (type, connector_id)",
+        ),
+        "CREATE INDEX volume_connectors_node_uuid_idx ON volume_connectors (node_uuid)",
+        "CREATE INDEX volume_connectors_seq_idx ON volume_connectors (seq, uuid)",
+        _record_table(
+            "volume_targets", timestamp,
+            "\tnode_uuid VARCHAR(36) NOT NULL, \n\tvolume_id VARCHAR(36) NOT NULL, \n"
+            "\tboot_index INTEGER NOT NULL, \n",
+            ", \n\tCONSTRAINT uniq_volumetargets0node_uuid0boot_index "
+            "UNIQUE (node_uuid, boot_index)",
+        ),
+        "CREATE INDEX volume_targets_seq_idx ON volume_targets (seq, uuid)",
+    ]  # fmt: skip
+
+
+def _v13_triggers(store: StepContext, conn: Any) -> None:
+    """Schema 13: deleting a node deletes its ports, groups, allocation and volume records,
+    in the same statement (a trigger, as the power-sync rows are kept)."""
+    deletes = " ".join(f"DELETE FROM {t} WHERE node_uuid = OLD.uuid;" for t in V13_BY_NODE)
+    if store.dialect == "postgresql":
+        conn.execute(
+            "CREATE FUNCTION nodes_records_drop() RETURNS trigger LANGUAGE plpgsql AS $$ "
+            f"BEGIN {deletes} RETURN NULL; END $$"
+        )
+        conn.execute(
+            "CREATE TRIGGER nodes_records_drop AFTER DELETE ON nodes "
+            "FOR EACH ROW EXECUTE FUNCTION nodes_records_drop()"
+        )
+    else:
+        conn.execute(f"CREATE TRIGGER nodes_records_drop AFTER DELETE ON nodes BEGIN {deletes} END")
+
+
 #: One schema step: DDL (given the dialect's timestamp type) or a function of the store's
 #: :class:`StepContext` and the connection, run in order.
 _Step = str | Callable[[StepContext, Any], None]
@@ -584,6 +688,7 @@ MIGRATIONS: Final[dict[int, Callable[[str], builtins.list[_Step]]]] = {
     9: lambda timestamp: [*_v10_ddl(timestamp)],
     10: lambda timestamp: [*_v11_ddl(timestamp)],
     11: lambda timestamp: [*_v12_ddl(timestamp), _v12_fillfactor],
+    12: lambda timestamp: [*_v13_ddl(timestamp), _v13_triggers],
 }
 
 #: The schema version this code writes and understands.

@@ -108,6 +108,7 @@ from ironic_fsm.stores._query import (
     sort_records,
     wake_time,
 )
+from ironic_fsm.stores._records import RecordQuery, RecordStore
 
 __all__ = [
     "ASSOCIATED", "BOOL_FILTERS", "CATALOG_KINDS", "CatalogEntry", "CatalogEntryExists",
@@ -117,7 +118,8 @@ __all__ = [
     "WORK_CHANNEL",
     "ConductorRecord", "ConductorRegistry", "HistoryStore", "ListScans", "NodeFields",
     "PagedList", "PageQuery",
-    "PowerSyncRow", "PowerSyncStore", "Reserved", "ScanningStore", "Store", "WorkAnnouncer",
+    "PowerSyncRow", "PowerSyncStore", "RecordQuery", "RecordStore",
+    "Reserved", "ScanningStore", "Store", "WorkAnnouncer",
     "announce_work", "bad_marker", "check_conductor", "check_fields", "check_filters",
     "check_registration",
     "check_history", "check_page", "check_time", "conductor_order", "duplicate_name",

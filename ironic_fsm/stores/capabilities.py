@@ -36,6 +36,7 @@ from ironic_fsm.stores._catalog import CatalogStore, MemoryCatalog
 from ironic_fsm.stores._claim import QueuedNode, QueueStore
 from ironic_fsm.stores._conductors import ConductorRegistry
 from ironic_fsm.stores._power import PowerSyncRow, PowerSyncStore
+from ironic_fsm.stores._records import RecordStore
 from ironic_fsm.stores.base import (
     HistoryStore,
     ListScans,
@@ -66,13 +67,17 @@ class StoreCapabilities:
         catalog: Where deploy templates and runbooks are kept: the store if it
             can, else a :class:`~._catalog.MemoryCatalog` of this adapter's own.
         announcer: The store as a :class:`~._announce.WorkAnnouncer`, or ``None``.
+        records: The store's ports, chassis, allocations... (its ``records``
+            attribute, a :class:`~._records.RecordStore`), or ``None``: it keeps
+            none, and asking for them is
+            :class:`~ironic_fsm.exceptions.StoreUnsupported`.
         checks_node_types: The store's ``save`` refuses a field of the wrong
             type itself, in :meth:`~ironic_fsm.node.Node.check_types`' words.
     """
 
     __slots__ = (
         "announcer", "catalog", "checks_node_types", "history", "power_sync", "queue",
-        "registry", "scans", "store",
+        "records", "registry", "scans", "store",
     )  # fmt: skip
 
     def __init__(self, store: Store) -> None:
@@ -91,6 +96,8 @@ class StoreCapabilities:
         self.catalog: CatalogStore = store if isinstance(store, CatalogStore) else MemoryCatalog()
         self.announcer: WorkAnnouncer | None = store if isinstance(store, WorkAnnouncer) else None
         self.checks_node_types = getattr(store, "checks_node_types", False) is True
+        records = getattr(store, "records", None)
+        self.records: RecordStore | None = records if isinstance(records, RecordStore) else None
 
     # -- history -------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from ironic_fsm.exceptions import ConcurrentUpdate
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.node import Node, Snapshot, freeze_checked, thaw
 from ironic_fsm.stores._catalog import MemoryCatalog
+from ironic_fsm.stores._kinds import KINDS
 from ironic_fsm.stores._power import PowerSyncRow, check_sync_args
 from ironic_fsm.stores._query import (
     COLUMN_FIELDS,
@@ -27,6 +28,7 @@ from ironic_fsm.stores._query import (
     project,
     wake_time,
 )
+from ironic_fsm.stores._records import MemoryRecords
 from ironic_fsm.stores.base import (
     ConductorRecord,
     ListScans,
@@ -149,6 +151,8 @@ class MemoryStore(MemoryCatalog, PagedList, ListScans):
         self._power_never: dict[str, None] = {}
         self._power_synced: dict[str, datetime] = {}
         self._power_heap: builtins.list[tuple[datetime, str]] = []
+        #: Ports, chassis, allocations... (:class:`~._records.RecordStore`).
+        self.records = MemoryRecords(KINDS)
 
     def _uuid(self, ident: str) -> str:
         if ident in self._nodes:
@@ -296,6 +300,7 @@ class MemoryStore(MemoryCatalog, PagedList, ListScans):
             self._history.pop(uuid, None)
             self._power_never.pop(uuid, None)
             self._power_synced.pop(uuid, None)  # its heap entries are stale from now on
+        self.records.drop_node(uuid)  # its ports, groups, allocation, volume records
 
     # -- power sync (see PowerSyncStore) -------------------------------------------------
 

@@ -68,6 +68,7 @@ from ironic_fsm.stores._catalog import CatalogEntry, CatalogKind
 from ironic_fsm.stores._claim import QueuedNode, reserve_each
 from ironic_fsm.stores._connect import _Connection, _hide_password, open_database
 from ironic_fsm.stores._history import History
+from ironic_fsm.stores._kinds import KINDS
 from ironic_fsm.stores._migrate import Migrator
 from ironic_fsm.stores._paging import Paging
 from ironic_fsm.stores._power import PowerSyncRow
@@ -86,6 +87,7 @@ from ironic_fsm.stores._schema import (
 from ironic_fsm.stores._sql_catalog import Catalog
 from ironic_fsm.stores._sql_claims import Claims, check_claimer
 from ironic_fsm.stores._sql_power import PowerSync
+from ironic_fsm.stores._sql_records import SQLRecords
 from ironic_fsm.stores._statements import Statements, pick, to_node
 from ironic_fsm.stores.base import (
     ConductorRecord,
@@ -187,6 +189,8 @@ class SQLStore:
         self._power = PowerSync(sql)
         self._claims = Claims(sql)
         self._catalog = Catalog(db)
+        #: Ports, chassis, allocations... (:class:`~._records.RecordStore`, schema 13).
+        self.records = SQLRecords(db, KINDS)
         context = StepContext(db.name, sql.q, db.timestamp_type(), rows.columns, sql.execute_many)
         try:
             Migrator(sql, context, self.url).prepare(SCHEMA_VERSION)

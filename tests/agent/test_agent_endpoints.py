@@ -223,3 +223,24 @@ def test_lookup_answer_is_json_ipa_reads(served: Any) -> None:
     body = json.loads(_lookup(client, uuid).content)
     assert body["node"]["links"][0]["href"].endswith(f"/v1/nodes/{uuid}")
     assert "metrics" not in body["config"]  # IPA 13 copies all of config into [metrics] if sent
+
+
+def test_lookup_by_mac_finds_the_port_s_node(served: Any) -> None:
+    conductor, client, _ = served
+    uuid = _waiting(conductor, "clean wait")
+    conductor.create_port("52:54:00:AB:CD:01", uuid)
+    other = _waiting(conductor, "available")
+    conductor.create_port("52:54:00:ab:cd:02", other)
+    # IPA sends every MAC it has, in its own spelling; one of them is the node's port.
+    found = client.get(
+        "/v1/lookup", params={"addresses": "52-54-00-ab-cd-01,00:11:22:33:44:55"}, headers=V162
+    )
+    assert found.status_code == 200, found.text
+    assert found.json()["node"]["uuid"] == uuid
+    # The other node's port: a node that expects no agent is not found.
+    wrong_state = client.get("/v1/lookup", params={"addresses": "52:54:00:ab:cd:02"}, headers=V162)
+    assert wrong_state.status_code == 404
+    assert error_text(wrong_state) == "Resource could not be found."
+    nobody = client.get("/v1/lookup", params={"addresses": "00:11:22:33:44:55"}, headers=V162)
+    assert nobody.status_code == 404
+    assert "agent_secret_token" not in conductor.get_node(other).driver_internal_info

@@ -1,0 +1,112 @@
+"""What the parts that keep records beside nodes share: the store's records, their rules.
+
+Ports, port groups, chassis, allocations and volume records live in the
+store's :class:`~ironic_fsm.stores.base.RecordStore` when it has one
+(:attr:`~ironic_fsm.stores.capabilities.StoreCapabilities.records`);
+a store without one keeps none, and asking is
+:class:`~ironic_fsm.exceptions.StoreUnsupported`, never a silent loss.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid as _uuid
+from typing import Any, Final, TypeVar
+
+from ironic_fsm.conductor.common import shown
+from ironic_fsm.conductor.context import Context
+from ironic_fsm.exceptions import InvalidParameterValue, ResourceNotFound, StoreUnsupported
+from ironic_fsm.node import check_json, is_uuid_like
+from ironic_fsm.records import Record
+from ironic_fsm.stores.base import RecordStore
+
+__all__ = [
+    "check_dict",
+    "check_text",
+    "find",
+    "new_uuid",
+    "normalize_mac",
+    "records_of",
+]
+
+R = TypeVar("R", bound=Record)
+_MAC: Final = re.compile(r"[0-9a-f]{2}(:[0-9a-f]{2}){5}")
+
+
+def records_of(ctx: Context, kind: type[Record]) -> RecordStore:
+    """The store's records; :class:`StoreUnsupported` naming the kind if it keeps none."""
+    records = ctx.caps.records
+    if records is None:
+        raise StoreUnsupported(
+            f"The store {type(ctx.caps.store).__name__} keeps no {kind.kind} (it has no "
+            "records attribute): use MemoryStore or SQLStore for them",
+            kind=kind.kind,
+        )
+    return records
+
+
+def new_uuid(kind: type[Record], uuid: object) -> str:
+    """The UUID a new record was given (checked), else a fresh one."""
+    if uuid is None:
+        return str(_uuid.uuid4())
+    if not is_uuid_like(uuid):
+        raise InvalidParameterValue(f"Expected UUID for uuid: {shown(uuid)}", field="uuid")
+    return str(uuid).lower()
+
+
+def normalize_mac(value: object, field: str = "address") -> str:
+    """A MAC address in lower case; Ironic's words when it is not one."""
+    if isinstance(value, str) and _MAC.fullmatch(value.lower()):
+        return value.lower()
+    raise InvalidParameterValue(
+        f"Expected valid MAC address for {field}: {shown(value)}", field=field
+    )
+
+
+def check_text(
+    value: object, field: str, word: str, *, most: int = 255, empty: bool = False
+) -> str | None:
+    """``None`` or a string of at most ``most`` characters (non-empty unless ``empty``)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > most or (not value and not empty):
+        raise InvalidParameterValue(
+            f"{word} {field} must be a {'' if empty else 'non-empty '}string of at most "
+            f"{most} characters, not {shown(value)}",
+            field=field,
+        )
+    if "\x00" in value:
+        raise InvalidParameterValue(f"{word} {field} contains a NUL character", field=field)
+    return value
+
+
+def check_dict(value: object, field: str, word: str) -> dict[str, Any]:
+    """A JSON object (``None`` is an empty one), checked to survive the store."""
+    if value is None:
+        return {}
+    if type(value) is not dict:
+        raise InvalidParameterValue(
+            f"{word} {field} must be an object, not {shown(value)}", field=field
+        )
+    check_json(value, f"{word} {field}")
+    return value
+
+
+def check_flag(value: object, field: str, word: str) -> bool:
+    if type(value) is not bool:
+        raise InvalidParameterValue(
+            f"{word} {field} must be True or False, not {shown(value)}", field=field
+        )
+    return value
+
+
+def find(records: RecordStore, kind: type[R], ident: object, *, by_name: bool = True) -> R:
+    """The record with this UUID (or, when the kind has names, this name)."""
+    if not isinstance(ident, str) or not ident:
+        raise InvalidParameterValue(f"A {kind.word.lower()} is named by a UUID or a name")
+    if is_uuid_like(ident):
+        return records.get_record(kind, ident.lower())
+    found = records.find_record(kind, "name", ident) if by_name else None
+    if found is None:
+        raise ResourceNotFound(f"{kind.word} {ident} could not be found.", ident=ident)
+    return found
