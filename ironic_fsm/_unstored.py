@@ -10,21 +10,13 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any, Final
 
-__all__ = ["NEWER_FIELDS", "UNSTORED_FIELDS"]
+__all__ = ["UNSTORED_FIELDS"]
 
 #: Fields of the microversions the API serves (up to 1.92) with no store behind them.
 UNSTORED_FIELDS: Final[MappingProxyType[str, Any]] = MappingProxyType(
     {
         "chassis_uuid": None,
         "console_enabled": False,
-        "network_interface": "noop",
-        "console_interface": "no-console",
-        "storage_interface": "noop",
         "allocation_uuid": None,
     }
-)
-
-#: Fields of later microversions that python-ironicclient lists, at their defaults.
-NEWER_FIELDS: Final[MappingProxyType[str, Any]] = MappingProxyType(
-    {"disable_power_off": False, "health": None, "instance_name": None}
 )

@@ -120,20 +120,53 @@ def _conductor_group(value: Any) -> str:
     return _check_group(value, "Config.conductor_group", option="conductor_group")
 
 
+def _is_name(value: Any) -> bool:
+    return isinstance(value, str) and bool(value) and value.isprintable()
+
+
+def _names(option: str, what: str) -> Any:
+    """A converter for an ``enabled_*`` option: a list of names (duplicates dropped) or None."""
+
+    def convert(value: Any) -> tuple[str, ...] | None:
+        if value is None:
+            return None
+        if (
+            isinstance(value, (str, bytes))
+            or not isinstance(value, Iterable)
+            or not all(map(_is_name, value))
+        ):
+            raise InvalidParameterValue(
+                f"Config.{option} must be a list of {what} names or None, not {value!r}",
+                option=option,
+            )
+        return tuple(dict.fromkeys(value))
+
+    return convert
+
+
 def _hardware_types(value: Any) -> tuple[str, ...] | None:
-    if value is None:
-        return None
-    if (
-        isinstance(value, (str, bytes))
-        or not isinstance(value, Iterable)
-        or not all(isinstance(v, str) and v and v.isprintable() for v in value)
-    ):
-        raise InvalidParameterValue(
-            f"Config.enabled_hardware_types must be a list of hardware type names or None, "
-            f"not {value!r}",
-            option="enabled_hardware_types",
-        )
-    return tuple(dict.fromkeys(value))
+    result: tuple[str, ...] | None = _names("enabled_hardware_types", "hardware type")(value)
+    return result
+
+
+def _enabled(kind: str) -> Any:
+    """``enabled_<kind>_interfaces``: None (every implementation installed) or a list."""
+    option = f"enabled_{kind}_interfaces"
+    return attrs.field(default=None, converter=_names(option, f"{kind} interface"))
+
+
+def _default(kind: str, ironic: str | None = None) -> Any:
+    """``default_<kind>_interface``: None (the hardware type's first enabled) or a name."""
+    option = f"default_{kind}_interface"
+
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if value is not None and not _is_name(value):
+            raise InvalidParameterValue(
+                f"Config.{option} must be a {kind} interface name or None, not {value!r}",
+                option=option,
+            )
+
+    return attrs.field(default=ironic, validator=check)
 
 
 _DISALLOWED_BY_DEFAULT = ("vendor.send_raw",)
@@ -216,6 +249,76 @@ class Config:
     enabled_hardware_types: tuple[str, ...] | None = attrs.field(
         default=None, converter=_hardware_types
     )
+    # Interfaces, per kind (Ironic's [DEFAULT] options). ``enabled_<kind>_interfaces``:
+    # the implementations nodes may use; None (unlike Ironic's lists) is every one
+    # installed. ``default_<kind>_interface``: the default of a node that names none,
+    # if its hardware type supports it; None picks the type's first supported one
+    # that is enabled (Ironic's rule).
+    #: The bios interface implementations nodes may choose (None: every installed one).
+    enabled_bios_interfaces: tuple[str, ...] | None = _enabled("bios")
+    #: The bios interface of a node that names none, if its type supports it and it is
+    #: enabled (None: the type's first enabled one).
+    default_bios_interface: str | None = _default("bios")
+    #: The boot interface implementations nodes may choose (None: every installed one).
+    enabled_boot_interfaces: tuple[str, ...] | None = _enabled("boot")
+    #: The boot interface of a node that names none, if its type supports it and it is
+    #: enabled (None: the type's first enabled one).
+    default_boot_interface: str | None = _default("boot")
+    #: The console interface implementations nodes may choose (None: every installed one).
+    enabled_console_interfaces: tuple[str, ...] | None = _enabled("console")
+    #: The console interface of a node that names none, if its type supports it and it is
+    #: enabled (None: the type's first enabled one).
+    default_console_interface: str | None = _default("console")
+    #: The deploy interface implementations nodes may choose (None: every installed one).
+    enabled_deploy_interfaces: tuple[str, ...] | None = _enabled("deploy")
+    #: The deploy interface of a node that names none, if its type supports it and it is
+    #: enabled (None: the type's first enabled one).
+    default_deploy_interface: str | None = _default("deploy")
+    #: The firmware interface implementations nodes may choose (None: every installed one).
+    enabled_firmware_interfaces: tuple[str, ...] | None = _enabled("firmware")
+    #: The firmware interface of a node that names none, if its type supports it and it is
+    #: enabled (None: the type's first enabled one).
+    default_firmware_interface: str | None = _default("firmware")
+    #: The inspect interface implementations nodes may choose (None: every installed one).
+    enabled_inspect_interfaces: tuple[str, ...] | None = _enabled("inspect")
+    #: The inspect interface of a node that names none, if its type supports it and it is
+    #: enabled (None: the type's first enabled one).
+    default_inspect_interface: str | None = _default("inspect")
+    #: The management interface implementations nodes may choose (None: every installed one).
+    enabled_management_interfaces: tuple[str, ...] | None = _enabled("management")
+    #: The management interface of a node that names none, if its type supports it and it is
+    #: enabled (None: the type's first enabled one).
+    default_management_interface: str | None = _default("management")
+    #: The network interface implementations nodes may choose (None: every installed one).
+    enabled_network_interfaces: tuple[str, ...] | None = _enabled("network")
+    #: The network interface of a node that names none, if its type supports it and it is
+    #: enabled (None: the type's first enabled one).
+    default_network_interface: str | None = _default("network")
+    #: The power interface implementations nodes may choose (None: every installed one).
+    enabled_power_interfaces: tuple[str, ...] | None = _enabled("power")
+    #: The power interface of a node that names none, if its type supports it and it is
+    #: enabled (None: the type's first enabled one).
+    default_power_interface: str | None = _default("power")
+    #: The raid interface implementations nodes may choose (None: every installed one).
+    enabled_raid_interfaces: tuple[str, ...] | None = _enabled("raid")
+    #: The raid interface of a node that names none, if its type supports it and it is
+    #: enabled (None: the type's first enabled one).
+    default_raid_interface: str | None = _default("raid")
+    #: The rescue interface implementations nodes may choose (None: every installed one).
+    enabled_rescue_interfaces: tuple[str, ...] | None = _enabled("rescue")
+    #: The rescue interface of a node that names none, if its type supports it and it is
+    #: enabled (None: the type's first enabled one).
+    default_rescue_interface: str | None = _default("rescue")
+    #: The storage interface implementations nodes may choose (None: every installed one).
+    enabled_storage_interfaces: tuple[str, ...] | None = _enabled("storage")
+    #: The storage interface of a node that names none, if its type supports it and it is
+    #: enabled (None: the type's first enabled one).
+    default_storage_interface: str | None = _default("storage", "noop")  # Ironic's default
+    #: The vendor interface implementations nodes may choose (None: every installed one).
+    enabled_vendor_interfaces: tuple[str, ...] | None = _enabled("vendor")
+    #: The vendor interface of a node that names none, if its type supports it and it is
+    #: enabled (None: the type's first enabled one).
+    default_vendor_interface: str | None = _default("vendor")
     #: Whether the conductor records node history (failures, maintenance, takeovers...).
     node_history: bool = attrs.field(default=True, validator=_boolean)
     #: Most history entries kept per node; the periodic trim deletes the oldest beyond it.
@@ -256,6 +359,16 @@ class Config:
                 f"Unknown Config option(s): {', '.join(sorted(unknown))}", options=sorted(unknown)
             )
         self.__attrs_init__(**options)
+
+    def enabled_interfaces(self, kind: str) -> tuple[str, ...] | None:
+        """``enabled_<kind>_interfaces``: the names enabled, None for every installed one."""
+        value: tuple[str, ...] | None = getattr(self, f"enabled_{kind}_interfaces")
+        return value
+
+    def default_interface(self, kind: str) -> str | None:
+        """``default_<kind>_interface``, None when the hardware type's preference decides."""
+        value: str | None = getattr(self, f"default_{kind}_interface")
+        return value
 
     @property
     def clean_nodes(self) -> bool:

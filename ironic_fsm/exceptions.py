@@ -11,7 +11,9 @@ The tree::
     IronicFSMError
     ├── InvalidDefinition (ValueError)       a lifecycle or step declared wrongly
     ├── InvalidParameterValue (ValueError)   bad input: fields, steps, driver_info
-    │   └── StepNotAllowed                   a step the operator disallowed
+    │   ├── StepNotAllowed                   a step the operator disallowed
+    │   ├── InterfaceNotFound (+DriverNotFound)      no enabled implementation of that name
+    │   └── IncompatibleInterface (+DriverNotFound)  the hardware type does not support it
     ├── InvalidState                         no such transition in the lifecycle
     │   └── InvalidStateRequested            a verb the node's state does not accept
     ├── TransitionRejected                   a guard vetoed a transition
@@ -28,7 +30,8 @@ The tree::
     ├── DriverNotFound (LookupError)         unknown hardware type or interface
     ├── MissingDependency (ImportError)      an extra is not installed
     ├── UnsupportedOperation (NotImplementedError)
-    │   └── StoreUnsupported                 the store keeps no such records (ports...)
+    │   ├── StoreUnsupported                 the store keeps no such records (ports...)
+    │   └── UnsupportedDriverExtension       the node's implementation is a no-op one
     ├── StoreError                           the database failed the request
     │   └── StoreBusy                        another writer holds the lock; retryable
     └── HardwareError                        the BMC could not do what we asked
@@ -64,6 +67,8 @@ __all__ = [
     "DriverError",
     "DriverNotFound",
     "HardwareError",
+    "IncompatibleInterface",
+    "InterfaceNotFound",
     "InvalidDefinition",
     "InvalidParameterValue",
     "InvalidState",
@@ -84,6 +89,7 @@ __all__ = [
     "StoreError",
     "StoreUnsupported",
     "TransitionRejected",
+    "UnsupportedDriverExtension",
     "UnsupportedOperation",
 ]
 
@@ -212,6 +218,25 @@ class ResourceNotFound(IronicFSMError, LookupError):
 
 class ResourceExists(IronicFSMError):
     """Another record of the kind has this UUID, name or address (a port's MAC...)."""
+
+
+class UnsupportedDriverExtension(UnsupportedOperation):
+    """The node's implementation of an interface kind is a no-op one (``no-raid``...).
+
+    Ironic's error of the same name: the kind is disabled for the node, so
+    nothing of it can run until another implementation is chosen.
+    """
+
+
+class InterfaceNotFound(InvalidParameterValue, DriverNotFound):
+    """No enabled implementation of that name exists for the interface kind.
+
+    ``kind``, ``name`` and ``valid`` (the enabled names) are in the details.
+    """
+
+
+class IncompatibleInterface(InvalidParameterValue, DriverNotFound):
+    """The hardware type does not support that implementation of the interface kind."""
 
 
 class StoreError(IronicFSMError):

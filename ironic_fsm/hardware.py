@@ -9,32 +9,44 @@ use, so ``import ironic_fsm`` does not scan entry points.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final
 
 import attrs
 
-from ironic_fsm.exceptions import DriverNotFound, InvalidParameterValue, MissingDependency
+from ironic_fsm.exceptions import (
+    DriverNotFound,
+    IncompatibleInterface,
+    InterfaceNotFound,
+    InvalidParameterValue,
+    MissingDependency,
+)
 from ironic_fsm.interfaces import (
     INTERFACE_CLASSES,
     INTERFACE_KINDS,
+    NO_OP_NAMES,
     BaseInterface,
     BIOSInterface,
     BootInterface,
+    ConsoleInterface,
     DeployInterface,
     FirmwareInterface,
     InspectInterface,
     ManagementInterface,
+    NetworkInterface,
     PowerInterface,
     RAIDInterface,
     RescueInterface,
+    StorageInterface,
     VendorInterface,
+    no_op_class,
 )
 
 __all__ = [
     "HARDWARE_TYPES_NAMESPACE",
     "HardwareType",
     "installed_hardware_types",
+    "installed_interfaces",
     "interface_names",
     "interface_namespace",
     "load_hardware_type",
@@ -56,21 +68,20 @@ _CLASS_NAMES: dict[tuple[str, type], str | None] = {}
 
 
 def interface_names(hardware_type: HardwareType) -> dict[str, str | None]:
-    """The name of each interface ``hardware_type`` uses, as Ironic names them (never blank).
+    """The name of each interface ``hardware_type`` uses, as Ironic names them.
 
-    ``no-<kind>`` for the do-nothing ones, else the name of the entry point
-    that provides the class (``fake``, ``ipmi``, ``redfish-virtual-media``);
-    ``None`` where none does (a class registered in code only).
+    See :meth:`HardwareType.name_of`: ``None`` only for a class registered
+    in code that names itself nowhere.
     """
-    return {kind: _class_name(kind, type(iface)) for kind, iface in hardware_type.interfaces()}
+    return {kind: hardware_type.name_of(kind) for kind in INTERFACE_KINDS}
 
 
 def _class_name(kind: str, cls: type) -> str | None:
     key = (kind, cls)
     if key not in _CLASS_NAMES:
         name = None
-        if cls.__name__.startswith("Noop"):
-            name = f"no-{kind}"
+        if getattr(cls, "no_op", False):
+            name = NO_OP_NAMES[kind]
         else:
             from importlib.metadata import entry_points  # only when a name is asked for
 
@@ -89,12 +100,10 @@ _NOOPS: dict[str, BaseInterface] = {}
 
 
 def noop_interface(kind: str) -> BaseInterface:
-    """The shared do-nothing interface of ``kind`` (no steps, default methods)."""
+    """The shared do-nothing interface of ``kind`` (Ironic's ``no-<kind>``, or ``noop``)."""
     iface = _NOOPS.get(kind)
     if iface is None:
-        base = INTERFACE_CLASSES[kind]
-        cls = type(f"Noop{base.__name__}", (base,), {"__doc__": f"No-op {kind} interface."})
-        iface = _NOOPS[kind] = cls()
+        iface = _NOOPS[kind] = no_op_class(kind)()
     return iface
 
 
@@ -115,17 +124,30 @@ def _interface(kind: str) -> Any:
     return attrs.field(default=None, converter=convert, kw_only=True)
 
 
+def _names(value: Mapping[str, Iterable[str]]) -> Mapping[str, tuple[str, ...]]:
+    return {kind: tuple(dict.fromkeys(names)) for kind, names in value.items()}
+
+
 @attrs.frozen
 class HardwareType:
-    """One interface per kind; kinds left out get a no-op interface.
+    """One interface per kind (its default), and the other implementations it supports.
 
-    ``HardwareType(power=MyPower(), deploy=MyDeploy())``. A node may pick
-    another implementation of a kind by name, through its
-    ``<kind>_interface`` field, among those the type supports: the
-    instances in ``alternatives`` (``{'boot': {'pxe': PXEBoot()}}``) and the
-    names in ``supported`` (``{'boot': ['redfish-virtual-media']}``), which
-    are installed interface plugins loaded on first use from the entry-point
-    group ``ironic_fsm.hardware.interfaces.<kind>``.
+    ``HardwareType(power=MyPower(), deploy=MyDeploy())``; kinds left out get
+    the kind's no-op interface (Ironic's ``no-<kind>``). A node picks another
+    implementation of a kind by name, through its ``<kind>_interface``
+    field, among those the type supports (Ironic's
+    ``supported_<kind>_interfaces``): the instances in ``alternatives``
+    (``{'boot': {'pxe': PXEBoot()}}``) and the names in ``supported``
+    (``{'boot': ['ipxe', 'pxe']}``), installed interface plugins loaded on
+    first use from the entry-point group
+    ``ironic_fsm.hardware.interfaces.<kind>``. :meth:`supported_interfaces`
+    gives them in order of preference: the default instance first unless
+    ``supported`` names it, then ``supported``'s order, then ``alternatives``.
+    The conductor's configuration then enables some of them and picks each
+    kind's default.
+
+    ``any_interface``: the type accepts any installed implementation, not
+    only those it lists (Ironic's ``fake-hardware`` does, for testing).
     """
 
     power: PowerInterface = _interface("power")
@@ -138,11 +160,17 @@ class HardwareType:
     rescue: RescueInterface = _interface("rescue")
     vendor: VendorInterface = _interface("vendor")
     firmware: FirmwareInterface = _interface("firmware")
+    console: ConsoleInterface = _interface("console")
+    network: NetworkInterface = _interface("network")
+    storage: StorageInterface = _interface("storage")
     alternatives: Mapping[str, Mapping[str, BaseInterface]] = attrs.field(
         factory=dict, kw_only=True
     )
-    supported: Mapping[str, Collection[str]] = attrs.field(factory=dict, kw_only=True)
+    supported: Mapping[str, tuple[str, ...]] = attrs.field(
+        factory=dict, kw_only=True, converter=_names
+    )
     description: str = attrs.field(default="", kw_only=True)
+    any_interface: bool = attrs.field(default=False, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
         for kind in self.supported:
@@ -186,29 +214,77 @@ class HardwareType:
         for kind in INTERFACE_KINDS:
             yield kind, getattr(self, kind)
 
+    def name_of(self, kind: str) -> str | None:
+        """The name of this type's default ``kind`` interface, as a node's field would say it.
+
+        Its key in ``alternatives`` if it is there, else the name of the
+        entry point of its class (``no-raid`` and ``noop`` for the no-op
+        ones); ``None`` for a class registered in code only.
+        """
+        iface = getattr(self, kind)
+        for name, other in self.alternatives.get(kind, {}).items():
+            if other is iface:
+                return name
+        return _class_name(kind, type(iface))
+
+    def supported_interfaces(self, kind: str) -> tuple[str, ...]:
+        """The names of the ``kind`` implementations this type supports, preferred first."""
+        listed = self.supported.get(kind, ())
+        default = self.name_of(kind)
+        # The default instance leads unless ``supported`` places it.
+        first = () if default is None or default in listed else (default,)
+        return tuple(dict.fromkeys((*first, *listed, *self.alternatives.get(kind, {}))))
+
+    def implementation(self, kind: str, name: str) -> BaseInterface:
+        """The ``kind`` implementation called ``name``: an instance of this type, else a plugin.
+
+        Raises:
+            InterfaceNotFound: nothing of that name is installed for ``kind``.
+            MissingDependency: the plugin needs an extra that is not installed.
+        """
+        options = self.alternatives.get(kind, {})
+        if name in options:
+            return options[name]
+        iface: BaseInterface = getattr(self, kind)
+        if name == self.name_of(kind):
+            return iface
+        try:
+            return load_interface(kind, name)
+        except DriverNotFound as error:
+            valid = list(error.details.get("installed", []))
+            raise InterfaceNotFound(
+                f"Could not find the following interface in the '{interface_namespace(kind)}' "
+                f"entrypoint: {name}. Valid interfaces are {valid}.",
+                kind=kind,
+                name=name,
+                valid=valid,
+            ) from None
+
     def select(self, choices: Mapping[str, str | None]) -> HardwareType:
         """This type with the interfaces a node chose by name (``{'boot': 'pxe'}``).
 
+        Only the names this type supports are accepted (any installed one
+        with ``any_interface``); ``None`` keeps the default.
+
         Raises:
-            DriverNotFound: a name is not among this type's alternatives.
+            IncompatibleInterface: a name this type does not support.
+            InterfaceNotFound: a name nothing installed provides.
+            MissingDependency: its plugin needs an extra that is not installed.
         """
         picked: dict[str, Any] = {}
         for kind, name in choices.items():
-            if name is None:
+            if name is None or name == self.name_of(kind):
                 continue
-            options = self.alternatives.get(kind, {})
-            if name in options:
-                picked[kind] = options[name]
-            elif name in self.supported.get(kind, ()):
-                picked[kind] = load_interface(kind, name)
-            else:
-                known = sorted({*options, *self.supported.get(kind, ())})
-                raise DriverNotFound(
-                    f"{kind} interface {name!r} is not supported by this hardware type; "
-                    f"supported: {', '.join(known) or 'only the default'}",
+            if not self.any_interface and name not in self.supported_interfaces(kind):
+                known = self.supported_interfaces(kind)
+                raise IncompatibleInterface(
+                    f"{kind} interface implementation '{name}' is not supported by this "
+                    f"hardware type; supported: {', '.join(known) or 'only the default'}",
                     kind=kind,
                     name=name,
+                    valid=list(known),
                 )
+            picked[kind] = self.implementation(kind, name)
         return attrs.evolve(self, **picked) if picked else self
 
 
@@ -228,6 +304,13 @@ def _extension_manager(namespace: str) -> Any:
 def installed_hardware_types() -> list[str]:
     """Names of the hardware types installed as entry points, sorted."""
     return sorted(_extension_manager(HARDWARE_TYPES_NAMESPACE).names())
+
+
+def installed_interfaces(kind: str) -> list[str]:
+    """Names of the ``kind`` implementations installed as entry points, sorted (not loaded)."""
+    from importlib.metadata import entry_points
+
+    return sorted({str(ep.name) for ep in entry_points(group=interface_namespace(kind))})
 
 
 def _load_plugin(namespace: str, name: str, what: str) -> Any:
@@ -271,6 +354,8 @@ def load_interface(kind: str, name: str) -> BaseInterface:
         if base is None:
             raise DriverNotFound(f"There is no interface kind {kind!r}", kind=kind, name=name)
         factory = _load_plugin(interface_namespace(kind), name, f"{kind} interface")
+        if isinstance(factory, type) and issubclass(factory, BaseInterface):
+            factory.check_loadable()
         iface = factory()
         if not isinstance(iface, base):
             raise DriverNotFound(

@@ -17,7 +17,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ironic_fsm import states
-from ironic_fsm.exceptions import InvalidParameterValue, StepFailed, UnsupportedOperation
+from ironic_fsm.exceptions import (
+    InvalidParameterValue,
+    StepFailed,
+    UnsupportedDriverExtension,
+    UnsupportedOperation,
+)
 from ironic_fsm.steps import CLEAN, DEPLOY, PHASES, SERVICE, VERIFY, Phase, StepInfo, step_infos
 
 if TYPE_CHECKING:
@@ -28,16 +33,21 @@ __all__ = [
     "BOOT_DEVICES",
     "BaseInterface",
     "BootInterface",
+    "ConsoleInterface",
     "DeployInterface",
     "FirmwareInterface",
     "INTERFACE_CLASSES",
     "INTERFACE_KINDS",
     "InspectInterface",
     "ManagementInterface",
+    "NO_OP_NAMES",
+    "NetworkInterface",
     "PowerInterface",
     "RAIDInterface",
     "RescueInterface",
+    "StorageInterface",
     "VendorInterface",
+    "no_op_class",
 ]
 
 #: Boot device names, as Ironic spells them.
@@ -55,6 +65,9 @@ class BaseInterface:
     """
 
     interface_type: ClassVar[str] = "base"
+    #: True for a kind's do-nothing implementation (Ironic's ``no-raid``...): what it
+    #: cannot do raises :class:`~ironic_fsm.exceptions.UnsupportedDriverExtension`.
+    no_op: ClassVar[bool] = False
     #: Declared steps per phase, sorted by method name (computed per class).
     step_definitions: ClassVar[Mapping[Phase, tuple[StepInfo, ...]]] = {p: () for p in PHASES}
     _step_dicts: ClassVar[Mapping[Phase, tuple[dict[str, Any], ...]]] = {p: () for p in PHASES}
@@ -87,6 +100,14 @@ class BaseInterface:
             else None
             for p, steps in cls._step_dicts.items()
         }  # fmt: skip
+
+    @classmethod
+    def check_loadable(cls) -> None:
+        """Raise :class:`~ironic_fsm.exceptions.MissingDependency` if an extra it needs is absent.
+
+        Asked when a node picks the implementation, so that one whose
+        library (pyghmi, sushy) is missing is refused then, not mid-flow.
+        """
 
     def get_properties(self) -> dict[str, str]:
         """The ``driver_info`` keys this interface reads, with descriptions."""
@@ -163,6 +184,14 @@ class BaseInterface:
 
 
 def _unsupported(iface: BaseInterface, operation: str) -> UnsupportedOperation:
+    if iface.no_op:
+        kind = iface.interface_type
+        return UnsupportedDriverExtension(
+            f"The node's {kind} interface is {NO_OP_NAMES[kind]!r}: {kind} is disabled or not "
+            f"implemented, so {operation} cannot run (choose another {kind}_interface)",
+            interface=kind,
+            operation=operation,
+        )
     return UnsupportedOperation(
         f"{type(iface).__name__} ({iface.interface_type} interface) does not support {operation}",
         interface=iface.interface_type,
@@ -381,6 +410,64 @@ class FirmwareInterface(BaseInterface):
     interface_type = "firmware"
 
 
+class ConsoleInterface(BaseInterface):
+    """The node's serial or graphical console."""
+
+    interface_type = "console"
+
+    def start_console(self, task: Task) -> None:
+        """Make the console reachable."""
+        raise _unsupported(self, "start_console")
+
+    def stop_console(self, task: Task) -> None:
+        """Close the console."""
+        raise _unsupported(self, "stop_console")
+
+    def get_console(self, task: Task) -> dict[str, Any]:
+        """``{'type': ..., 'url': ...}`` of the running console."""
+        raise _unsupported(self, "get_console")
+
+
+class NetworkInterface(BaseInterface):
+    """Which networks the node's ports are on in each phase, and its VIFs."""
+
+    interface_type = "network"
+
+    def add_provisioning_network(self, task: Task) -> None:
+        """Put the node on the provisioning network before a deploy."""
+
+    def remove_provisioning_network(self, task: Task) -> None:
+        """Take it off again."""
+
+    def configure_tenant_networks(self, task: Task) -> None:
+        """Put the node on its instance's networks."""
+
+    def unconfigure_tenant_networks(self, task: Task) -> None:
+        """Take it off them."""
+
+    def add_cleaning_network(self, task: Task) -> None:
+        """Put the node on the cleaning network."""
+
+    def remove_cleaning_network(self, task: Task) -> None:
+        """Take it off again."""
+
+
+class StorageInterface(BaseInterface):
+    """Volumes the node boots from or attaches (Ironic's volume connectors and targets)."""
+
+    interface_type = "storage"
+
+    def attach_volumes(self, task: Task) -> None:
+        """Attach the node's volume targets."""
+
+    def detach_volumes(self, task: Task) -> None:
+        """Detach them."""
+
+    def should_write_image(self, task: Task) -> bool:
+        """Whether a deploy writes an image (False when the node boots from a volume)."""
+        return True
+
+
 #: The base class of each interface kind.
 INTERFACE_CLASSES: Final[Mapping[str, type[BaseInterface]]] = {
     "power": PowerInterface,
@@ -393,9 +480,39 @@ INTERFACE_CLASSES: Final[Mapping[str, type[BaseInterface]]] = {
     "rescue": RescueInterface,
     "vendor": VendorInterface,
     "firmware": FirmwareInterface,
+    "console": ConsoleInterface,
+    "network": NetworkInterface,
+    "storage": StorageInterface,
 }
 
 #: The interface kinds a hardware type provides, in Ironic's order. Owned
 #: here, beside the classes, so that ``hardware`` and the drivers need not
 #: import ``node``; ``ironic_fsm.node`` re-exports it.
 INTERFACE_KINDS: Final[tuple[str, ...]] = tuple(INTERFACE_CLASSES)
+
+
+#: Each kind's do-nothing implementation, by Ironic's name for it (``no-<kind>`` or ``noop``).
+NO_OP_NAMES: Final[Mapping[str, str]] = {
+    kind: "noop" if kind in ("management", "network", "storage") else f"no-{kind}"
+    for kind in INTERFACE_KINDS
+}
+
+_NO_OP_CLASSES: dict[str, type[BaseInterface]] = {}
+
+
+def no_op_class(kind: str) -> type[BaseInterface]:
+    """The class of ``kind``'s do-nothing implementation (one per kind, made on first use).
+
+    It offers no steps; what needs real work raises
+    :class:`~ironic_fsm.exceptions.UnsupportedDriverExtension`; hooks
+    (prepare, clean-up, network and storage changes) do nothing.
+    """
+    cls = _NO_OP_CLASSES.get(kind)
+    if cls is None:
+        base = INTERFACE_CLASSES[kind]
+        cls = _NO_OP_CLASSES[kind] = type(
+            f"Noop{base.__name__}",
+            (base,),
+            {"__doc__": f"Ironic's {NO_OP_NAMES[kind]!r} {kind} interface.", "no_op": True},
+        )
+    return cls

@@ -178,6 +178,19 @@ class Node:
     #: When the last inspection started (cleared when it ends) and when it last succeeded.
     inspection_started_at: datetime | None = attrs.field(default=None, validator=_timestamp)
     inspection_finished_at: datetime | None = attrs.field(default=None, validator=_timestamp)
+    #: The interface kinds Ironic has beyond the ten above (console 1.31, network 1.20,
+    #: storage 1.33): ``None`` is the hardware type's default, as for the others.
+    console_interface: str | None = attrs.field(default=None, validator=_optional_text)
+    network_interface: str | None = attrs.field(default=None, validator=_optional_text)
+    storage_interface: str | None = attrs.field(default=None, validator=_optional_text)
+    #: The node must never be powered off (a DPU's host, say): power-off requests and
+    #: the steps that power off are refused (Ironic's ``disable_power_off``, 1.95).
+    disable_power_off: bool = attrs.field(default=False, validator=_flag)
+    #: The deployed instance's name, as whoever deploys gives it (Ironic 1.104).
+    instance_name: str | None = attrs.field(default=None, validator=_short_text)
+    #: The BMC's word for the node's health (``OK``, ``Warning``, ``Critical``), as the
+    #: management interface last read it (Ironic 1.109); None when unknown.
+    health: str | None = attrs.field(default=None, validator=_optional_text)
 
     def to_dict(self, *, mask: bool = False, copy: bool = True) -> dict[str, Any]:
         """A JSON-safe dict of every field (datetimes as ISO 8601 strings).
@@ -357,7 +370,7 @@ def _field_checks() -> tuple[tuple[str, str], ...]:
         "text": ("driver", "provision_state"),
         "dict": tuple(n for n in _DICT_FIELDS if n not in _STEP_FIELDS),
         "optional dict": tuple(sorted(_STEP_FIELDS)),
-        "flag": ("maintenance", "retired", "protected"),
+        "flag": ("maintenance", "retired", "protected", "disable_power_off"),
         "optional flag": ("automated_clean", "secure_boot"),
         "timestamp": _TIMESTAMP_FIELDS,
         "version": ("version",),

@@ -13,8 +13,6 @@ from typing import Any, Final
 
 from ironic_fsm.conductor import Conductor
 from ironic_fsm.exceptions import IronicFSMError
-from ironic_fsm.hardware import interface_names as hardware_interface_names
-from ironic_fsm.node import Node
 
 __all__ = ["VALIDATED_INTERFACES", "interface_names", "validate_node"]
 
@@ -33,17 +31,16 @@ _NAMES: weakref.WeakKeyDictionary[Conductor, dict[str, dict[str, str | None]]] =
 def interface_names(conductor: Conductor, driver: str) -> dict[str, str | None]:
     """The name of each interface ``driver`` uses by default (Ironic shows them, never null).
 
-    See :func:`ironic_fsm.hardware.interface_names`; cached per conductor and
-    driver: the registry does not change names.
+    See :meth:`Conductor.default_interfaces`; cached per conductor and
+    driver: the configuration does not change.
     """
     known = _NAMES.setdefault(conductor, {})
     names = known.get(driver)
     if names is None:
         try:
-            hardware_type = conductor.hardware_type_for(Node(driver=driver))
+            names = known[driver] = conductor.default_interfaces(driver)
         except IronicFSMError:
             return {}
-        names = known[driver] = hardware_interface_names(hardware_type)
     return names
 
 

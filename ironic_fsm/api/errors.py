@@ -62,6 +62,9 @@ _STATUS: Final[tuple[tuple[type[BaseException], int], ...]] = (
     (exc.NodeIsRetired, 400),
     (exc.TransitionRejected, 400),
     (exc.UnsupportedOperation, 400),
+    # The node names a driver or interface whose extra (pyghmi, sushy) is not installed:
+    # the request cannot be served as given, and Ironic refuses what it cannot load.
+    (exc.MissingDependency, 400),
 )
 
 

@@ -90,11 +90,7 @@ _PATCH_ONLY: Final[dict[str, dict[str, Any]]] = {
     "protected_reason": _OPTIONAL_TEXT,
 }
 #: Fields Ironic lets clients set that ironic_fsm does not store.
-_UNSTORED_SETTABLE: Final = frozenset(
-    {
-        "chassis_uuid", "network_interface", "console_interface", "storage_interface",
-    }
-)  # fmt: skip
+_UNSTORED_SETTABLE: Final = frozenset({"chassis_uuid"})
 
 CREATE_SCHEMA: Final = {
     "type": "object",
@@ -515,13 +511,27 @@ class NodeItem:
 
     def on_patch(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         operations = _check_patch(read_json(req))
+        reset = query_bool(req, "reset_interfaces")
+        if reset is not None:
+            require_version(req, (1, 45), "The reset_interfaces parameter")
         uuid = self._conductor.get_node(ident).uuid
-        node = read_modify_write(uuid, lambda: self._patch(req, uuid, operations))
+        node = read_modify_write(uuid, lambda: self._patch(req, uuid, operations, reset))
         send(resp, _view(self._conductor, node, req))
 
-    def _patch(self, req: falcon.Request, uuid: str, operations: list[dict[str, Any]]) -> Node:
+    def _patch(
+        self,
+        req: falcon.Request,
+        uuid: str,
+        operations: list[dict[str, Any]],
+        reset: bool | None = None,
+    ) -> Node:
         node = self._conductor.get_node(uuid)
         changed = _patched_fields(node, operations)
+        if reset and "driver" not in changed:
+            raise ApiError(
+                400,
+                "The reset_interfaces parameter can only be used when changing the node's driver.",
+            )
         _check_field_versions(req, changed)
         _check_unstored(changed)
         for name, value in changed.items():
@@ -545,7 +555,7 @@ class NodeItem:
         if fields:
             with _no_valid_host({"conductor_group": node.conductor_group, **fields}):
                 node = self._conductor.update_node(
-                    node.uuid, expected_version=node.version, **fields
+                    node.uuid, expected_version=node.version, reset_interfaces=reset, **fields
                 )
         return node
 

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import falcon
 
-from ironic_fsm.api.common import link_pair, query_bool, require_version, send
+from ironic_fsm.api.common import link_pair, query_bool, require_version, send, version_of
 from ironic_fsm.api.errors import ApiError
 from ironic_fsm.api.views import stamp
 from ironic_fsm.conductor import Conductor
 from ironic_fsm.conductor.fleet import ConductorInfo
+from ironic_fsm.exceptions import IronicFSMError
+from ironic_fsm.interfaces import INTERFACE_KINDS
 
 __all__ = ["routes"]
 
@@ -29,32 +31,65 @@ def _drivers(conductor: Conductor) -> list[str]:
     return sorted(names)
 
 
+#: The versions that show each kind's ``default_*`` and ``enabled_*`` on drivers (1.30 the rest).
+_KIND_VERSIONS: Final = {
+    "storage": (1, 33),
+    "rescue": (1, 38),
+    "bios": (1, 40),
+    "firmware": (1, 86),
+}
+
+
 class Drivers:
-    """``GET /v1/drivers[/{name}]``: the hardware types, all ``dynamic`` as in Ironic."""
+    """``GET /v1/drivers[/{name}]``: the hardware types, all ``dynamic`` as in Ironic.
+
+    In detail (``?detail=true``, and always for one driver) from 1.30: each
+    interface kind's default and enabled implementations, as this
+    conductor's configuration makes them.
+    """
 
     def __init__(self, conductor: Conductor) -> None:
         self._conductor = conductor
 
-    def _view(self, name: str, base: str) -> dict[str, Any]:
-        return {
+    def _view(self, name: str, req: falcon.Request, detail: bool) -> dict[str, Any]:
+        base = req.prefix
+        out: dict[str, Any] = {
             "name": name,
             "hosts": _hosts(self._conductor, name),
             "type": "dynamic",
             "links": link_pair(base, "drivers", name),
             "properties": link_pair(base, f"drivers/{name}", "properties"),
         }
+        version = version_of(req)
+        if detail and version >= (1, 30):
+            out.update(self._interfaces(name, version))
+        return out
+
+    def _interfaces(self, name: str, version: tuple[int, int]) -> dict[str, Any]:
+        try:
+            defaults = self._conductor.default_interfaces(name)
+            enabled = self._conductor.enabled_interfaces(name)
+        except IronicFSMError:  # a type another conductor serves, or one that cannot load here
+            defaults, enabled = {}, {}
+        out: dict[str, Any] = {}
+        for kind in sorted(INTERFACE_KINDS):
+            if version >= _KIND_VERSIONS.get(kind, (1, 30)):
+                out[f"default_{kind}_interface"] = defaults.get(kind)
+                out[f"enabled_{kind}_interfaces"] = enabled.get(kind, [])
+        return out
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         kind = req.get_param("type")
+        detail = bool(query_bool(req, "detail"))
         names = [] if kind == "classic" else _drivers(self._conductor)
-        send(resp, {"drivers": [self._view(name, req.prefix) for name in names]})
+        send(resp, {"drivers": [self._view(name, req, detail) for name in names]})
 
     def on_get_item(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
         if name not in _drivers(self._conductor):
             raise ApiError(
                 404, f"Could not find the following driver(s) or hardware type(s): {name}."
             )
-        send(resp, self._view(name, req.prefix))
+        send(resp, self._view(name, req, True))
 
 
 def _conductor_view(info: ConductorInfo, base: str, detail: bool) -> dict[str, Any]:

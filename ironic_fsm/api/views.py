@@ -91,14 +91,14 @@ NODE_FIELD_VERSIONS: Final[dict[str, tuple[Version, Getter]]] = {
     "clean_step": ((1, 7), lambda n: _step(n.clean_step)),
     "raid_config": ((1, 12), _attr("raid_config")),
     "target_raid_config": ((1, 12), _attr("target_raid_config")),
-    "network_interface": ((1, 20), _absent("network_interface")),
+    "network_interface": ((1, 20), _attr("network_interface")),
     "resource_class": ((1, 21), _attr("resource_class")),
     **{
         f"{kind}_interface": ((1, 31), _attr(f"{kind}_interface"))
         for kind in ("boot", "deploy", "inspect", "management", "power", "raid", "vendor")
     },
-    "console_interface": ((1, 31), _absent("console_interface")),
-    "storage_interface": ((1, 33), _absent("storage_interface")),
+    "console_interface": ((1, 31), _attr("console_interface")),
+    "storage_interface": ((1, 33), _attr("storage_interface")),
     "traits": ((1, 37), _attr("traits")),
     "rescue_interface": ((1, 38), _attr("rescue_interface")),
     "bios_interface": ((1, 40), _attr("bios_interface")),
@@ -121,6 +121,9 @@ NODE_FIELD_VERSIONS: Final[dict[str, tuple[Version, Getter]]] = {
     "parent_node": ((1, 83), _attr("parent_node")),
     "firmware_interface": ((1, 86), _attr("firmware_interface")),
     "service_step": ((1, 87), lambda n: _step(n.service_step)),
+    "disable_power_off": ((1, 95), _attr("disable_power_off")),
+    "instance_name": ((1, 104), _attr("instance_name")),
+    "health": ((1, 109), _attr("health")),
 }
 
 #: What ``GET /v1/nodes`` shows of each node without ``detail``.

@@ -25,9 +25,8 @@ from ironic_fsm.cli.output import (
 from ironic_fsm.exceptions import (
     IronicFSMError,
 )
-from ironic_fsm.hardware import interface_names
 from ironic_fsm.masking import mask_secrets
-from ironic_fsm.node import Node
+from ironic_fsm.node import INTERFACE_KINDS
 
 if TYPE_CHECKING:
     from ironic_fsm.conductor import Conductor
@@ -53,6 +52,9 @@ def _cmd_create(args: argparse.Namespace) -> int:
             fields[option] = dict(pairs)
     if args.traits:
         fields["traits"] = list(dict.fromkeys(args.traits))
+    fields.update(
+        (name, getattr(args, name)) for name in _INTERFACE_FIELDS if getattr(args, name) is not None
+    )
     if getattr(args, "conductor_group", None) is not None:
         fields["conductor_group"] = args.conductor_group
     with _open_conductor(args) as conductor:
@@ -65,7 +67,7 @@ def _cmd_create(args: argparse.Namespace) -> int:
 def _interface_defaults(conductor: Conductor, driver: str) -> dict[str, str | None]:
     """The names of the interfaces ``driver`` uses by default (none for an unknown driver)."""
     try:
-        return interface_names(conductor.hardware_type_for(Node(driver=driver)))
+        return conductor.default_interfaces(driver)
     except IronicFSMError:
         return {}
 
@@ -122,7 +124,7 @@ _DICT_OPTIONS: Final = ("driver_info", "properties", "extra", "instance_info")
 #: The on/off fields of ``node set`` (True) and ``node unset`` (False).
 _FLAGS: Final = ("retired", "maintenance", "protected")
 #: The plain fields ``node unset`` clears; ``node set`` also sets the driver (never unset).
-_UNSETTABLE: Final = (
+_UNSETTABLE: tuple[str, ...] = (
     "retired_reason",
     "maintenance_reason",
     "protected_reason",
@@ -130,6 +132,8 @@ _UNSETTABLE: Final = (
     "resource_class",
     "automated_clean",
 )
+_INTERFACE_FIELDS: Final = tuple(f"{kind}_interface" for kind in INTERFACE_KINDS)
+_UNSETTABLE = (*_UNSETTABLE, *_INTERFACE_FIELDS)
 _SETTABLE: Final = (*_UNSETTABLE[:4], "driver", *_UNSETTABLE[4:])
 
 
@@ -162,7 +166,8 @@ def _update_node(
             current = conductor.get_node(args.node)
             for name, change in changes.items():
                 fields[name] = edit(dict(getattr(current, name)), change)
-        conductor.update_node(args.node, **fields)
+        reset = getattr(args, "reset_interfaces", None)
+        conductor.update_node(args.node, reset_interfaces=reset, **fields)
     return 0
 
 

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-from ironic_fsm._unstored import NEWER_FIELDS, UNSTORED_FIELDS
+from ironic_fsm._unstored import UNSTORED_FIELDS
 from ironic_fsm.cli.errors import _usage_error
 from ironic_fsm.exceptions import (
     MissingDependency,
@@ -45,7 +45,7 @@ LONG_COLUMNS: Final = (
 #: The stored fields among them (read from the store); the others are not kept here.
 _LONG_FIELDS: Final = tuple(field for field in LONG_COLUMNS if field in NODE_FIELDS)
 #: What the others show: Ironic's value for a node without them (no conductor: none runs here).
-_NOT_STORED: Final = {**UNSTORED_FIELDS, **NEWER_FIELDS, "conductor": None}
+_NOT_STORED: Final = {**UNSTORED_FIELDS, "conductor": None}
 
 
 # -- output -------------------------------------------------------------------------

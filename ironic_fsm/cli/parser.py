@@ -27,7 +27,7 @@ from ironic_fsm.cli.output import _CSV_QUOTING, _LIST_FORMATS, _SHOW_FORMATS
 from ironic_fsm.cli.serve import add_serve_parser
 from ironic_fsm.cli.settings import CONFIG_ENV
 from ironic_fsm.cli.verbs import _VERB_OPTIONS, _VERBS, _cmd_clean_steps, _cmd_verb
-from ironic_fsm.node import NODE_FIELDS
+from ironic_fsm.node import INTERFACE_KINDS, NODE_FIELDS
 
 PROG: Final = "ironic-fsm"
 
@@ -227,7 +227,14 @@ def _build_create(sub: _Sub[argparse.ArgumentParser], common: argparse.ArgumentP
     p.add_argument(
         "--trait", metavar="TRAIT", action="append", dest="traits", help="a trait; repeatable"
     )
+    _add_interface_options(p, "the {} interface implementation (default: the driver's)")
     _finish(p, _cmd_create, many=False)
+
+
+def _add_interface_options(p: argparse.ArgumentParser, text: str) -> None:
+    """``--<kind>-interface NAME`` for every interface kind, as ``openstack baremetal``."""
+    for kind in sorted(INTERFACE_KINDS):
+        p.add_argument(f"--{kind}-interface", metavar="NAME", help=text.format(kind))
 
 
 def _build_list(sub: _Sub[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
@@ -310,6 +317,13 @@ def _build_set_unset(sub: _Sub[argparse.ArgumentParser], common: argparse.Argume
         help="the target RAID configuration: inline JSON, @FILE, FILE or '-'",
     )
     _add_dict_options(p, _DICT_OPTIONS, "set a {} entry; repeatable", key_value=True)
+    _add_interface_options(p, "a new {} interface implementation")
+    p.add_argument(
+        "--reset-interfaces",
+        action="store_true",
+        default=None,
+        help="with --driver: reset the interfaces not given to the new driver's defaults",
+    )
     _finish(p, _cmd_set)
 
     p = _leaf(
@@ -336,6 +350,10 @@ def _build_set_unset(sub: _Sub[argparse.ArgumentParser], common: argparse.Argume
             "follow the conductor's automated_clean setting again",
         ),
         ("--target-raid-config", None, "clear the target RAID configuration"),
+        *(
+            (f"--{kind}-interface", f"unset_{kind}_interface", f"reset the {kind} interface")
+            for kind in sorted(INTERFACE_KINDS)
+        ),
     )
     for flag, switch_dest, text in switches:
         if switch_dest is None:

@@ -59,6 +59,7 @@ from ironic_fsm.config import Config
 from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.hardware import HardwareType
 from ironic_fsm.history import HistoryEntry
+from ironic_fsm.interfaces import INTERFACE_KINDS
 from ironic_fsm.machine import LIFECYCLE, Lifecycle
 from ironic_fsm.node import Node
 from ironic_fsm.records import Port
@@ -191,6 +192,29 @@ class Conductor:
             DriverNotFound: no hardware type of that name here.
         """
         return self._ctx.registry.driver_for(node)
+
+    def default_interfaces(self, driver: str) -> dict[str, str | None]:
+        """The implementation each interface kind of hardware type ``driver`` uses by default.
+
+        ``{'boot': 'ipxe', 'raid': 'no-raid', ...}``: what a node that names
+        none gets, by ``Config.default_<kind>_interface`` and
+        ``enabled_<kind>_interfaces`` and the type's preference (Ironic's rule).
+
+        Raises:
+            DriverNotFound: no hardware type of that name here.
+            InvalidParameterValue: no implementation of some kind is enabled.
+        """
+        defaults = self._ctx.registry.defaults(driver)
+        return dict(zip(INTERFACE_KINDS, defaults, strict=True))
+
+    def enabled_interfaces(self, driver: str) -> dict[str, list[str]]:
+        """The implementations of each kind a node of hardware type ``driver`` may choose.
+
+        Raises:
+            DriverNotFound: no hardware type of that name here.
+        """
+        registry = self._ctx.registry
+        return {kind: registry.enabled_interfaces(driver, kind) for kind in INTERFACE_KINDS}
 
     def add_listener(self, listener: Listener) -> None:
         """Start sending events to ``listener``."""
@@ -496,14 +520,23 @@ class Conductor:
         return self._nodes.list_nodes(page, fields, filters)
 
     def update_node(
-        self, ident: str, *, expected_version: int | None = None, **fields: Any
+        self,
+        ident: str,
+        *,
+        expected_version: int | None = None,
+        reset_interfaces: bool | None = None,
+        **fields: Any,
     ) -> Node:
         """Change user-settable fields, with Ironic's rules for retirement and protection.
 
         With ``expected_version``, only if the node is still that version
-        (:class:`~ironic_fsm.exceptions.ConcurrentUpdate` otherwise).
+        (:class:`~ironic_fsm.exceptions.ConcurrentUpdate` otherwise). A new
+        ``driver`` resets the interfaces the update does not name to their
+        defaults unless ``reset_interfaces`` is False (True needs a new driver).
         """
-        return self._nodes.update_node(ident, expected_version=expected_version, **fields)
+        return self._nodes.update_node(
+            ident, expected_version=expected_version, reset_interfaces=reset_interfaces, **fields
+        )
 
     def delete_node(self, ident: str) -> None:
         """Remove a node record; allowed in manageable, enroll, adopt failed (and available)."""

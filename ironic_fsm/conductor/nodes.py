@@ -370,9 +370,19 @@ class Nodes:
         return self._ctx.caps.list_page(**query)
 
     def update_node(
-        self, ident: str, *, expected_version: int | None = None, **fields: Any
+        self,
+        ident: str,
+        *,
+        expected_version: int | None = None,
+        reset_interfaces: bool | None = None,
+        **fields: Any,
     ) -> Node:
         """Change user-settable fields, with Ironic's rules for retirement and protection.
+
+        A new ``driver`` resets the ``<kind>_interface`` fields the update
+        does not give to the new type's defaults (``None``), unless
+        ``reset_interfaces`` is False; ``reset_interfaces=True`` without a
+        new driver is refused, as Ironic does.
 
         ``expected_version`` makes the update a compare-and-set: it is made
         only if the node is still the version the caller computed it from
@@ -389,6 +399,16 @@ class Nodes:
             ConcurrentUpdate: the node is no longer ``expected_version``.
         """
         ident = check_ident(ident)
+        if reset_interfaces and "driver" not in fields:
+            raise InvalidParameterValue(
+                "The reset_interfaces parameter can only be used when changing the node's driver.",
+                node=ident,
+            )
+        if "driver" in fields and reset_interfaces is not False:
+            # A new hardware type: every interface the update does not name goes back
+            # to the new type's default (Ironic resets them too, on request).
+            for kind in INTERFACE_KINDS:
+                fields.setdefault(f"{kind}_interface", None)
         bad = sorted(set(fields) - set(NODE_FIELDS))
         if bad:
             raise InvalidParameterValue(f"Unknown node field(s): {', '.join(bad)}", fields=bad)

@@ -16,8 +16,8 @@ from operator import attrgetter
 from typing import Any, Final
 
 from ironic_fsm.config import Config
-from ironic_fsm.exceptions import InvalidParameterValue
-from ironic_fsm.hardware import HardwareType, load_hardware_type
+from ironic_fsm.exceptions import InterfaceNotFound, InvalidParameterValue
+from ironic_fsm.hardware import HardwareType, interface_namespace, load_hardware_type
 from ironic_fsm.interfaces import INTERFACE_KINDS
 from ironic_fsm.node import Node
 from ironic_fsm.planner import check_priority_conflicts
@@ -34,16 +34,26 @@ Declared = tuple[tuple[type, ...], tuple[Step, ...]] | None
 _CHOSEN = attrgetter(*(f"{kind}_interface" for kind in INTERFACE_KINDS))
 
 
+#: Most (hardware type, interface names) drivers kept; beyond, the cache starts again.
+_DRIVERS_KEPT: Final = 1024
+
+
 class HardwareRegistry:
     """Hardware types by name, and each node's driver (its per-node interface choices).
 
     ``config`` is read when a type arrives: the operator's priority
-    overrides decide whether two clean steps collide.
+    overrides decide whether two clean steps collide. It also says which
+    interface implementations are enabled and which are the defaults
+    (``enabled_<kind>_interfaces``, ``default_<kind>_interface``).
     """
 
     def __init__(self, config: Config) -> None:
         self.config = config
         self._types: dict[str, HardwareType] = {}
+        self._defaults: dict[str, tuple[str | None, ...]] = {}
+        #: Each node's driver, by hardware type and the names the node chose: built
+        #: (checked, plugins loaded) once per combination, as every reserve asks.
+        self._drivers: dict[tuple[str, tuple[str | None, ...]], HardwareType] = {}
 
     def register(self, name: str, hardware_type: HardwareType) -> None:
         """Make ``hardware_type`` the one for nodes whose ``driver`` is ``name``."""
@@ -54,6 +64,8 @@ class HardwareRegistry:
             )
         self._check(name, hardware_type)
         self._types[name] = hardware_type
+        self._defaults.pop(name, None)
+        self._drivers.clear()
 
     def names(self) -> set[str]:
         """The hardware types registered or loaded so far in this conductor."""
@@ -69,12 +81,101 @@ class HardwareRegistry:
         return hardware_type
 
     def driver_for(self, node: Node) -> HardwareType:
-        """The node's hardware type with the node's own interface choices applied."""
-        hardware_type = self._types.get(node.driver) or self.get(node.driver)
+        """The node's hardware type with the node's own interface choices applied.
+
+        A kind the node leaves unset (``None``) gets the default (:meth:`defaults`).
+
+        Raises:
+            DriverNotFound: no hardware type of that name.
+            InterfaceNotFound: a chosen implementation is not enabled or not installed.
+            IncompatibleInterface: the hardware type does not support a chosen one.
+            MissingDependency: a chosen one needs an extra that is not installed.
+        """
         chosen = _CHOSEN(node)  # every X_interface field at once: this runs on each reserve
-        if not any(chosen):
-            return hardware_type
-        return hardware_type.select(dict(zip(INTERFACE_KINDS, chosen, strict=True)))
+        key = (node.driver, chosen)
+        driver = self._drivers.get(key)
+        if driver is None:
+            driver = self._build(node.driver, chosen)
+            if len(self._drivers) >= _DRIVERS_KEPT:
+                self._drivers.clear()
+            self._drivers[key] = driver
+        return driver
+
+    def _build(self, name: str, chosen: tuple[str | None, ...]) -> HardwareType:
+        hardware_type = self.get(name)
+        defaults = self.defaults(name)
+        names: dict[str, str | None] = {}
+        for kind, choice, default in zip(INTERFACE_KINDS, chosen, defaults, strict=True):
+            if choice is not None:
+                self._check_enabled(kind, choice)
+            names[kind] = default if choice is None else choice
+        driver = hardware_type.select(names)
+        if driver is not hardware_type:  # other implementations: their steps checked too
+            self._check(name, driver)
+        return driver
+
+    def _check_enabled(self, kind: str, name: str) -> None:
+        enabled = self.config.enabled_interfaces(kind)
+        if enabled is not None and name not in enabled:
+            raise InterfaceNotFound(
+                f"Could not find the following interface in the "
+                f"'{interface_namespace(kind)}' entrypoint: {name}. Valid interfaces are "
+                f"{list(enabled)}.",
+                kind=kind,
+                name=name,
+                valid=list(enabled),
+            )
+
+    def defaults(self, name: str) -> tuple[str | None, ...]:
+        """The default implementation name of each kind for hardware type ``name``.
+
+        In ``INTERFACE_KINDS`` order. Ironic's rule: ``default_<kind>_interface``
+        if the type supports it and it is enabled, else the type's first
+        supported implementation that is enabled. ``None`` for an unnamed
+        implementation registered in code (it is always enabled).
+
+        Raises:
+            InvalidParameterValue: no supported implementation of a kind is enabled.
+        """
+        found = self._defaults.get(name)
+        if found is None:
+            hardware_type = self.get(name)
+            found = self._defaults[name] = tuple(
+                self._default(name, hardware_type, kind) for kind in INTERFACE_KINDS
+            )
+        return found
+
+    def _default(self, name: str, hardware_type: HardwareType, kind: str) -> str | None:
+        own = hardware_type.name_of(kind)
+        if own is None:
+            return None
+        supported = hardware_type.supported_interfaces(kind)
+        enabled = self.config.enabled_interfaces(kind)
+        wanted = self.config.default_interface(kind)
+        usable = [n for n in supported if enabled is None or n in enabled]
+        if wanted is not None and (
+            wanted in usable
+            or (hardware_type.any_interface and (enabled is None or wanted in enabled))
+        ):
+            return wanted
+        if usable:
+            return usable[0]
+        raise InvalidParameterValue(
+            f"For hardware type '{name}', no default value found for {kind} interface could "
+            f"be determined. Please ensure the interfaces are enabled "
+            f"(enabled_{kind}_interfaces; supported: {', '.join(supported)}).",
+            kind=kind,
+            driver=name,
+        )
+
+    def enabled_interfaces(self, name: str, kind: str) -> list[str]:
+        """The ``kind`` implementations hardware type ``name`` supports that are enabled here.
+
+        In the type's order of preference (what Ironic lists for the type).
+        """
+        enabled = self.config.enabled_interfaces(kind)
+        supported = self.get(name).supported_interfaces(kind)
+        return [n for n in supported if enabled is None or n in enabled]
 
     def _check(self, name: str, hardware_type: HardwareType) -> None:
         for kind, iface in hardware_type.interfaces():

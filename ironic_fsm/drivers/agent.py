@@ -1,7 +1,8 @@
 """The in-band half of provisioning: steps the ramdisk agent (IPA) runs on the machine.
 
-:class:`AgentDeploy` is the deploy interface Ironic calls ``direct``, for
-now its cleaning part: the agent's clean steps (``erase_devices_metadata``
+:class:`AgentDeploy` is the deploy interface Ironic calls ``direct`` (the
+name nodes choose it by), for now its cleaning part (its core deploy step
+says that writing the image is not there yet): the agent's clean steps (``erase_devices_metadata``
 at 99, ``erase_devices`` at 10, and the rest at 0) join the node's plan
 like any interface's, with the operator's overrides by the same
 ``deploy.<step>`` names, and the two erase steps also by Ironic's
@@ -33,8 +34,9 @@ import tenacity
 from ironic_fsm import states
 from ironic_fsm.agent import token as tokens
 from ironic_fsm.agent.client import FAILED, RUNNING, SUCCEEDED, AgentClient, AgentEndpoint
-from ironic_fsm.exceptions import AgentError, StepFailed, StepsNotAvailable
+from ironic_fsm.exceptions import AgentError, StepFailed, StepsNotAvailable, UnsupportedOperation
 from ironic_fsm.interfaces import DeployInterface
+from ironic_fsm.steps import deploy_step
 from ironic_fsm.task import Task
 
 __all__ = ["CACHED_CLEAN_STEPS", "AgentDeploy"]
@@ -89,6 +91,18 @@ class AgentDeploy(DeployInterface):
         self._client = client if client is not None else AgentClient()
         self.step_poll_window = step_poll_window
         self.step_poll_interval = step_poll_interval
+
+    # -- deployment (to come) ----------------------------------------------------------------
+
+    @deploy_step(priority=100)
+    def deploy(self, task: Task) -> str | None:
+        """The core deploy step: the image written by the agent (``write_image``), to come."""
+        raise UnsupportedOperation(
+            f"Node {task.node.uuid}: the 'direct' deploy interface cleans through the ramdisk "
+            "agent; writing an image through it is not implemented yet",
+            interface="deploy",
+            operation="deploy",
+        )
 
     # -- the agent's steps ------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeVar
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ironic_fsm.task import Task
 
 __all__ = [
+    "GENERIC_CHOICES",
     "GIB",
     "SETTABLE_POWER_STATES",
     "BadValue",
@@ -34,14 +35,18 @@ __all__ = [
     "DriverInfoValidation",
     "capabilities",
     "check_driver_info",
+    "Choices",
     "bmc_hardware",
+    "hardware",
     "bmc_step",
+    "boot_persistently",
     "fake_alternatives",
     "number",
     "parse_bool",
     "poll",
     "power_on_or_reboot",
     "positive_seconds",
+    "power_off",
     "scrubbed",
     "secrets_of",
 ]
@@ -142,9 +147,74 @@ def bmc_step(
     return mark
 
 
-def bmc_hardware(interfaces: Iterable[BaseInterface], description: str) -> HardwareType:
-    """A BMC driver's hardware type: these interfaces, and any kind swappable for its fake."""
-    return HardwareType.of(*interfaces, supported=fake_alternatives(), description=description)
+#: Ironic's generic hardware's implementations, preferred first (``direct`` is the ramdisk
+#: agent's, :mod:`ironic_fsm.drivers.agent`; its ``agent`` ones are still placeholders,
+#: :mod:`ironic_fsm.drivers.pending`).
+GENERIC_CHOICES: Final[Mapping[str, tuple[str, ...]]] = {
+    "boot": ("ipxe", "pxe"),
+    "deploy": ("direct", "ramdisk"),
+    "inspect": ("agent", "no-inspect"),
+    "network": ("flat", "noop"),
+    "raid": ("no-raid", "agent"),
+    "rescue": ("no-rescue", "agent"),
+    "storage": ("noop",),
+    "firmware": ("no-firmware",),
+    "console": ("no-console",),
+    "bios": ("no-bios",),
+    "vendor": ("no-vendor",),
+}
+
+
+#: One kind's implementations, preferred first: a name (an installed plugin, loaded
+#: when a node picks it) or a name and the instance the hardware type holds.
+Choices = Sequence["str | tuple[str, BaseInterface]"]
+
+
+def hardware(
+    description: str, kinds: Mapping[str, Choices], *, any_interface: bool = False
+) -> HardwareType:
+    """A hardware type from each kind's implementations in order of preference.
+
+    ``hardware('...', {'boot': [('ipxe', IPXEBoot()), ('pxe', PXEBoot())], 'raid':
+    ['no-raid', 'agent']})``: the first instance of a kind is its default instance (kinds
+    without one get the no-op), and the order is Ironic's
+    ``supported_<kind>_interfaces``.
+    """
+    primary: dict[str, Any] = {}  # each checked against its kind by HardwareType
+    alternatives: dict[str, dict[str, BaseInterface]] = {}
+    supported: dict[str, list[str]] = {}
+    for kind, choices in kinds.items():
+        for choice in choices:
+            if isinstance(choice, str):
+                supported.setdefault(kind, []).append(choice)
+                continue
+            name, iface = choice
+            supported.setdefault(kind, []).append(name)
+            alternatives.setdefault(kind, {})[name] = iface
+            primary.setdefault(kind, iface)
+    return HardwareType(
+        **primary,
+        alternatives=alternatives,
+        supported=supported,
+        description=description,
+        any_interface=any_interface,
+    )
+
+
+def bmc_hardware(description: str, **kinds: Choices) -> HardwareType:
+    """A BMC driver's hardware type: :func:`hardware`, and any kind swappable for its fake.
+
+    The kinds not given take Ironic's generic choices (``no-raid``, ``flat``...).
+    """
+    merged: dict[str, list[str | tuple[str, BaseInterface]]] = {
+        kind: list(GENERIC_CHOICES.get(kind, ())) for kind in INTERFACE_KINDS
+    }
+    merged.update({kind: list(choices) for kind, choices in kinds.items()})
+    for choices in merged.values():
+        names = {c if isinstance(c, str) else c[0] for c in choices}
+        if "fake" not in names:
+            choices.append("fake")
+    return hardware(description, merged)
 
 
 # -- secrets --------------------------------------------------------------------------------
@@ -282,3 +352,16 @@ def power_on_or_reboot(task: Task) -> None:
         power.reboot(task)
     else:
         power.set_power_state(task, states.POWER_ON)
+
+
+def boot_persistently(task: Task, device: str) -> None:
+    """Make ``device`` the node's boot device for good and boot it now (on, or reset)."""
+    task.driver.management.set_boot_device(task, device, persistent=True)
+    power_on_or_reboot(task)
+    task.node.power_state = states.POWER_ON
+
+
+def power_off(task: Task) -> None:
+    """Power the node off and record it."""
+    task.driver.power.set_power_state(task, states.POWER_OFF)
+    task.node.power_state = states.POWER_OFF

@@ -16,6 +16,7 @@ from ironic_fsm.hardware import HardwareType
 from ironic_fsm.interfaces import (
     BIOSInterface,
     BootInterface,
+    ConsoleInterface,
     DeployInterface,
     FirmwareInterface,
     InspectInterface,
@@ -23,6 +24,7 @@ from ironic_fsm.interfaces import (
     PowerInterface,
     RAIDInterface,
     RescueInterface,
+    StorageInterface,
     VendorInterface,
 )
 from ironic_fsm.steps import clean_step, deploy_step, service_step
@@ -31,6 +33,7 @@ from ironic_fsm.task import Task
 __all__ = [
     "FakeBIOS",
     "FakeBoot",
+    "FakeConsole",
     "FakeDeploy",
     "FakeFirmware",
     "FakeInspect",
@@ -38,6 +41,7 @@ __all__ = [
     "FakePower",
     "FakeRAID",
     "FakeRescue",
+    "FakeStorage",
     "FakeVendor",
     "fake_hardware",
 ]
@@ -258,9 +262,36 @@ _FAKES: Final = (
 )
 
 
+class FakeConsole(ConsoleInterface):
+    """A console that is "running" while ``driver_internal_info['fake_console']`` says so."""
+
+    def start_console(self, task: Task) -> None:
+        task.node.driver_internal_info["fake_console"] = True
+
+    def stop_console(self, task: Task) -> None:
+        task.node.driver_internal_info.pop("fake_console", None)
+
+    def get_console(self, task: Task) -> dict[str, Any]:
+        running = task.node.driver_internal_info.get("fake_console", False)
+        return {"type": "fake", "url": "fake://console" if running else None}
+
+
+class FakeStorage(StorageInterface):
+    """Attaches nothing; says an image must be written, as a local-disk node needs."""
+
+
 def fake_hardware() -> HardwareType:
-    """The ``fake-hardware`` type (entry point factory)."""
-    interfaces = (fake() for fake in _FAKES)
-    return HardwareType.of(
-        *interfaces, description="Every interface in memory; no hardware needed."
-    )
+    """The ``fake-hardware`` type (entry point factory).
+
+    Every kind's first implementation is its fake; like Ironic's, it
+    accepts any installed implementation of any kind (to rehearse one
+    without hardware).
+    """
+    from ironic_fsm.drivers.common import GENERIC_CHOICES, hardware
+
+    fakes: dict[str, list[Any]] = {fake.interface_type: [("fake", fake())] for fake in _FAKES}
+    fakes["console"] = [("fake", FakeConsole())]
+    fakes["storage"] = [("fake", FakeStorage())]
+    for kind, names in GENERIC_CHOICES.items():  # network: flat (a plugin), then noop
+        fakes.setdefault(kind, []).extend(names)
+    return hardware("Every interface in memory; no hardware needed.", fakes, any_interface=True)

@@ -378,10 +378,10 @@ def test_interfaces_show_the_drivers_defaults(api: tuple[Conductor, httpx.Client
     fake = create(client, name="f1")
     assert (fake["power_interface"], fake["boot_interface"]) == ("fake", "fake")
     ipmi = client.post("/v1/nodes", json={"driver": "ipmi", "name": "i1"}).json()
-    assert (ipmi["power_interface"], ipmi["deploy_interface"]) == ("ipmi", "disk-boot")
+    assert (ipmi["power_interface"], ipmi["deploy_interface"]) == ("ipmitool", "disk-boot")
     assert ipmi["bios_interface"] == "no-bios"
     listed = client.get("/v1/nodes/detail").json()["nodes"]
-    assert {n["name"]: n["power_interface"] for n in listed} == {"f1": "fake", "i1": "ipmi"}
+    assert {n["name"]: n["power_interface"] for n in listed} == {"f1": "fake", "i1": "ipmitool"}
     assert conductor.get_node("i1").power_interface is None  # shown, not stored
 
 

@@ -89,10 +89,10 @@ def test_long_and_fields(run: Run, two_nodes: list[dict[str, Any]]) -> None:
     # The client's detailed columns, in its order; those not kept here at Ironic's values.
     assert list(long[0]) == list(LONG_COLUMNS)
     assert set(long[0]) - set(NODE_FIELDS) == {
-        "allocation_uuid", "chassis_uuid", "conductor", "console_enabled", "console_interface",
-        "disable_power_off", "health", "instance_name", "network_interface", "storage_interface",
+        "allocation_uuid", "chassis_uuid", "conductor", "console_enabled",
     }  # fmt: skip
-    assert (long[0]["console_enabled"], long[0]["network_interface"]) == (False, "noop")
+    assert (long[0]["console_enabled"], long[0]["network_interface"]) == (False, "flat")
+    assert (long[0]["disable_power_off"], long[0]["health"]) == (False, None)
     assert long[0]["retired"] is False
     assert long[0]["driver_info"] == {"ipmi_password": "******"}
     assert long[1]["properties"] == {"cpus": 8}

@@ -26,7 +26,7 @@ CONTRACT_FIELDS = [
 ]  # fmt: skip
 
 KINDS = ["power", "management", "deploy", "boot", "bios", "raid", "inspect", "rescue",
-         "vendor", "firmware"]  # fmt: skip
+         "vendor", "firmware", "console", "network", "storage"]  # fmt: skip
 
 
 def _field_names() -> set[str]:
@@ -46,7 +46,7 @@ def test_interface_field_present(kind: str) -> None:
     assert Node(**fields).interface_name(kind) == "custom"
 
 
-def test_interface_kinds_are_the_ten_kinds() -> None:
+def test_interface_kinds_are_ironics_thirteen_kinds() -> None:
     assert list(INTERFACE_KINDS) == KINDS
 
 
@@ -55,7 +55,7 @@ def test_node_fields_constant_lists_every_field() -> None:
     assert set(NODE_FIELDS) == set(CONTRACT_FIELDS) | {f"{k}_interface" for k in KINDS} | {
         "conductor_group", "owner", "lessee", "description", "instance_uuid", "boot_mode",
         "secure_boot", "network_data", "shard", "parent_node", "inspection_started_at",
-        "inspection_finished_at",
+        "inspection_finished_at", "disable_power_off", "instance_name", "health",
     }  # fmt: skip
 
 

@@ -62,6 +62,7 @@ def _everything() -> Node:
         maintenance_reason="x" * 10_000,
         retired=True,
         protected=True,
+        disable_power_off=True,
         automated_clean=False,
         clean_step={"interface": "deploy", "step": "erase", "args": {}, "priority": 10},
         deploy_step={},

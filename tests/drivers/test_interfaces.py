@@ -380,6 +380,9 @@ def test_interface_kinds_and_types() -> None:
         "rescue": "RescueInterface",
         "vendor": "VendorInterface",
         "firmware": "FirmwareInterface",
+        "console": "ConsoleInterface",
+        "network": "NetworkInterface",
+        "storage": "StorageInterface",
     }
     assert {k: c.__name__ for k, c in INTERFACE_CLASSES.items()} == expected
     for kind, name in expected.items():

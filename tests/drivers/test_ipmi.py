@@ -78,7 +78,8 @@ def test_hardware_type_is_installed_and_built_from_ipmi_interfaces() -> None:
     assert isinstance(hw.management, IPMIManagement)
     assert isinstance(hw.vendor, IPMIVendor)
     assert isinstance(hw.deploy, DiskBootDeploy)
-    assert type(hw.boot).__name__.startswith("Noop")  # other kinds: no-ops, not fakes
+    assert type(hw.boot).__name__ == "IPXEBoot"  # Ironic's generic choice, not a fake
+    assert hw.raid.no_op  # no-raid: Ironic's first for ipmi
     conductor = Conductor()
     node = conductor.create_node(driver="ipmi")
     steps = conductor.get_deploy_steps(node.uuid)

@@ -24,15 +24,12 @@ pyghmi is imported on first use; without it the hardware type raises
 
 from __future__ import annotations
 
-import importlib.util
-
 from ironic_fsm.drivers.common import bmc_hardware
 from ironic_fsm.drivers.ipmi.deploy import DiskBootDeploy
 from ironic_fsm.drivers.ipmi.driver_info import COMMON_PROPERTIES, IPMIInfo, parse_driver_info
 from ironic_fsm.drivers.ipmi.management import BOOT_DEVICE_TO_PYGHMI, IPMIManagement
 from ironic_fsm.drivers.ipmi.power import IPMIPower
 from ironic_fsm.drivers.ipmi.session import _Connection as _Connection  # for the wire tests
-from ironic_fsm.drivers.ipmi.session import _missing_pyghmi
 from ironic_fsm.drivers.ipmi.session import _session_class as _session_class  # likewise
 from ironic_fsm.drivers.ipmi.vendor import IPMIVendor
 from ironic_fsm.hardware import HardwareType
@@ -56,13 +53,15 @@ def ipmi_hardware() -> HardwareType:
     Raises:
         MissingDependency: pyghmi is not installed (``pip install ironic_fsm[ipmi]``).
     """
-    try:
-        spec = importlib.util.find_spec("pyghmi")
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None:
-        raise _missing_pyghmi()
+    IPMIPower.check_loadable()
+    from ironic_fsm.drivers.generic import IPXEBoot, ManualManagement, PXEBoot, RamdiskDeploy
+
     return bmc_hardware(
-        (IPMIPower(), IPMIManagement(), DiskBootDeploy(), IPMIVendor()),
         "Power and boot device over IPMI (pyghmi); deploys by booting the disk.",
+        power=[("ipmitool", IPMIPower())],
+        management=[("ipmitool", IPMIManagement()), ("noop", ManualManagement())],
+        boot=[("ipxe", IPXEBoot()), ("pxe", PXEBoot())],
+        # disk-boot first: it deploys with no ramdisk agent (Ironic's first is direct).
+        deploy=[("disk-boot", DiskBootDeploy()), "direct", ("ramdisk", RamdiskDeploy())],
+        vendor=[("ipmitool", IPMIVendor()), "no-vendor"],
     )

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from ironic_fsm import states
-from ironic_fsm.drivers.common import power_on_or_reboot
+from ironic_fsm.drivers.common import boot_persistently, power_off
 from ironic_fsm.interfaces import DeployInterface
 from ironic_fsm.steps import deploy_step
 from ironic_fsm.task import Task
@@ -22,12 +21,9 @@ class DiskBootDeploy(DeployInterface):
 
     @deploy_step(priority=100)
     def deploy(self, task: Task) -> str | None:
-        task.driver.management.set_boot_device(task, "disk", persistent=True)
-        power_on_or_reboot(task)
-        task.node.power_state = states.POWER_ON
+        boot_persistently(task, "disk")
         return None
 
     def tear_down(self, task: Task) -> str | None:
-        task.driver.power.set_power_state(task, states.POWER_OFF)
-        task.node.power_state = states.POWER_OFF
+        power_off(task)
         return None

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from ironic_fsm.drivers.common import bmc_hardware
 from ironic_fsm.drivers.redfish.bios import BIOSSettingsRejected, RedfishBIOS
-from ironic_fsm.drivers.redfish.boot import RedfishBoot
+from ironic_fsm.drivers.redfish.boot import RedfishBoot, RedfishHttpsBoot
 from ironic_fsm.drivers.redfish.deploy import RedfishDeploy
 from ironic_fsm.drivers.redfish.driver_info import DRIVER_INFO, RedfishInfo, parse_driver_info
 from ironic_fsm.drivers.redfish.firmware import RedfishFirmware
@@ -74,6 +74,7 @@ __all__ = [
     "RedfishBoot",
     "RedfishDeploy",
     "RedfishFirmware",
+    "RedfishHttpsBoot",
     "RedfishInfo",
     "RedfishInspect",
     "RedfishManagement",
@@ -94,19 +95,24 @@ def redfish_hardware() -> HardwareType:
             ironic_fsm[redfish]``).
     """
     _sushy()
-    interfaces = (
-        RedfishPower,
-        RedfishManagement,
-        RedfishDeploy,
-        RedfishBoot,
-        RedfishBIOS,
-        RedfishRAID,
-        RedfishInspect,
-        RedfishFirmware,
-        RedfishRescue,
-    )
+    from ironic_fsm.drivers.generic import IPXEBoot, ManualManagement, PXEBoot, RamdiskDeploy
+
+    # Virtual media first (Ironic's first is ipxe): the redfish deploy boots its ISO.
     return bmc_hardware(
-        (interface() for interface in interfaces),
         "Redfish BMCs through sushy: power, boot device, BIOS, RAID, inspection, "
         "virtual media (deploy and rescue) and firmware updates.",
+        power=[("redfish", RedfishPower())],
+        management=[("redfish", RedfishManagement()), ("noop", ManualManagement())],
+        boot=[
+            ("redfish-virtual-media", RedfishBoot()),
+            ("ipxe", IPXEBoot()),
+            ("pxe", PXEBoot()),
+            ("redfish-https", RedfishHttpsBoot()),
+        ],
+        deploy=[("redfish", RedfishDeploy()), "direct", ("ramdisk", RamdiskDeploy())],
+        bios=[("redfish", RedfishBIOS()), "no-bios"],
+        raid=[("redfish", RedfishRAID()), "no-raid", "agent"],
+        inspect=[("redfish", RedfishInspect()), "agent", "no-inspect"],
+        rescue=[("redfish", RedfishRescue()), "no-rescue", "agent"],
+        firmware=[("redfish", RedfishFirmware()), "no-firmware"],
     )

@@ -14,7 +14,7 @@ from ironic_fsm.interfaces import BootInterface
 from ironic_fsm.masking import scrub
 from ironic_fsm.task import Task
 
-__all__ = ["RedfishBoot"]
+__all__ = ["RedfishBoot", "RedfishHttpsBoot"]
 
 LOG = logging.getLogger(__name__)
 
@@ -156,3 +156,25 @@ class RedfishBoot(_RedfishValidation, BootInterface):
         info = _info(task)
         with _bmc(task, info, "list virtual media"):
             return bool(_usable_cd_devices(_get_system(info))[0])
+
+
+class RedfishHttpsBoot(RedfishBoot):
+    """``redfish-https``: the node boots the ramdisk by UEFI HTTP(S) boot instead of a CD.
+
+    The URL (``redfish_deploy_iso``) is recorded in
+    ``driver_internal_info['redfish_https_boot_url']`` and the boot device
+    set to ``uefi-http`` once; the instance then boots from the disk.
+    """
+
+    def validate(self, task: Task) -> None:
+        """driver_info only: no virtual media is used."""
+        _RedfishValidation.validate(self, task)
+
+    def prepare_ramdisk(self, task: Task, ramdisk_params: Mapping[str, Any]) -> None:
+        info = _info(task)
+        if info.deploy_iso:
+            task.node.driver_internal_info["redfish_https_boot_url"] = info.deploy_iso
+            task.driver.management.set_boot_device(task, "uefi-http", persistent=False)
+
+    def clean_up_ramdisk(self, task: Task) -> None:
+        task.node.driver_internal_info.pop("redfish_https_boot_url", None)

@@ -9,6 +9,7 @@ and a silent BMC within ``read_timeout x retries`` (20 s by default).
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -24,13 +25,13 @@ from ironic_fsm.drivers.common import (
     parse_bool,
     positive_seconds,
 )
-from ironic_fsm.exceptions import InvalidParameterValue
+from ironic_fsm.exceptions import InvalidParameterValue, MissingDependency
 
 if TYPE_CHECKING:
     from ironic_fsm.node import Node
     from ironic_fsm.task import Task
 
-__all__ = ["DRIVER_INFO", "RedfishInfo", "parse_driver_info"]
+__all__ = ["DRIVER_INFO", "RedfishInfo", "missing_sushy", "parse_driver_info"]
 
 #: The ``driver_info`` keys the redfish hardware type reads, with descriptions.
 DRIVER_INFO: Final[Mapping[str, str]] = {
@@ -278,6 +279,13 @@ def parse_driver_info(node: Node) -> RedfishInfo:
     return RedfishInfo(**{k.removeprefix("redfish_"): v for k, v in checked.values.items()})
 
 
+def missing_sushy() -> MissingDependency:
+    """The error for an installation without the ``redfish`` extra."""
+    return MissingDependency(
+        "The redfish hardware type needs sushy: pip install ironic_fsm[redfish]", extra="redfish"
+    )
+
+
 def _info(task: Task) -> RedfishInfo:
     return parse_driver_info(task.node)
 
@@ -286,6 +294,16 @@ class _RedfishValidation(DriverInfoValidation):
     """Shared ``get_properties``/``validate``: every interface reads the same driver_info."""
 
     driver_info_keys = DRIVER_INFO
+
+    @classmethod
+    def check_loadable(cls) -> None:
+        """sushy must be installed (looked for, not imported: that costs)."""
+        try:
+            spec = importlib.util.find_spec("sushy")
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None:
+            raise missing_sushy()
 
     def check_driver_info(self, node: Node) -> None:
         parse_driver_info(node)

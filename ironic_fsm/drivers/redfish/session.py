@@ -20,7 +20,7 @@ from typing import Any, Final, TypeVar
 from urllib.parse import urlparse
 
 from ironic_fsm.drivers.common import poll, secrets_of
-from ironic_fsm.drivers.redfish.driver_info import _MIN_RETRIES, RedfishInfo
+from ironic_fsm.drivers.redfish.driver_info import _MIN_RETRIES, RedfishInfo, missing_sushy
 from ironic_fsm.exceptions import (
     BMCAuthError,
     BMCRequestFailed,
@@ -28,7 +28,6 @@ from ironic_fsm.exceptions import (
     BMCUnreachable,
     InvalidParameterValue,
     IronicFSMError,
-    MissingDependency,
 )
 from ironic_fsm.masking import scrub
 from ironic_fsm.task import Task
@@ -41,10 +40,7 @@ def _sushy() -> Any:
     try:
         import sushy
     except ImportError as exc:
-        raise MissingDependency(
-            "The redfish hardware type needs sushy: pip install ironic_fsm[redfish]",
-            extra="redfish",
-        ) from exc
+        raise missing_sushy() from exc
     return sushy
 
 
