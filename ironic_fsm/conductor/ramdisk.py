@@ -206,7 +206,12 @@ class Ramdisk:
         phase = PHASE_BY_STATE.get(node.provision_state)
         if go_on and phase is not None:
             continue_phase = getattr(self._engine, f"continue_node_{phase.name}")
-            node = continue_phase(node.uuid)
+            try:
+                node = continue_phase(node.uuid)
+            except (NodeLocked, InvalidState) as exc:
+                # Someone else moved the node meanwhile (an abort, a timeout): the
+                # heartbeat was accepted all the same; the next one sees the new state.
+                LOG.info("Node %s: not continued after its agent's heartbeat: %s", node.uuid, exc)
         return node
 
     def _ask_driver(self, job: Job) -> bool:
