@@ -30,7 +30,7 @@ from ironic_fsm.api import start_api
 from ironic_fsm.conductor.common import utcnow
 from ironic_fsm.drivers.agent import AgentDeploy
 from ironic_fsm.events import STEP_END, Event
-from ironic_fsm.exceptions import AgentTokenRejected, AgentUnreachable
+from ironic_fsm.exceptions import AgentBusy, AgentTokenRejected, AgentUnreachable
 from ironic_fsm.node import Node
 from ironic_fsm.stores import SQLStore
 
@@ -215,6 +215,18 @@ def test_agent_client_against_the_real_ipa(peer: Peer) -> None:
         client.get_clean_steps(wrong, {"uuid": up.uuid}, [])
     assert "w" * 43 not in str(refused.value)
     assert endpoint.token not in str(refused.value)
+
+    # A step started without waiting keeps the agent busy: another command is a 409.
+    step = {"interface": "deploy", "step": "erase_devices", "priority": 10, "args": {}}
+    started = client.execute(
+        endpoint, "clean.execute_clean_step",
+        {"step": step, "node": {"uuid": up.uuid, "driver_internal_info": {}}, "ports": [],
+         "clean_version": answer["hardware_manager_version"]},
+        wait=False,
+    )  # fmt: skip
+    assert started["command_status"] == "RUNNING"
+    with pytest.raises(AgentBusy, match=r"is busy with another command"):
+        client.get_clean_steps(endpoint, {"uuid": up.uuid}, [])
 
     peer.sandbox.stop()  # the machine is off: nothing answers at the agent's address
     started = time.monotonic()
