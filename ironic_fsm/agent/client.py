@@ -10,8 +10,8 @@ A busy agent (HTTP 409) is :class:`~ironic_fsm.exceptions.AgentBusy`, a
 refused token (HTTP 401) :class:`~ironic_fsm.exceptions.AgentTokenRejected`.
 
 The token travels in the query string, as IPA reads it; it never appears
-in an error's text or in a log line of ours (URLs are shown without their
-query, and answers are scrubbed of it).
+in an error's text or in a log line (URLs are shown without their query,
+answers are scrubbed of it, and httpx's own request lines are masked).
 
 Commands that answer quickly are sent with ``wait=true`` (the answer holds
 the result); long ones (a clean or deploy step) with ``wait=false``, and
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 import ssl
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
@@ -93,6 +94,32 @@ class AgentEndpoint:
         return f"AgentEndpoint(node={self.node!r}, url={self.url!r}, token=******)"
 
 
+#: The token in a URL's query, as httpx's own request log line shows the URL.
+_TOKEN_IN_QUERY: Final = re.compile(r"(agent_token=)[^&\s\"']+")
+
+
+class _HideToken(logging.Filter):
+    """Masks ``agent_token=...`` in httpx's log lines (``HTTP Request: POST https://...``).
+
+    IPA reads the token from the query string only, and httpx logs every
+    request's URL at INFO: without this, an application that shows INFO
+    would log each node's token.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple) and record.args:
+            record.args = tuple(
+                _TOKEN_IN_QUERY.sub(r"\1******", str(arg)) if "agent_token=" in str(arg) else arg
+                for arg in record.args
+            )
+        elif "agent_token=" in str(record.msg):
+            record.msg = _TOKEN_IN_QUERY.sub(r"\1******", str(record.msg))
+        return True
+
+
+_TOKEN_FILTER: Final = _HideToken()
+
+
 @functools.lru_cache(maxsize=256)
 def _pinned(certificate: str) -> ssl.SSLContext:
     """A TLS context trusting only ``certificate`` (PEM), made once per certificate rather
@@ -117,6 +144,10 @@ class AgentClient:
             ) from None
         self._httpx = httpx
         self.timeout = timeout
+        for name in ("httpx", "httpcore"):
+            logger = logging.getLogger(name)
+            if _TOKEN_FILTER not in logger.filters:
+                logger.addFilter(_TOKEN_FILTER)
 
     # -- commands -------------------------------------------------------------------------
 

@@ -191,7 +191,8 @@ def test_real_ipa_looks_up_once_heartbeats_with_its_token_and_loses_it(
         time.sleep(0.2)
 
 
-def test_agent_client_against_the_real_ipa(peer: Peer) -> None:
+def test_agent_client_against_the_real_ipa(peer: Peer, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)  # every logger, httpx's request lines included
     peer.conductor.register_hardware_type("lookup-only", HardwareType(power=peer.power))
     node = peer.node(driver="lookup-only", provision_state="clean wait", clean_step={})
     peer.sandbox.start(peer.api_url, peer.ipa)
@@ -233,6 +234,8 @@ def test_agent_client_against_the_real_ipa(peer: Peer) -> None:
     with pytest.raises(AgentUnreachable, match=r"cannot reach the agent"):
         client.get_clean_steps(endpoint, {"uuid": up.uuid}, [])
     assert time.monotonic() - started < 15
+    assert "agent_token=******" in caplog.text  # httpx logged the requests, masked
+    assert endpoint.token not in caplog.text
 
 
 @pytest.mark.parametrize("peer", [0.0, 5.0], ids=["heartbeats", "watched"], indirect=True)
