@@ -70,6 +70,11 @@ def _boolean(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None
         )
 
 
+def _optional_count(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None:
+        _count(0)(instance, attribute, value)
+
+
 def _positive(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
         raise InvalidParameterValue(
@@ -331,6 +336,20 @@ class Config:
     node_history_cleanup_interval: float = attrs.field(default=86400, validator=_non_negative)
     #: Most entries one trim deletes per batch (one statement, one transaction each).
     node_history_cleanup_batch_count: int = attrs.field(default=1000, validator=_count(1))
+
+    #: Seconds a ramdisk agent may stay silent; its lookup hands it this, and it
+    #: heartbeats every 0.3-0.6 of it (Ironic's ``[api]ramdisk_heartbeat_timeout``).
+    ramdisk_heartbeat_timeout: float = attrs.field(default=300, validator=_positive)
+    #: The priority of the agent's ``erase_devices`` in automated cleaning; None keeps the
+    #: agent's own (10), 0 disables (Ironic's ``[deploy]`` option of this name).
+    erase_devices_priority: int | None = attrs.field(default=None, validator=_optional_count)
+    #: The same for ``erase_devices_metadata`` (the agent's own: 99).
+    erase_devices_metadata_priority: int | None = attrs.field(
+        default=None, validator=_optional_count
+    )
+    #: Whether an agent's lookup finds only nodes in a state that expects an agent
+    #: (Ironic's ``[api]restrict_lookup``).
+    restrict_lookup: bool = attrs.field(default=True, validator=_boolean)
 
     def __init__(self, **options: Any) -> None:
         if "clean_nodes" in options:

@@ -40,7 +40,13 @@ The tree::
         ├── BMCAuthError (PermissionError)
         ├── BMCTimeout (TimeoutError)
         ├── BMCRequestFailed                 the BMC answered with an error
-        └── DriverError                      a driver's own code raised something else
+        ├── DriverError                      a driver's own code raised something else
+        └── AgentError                       the ramdisk agent could not do what we asked
+            ├── AgentUnreachable (ConnectionError)
+            ├── AgentTimeout (TimeoutError)  no answer within the call's deadline
+            ├── AgentTokenRejected (PermissionError)
+            ├── AgentBusy                    running another command; retryable
+            └── AgentCommandFailed           the agent answered with an error
 """
 
 from __future__ import annotations
@@ -48,6 +54,12 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "AgentBusy",
+    "AgentCommandFailed",
+    "AgentError",
+    "AgentTimeout",
+    "AgentTokenRejected",
+    "AgentUnreachable",
     "BMCAuthError",
     "BMCRequestFailed",
     "BMCTimeout",
@@ -284,3 +296,33 @@ class DriverError(HardwareError):
     type, with secrets scrubbed from the message, and chains the original.
     ``interface`` and ``method`` name where it came from.
     """
+
+
+class AgentError(HardwareError):
+    """The ramdisk agent (Ironic Python Agent) could not do what the conductor asked.
+
+    ``node`` names the node; ``command`` the agent command (``clean.get_clean_steps``).
+    The agent token is never part of the message.
+    """
+
+
+class AgentUnreachable(AgentError, ConnectionError):
+    """Nothing answers at the agent's callback URL (refused, unroutable, reset)."""
+
+
+class AgentTimeout(AgentError, TimeoutError):
+    """The agent did not answer within the call's deadline."""
+
+
+class AgentTokenRejected(AgentError, PermissionError):
+    """The agent refused the token (HTTP 401): it was booted for another token or none."""
+
+
+class AgentBusy(AgentError):
+    """The agent is running another command (HTTP 409); try again after it ends."""
+
+    retryable = True
+
+
+class AgentCommandFailed(AgentError):
+    """The agent answered with an error: a status it should not send, or a failed command."""

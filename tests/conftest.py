@@ -19,7 +19,8 @@ record, config, errors, the public namespace), ``drivers`` (interfaces,
 hardware types, plugins, IPMI and Redfish against real peers), ``conductor``,
 ``stores`` (the store contract, SQL, migrations, scans, history), ``fleet``
 (several conductors on one database: registry, rings, hand-off, ``serve``),
-``api``, ``cli`` and ``examples``. The helpers every area shares, the
+``api``, ``cli``, ``examples`` and ``agent`` (the ramdisk agent's endpoints and client,
+and the real IPA in its sandbox: ``agent/ipa_sandbox.py``). The helpers every area shares, the
 workers that tests start as processes, and ``data/`` stay here.
 """
 

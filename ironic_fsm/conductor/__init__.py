@@ -20,7 +20,8 @@ every one getting the parts it calls at construction (see
 drain), ``catalog`` (templates, runbooks), ``plans``, ``engine`` (the step
 engine), ``flows``, ``nodes``, ``verbs``, ``fleet`` (the registry record),
 ``ownership`` (the hash rings of ``ring``), ``recovery``, ``power_sync``,
-``work``, ``reconcile`` and ``history``. An operation on one node is a
+``work``, ``reconcile``, ``history`` and ``ramdisk`` (the agent's lookup and
+heartbeat). An operation on one node is a
 :class:`~.jobs.Job`, which fires events, checkpoints, records history and
 calls the driver. Each public method here delegates to one part.
 """
@@ -50,6 +51,7 @@ from ironic_fsm.conductor.plans import Plans
 from ironic_fsm.conductor.portgroups import Portgroups
 from ironic_fsm.conductor.ports import Ports
 from ironic_fsm.conductor.power_sync import PowerSync, PowerSyncReport
+from ironic_fsm.conductor.ramdisk import AgentLookup, Ramdisk
 from ironic_fsm.conductor.reconcile import Reconcile
 from ironic_fsm.conductor.recovery import Recovery
 from ironic_fsm.conductor.registry import HardwareRegistry
@@ -149,7 +151,8 @@ class Conductor:
         self._history = History(ctx)
         #: Who hears of record changes (:meth:`add_record_listener`).
         self._record_listeners: list[Callable[[Event, Node], None]] = []
-        self._ports = Ports(ctx)
+        self._ports = ports = Ports(ctx)
+        self._ramdisk = Ramdisk(ctx, reservations, engine, ports)
         self._portgroups = Portgroups(ctx)
         self._chassis = ChassisPart(ctx)
         self._allocations = Allocations(ctx, reservations)
@@ -687,6 +690,43 @@ class Conductor:
         (:meth:`~ironic_fsm.stores.capabilities.StoreCapabilities.count_nodes`).
         """
         return self._ctx.caps.count_nodes(field, maintenance=maintenance, reserved=reserved)
+
+    # -- Ramdisk (ramdisk.py): the agent's lookup and heartbeat ---------------------------------
+
+    def agent_lookup(
+        self,
+        addresses: Iterable[str] = (),
+        node_uuid: str | None = None,
+        *,
+        with_token: bool = True,
+    ) -> AgentLookup:
+        """The node a booted agent belongs to, and its token (given out once, then ``******``).
+
+        Found by the agent's MAC addresses or ``node_uuid``, only in a state
+        that expects an agent (NodeNotFound otherwise, as for no node).
+        """
+        return self._ramdisk.lookup(addresses, node_uuid, with_token=with_token)
+
+    def agent_heartbeat(
+        self,
+        ident: str,
+        callback_url: str,
+        *,
+        agent_token: str | None,
+        agent_version: str | None,
+        agent_verify_ca: str | None = None,
+    ) -> Node:
+        """An agent says it is up at ``callback_url``; refused (InvalidParameterValue,
+        nothing changed) without the node's token, with another URL or certificate than
+        the first heartbeat's, or without a version.
+        """
+        return self._ramdisk.heartbeat(
+            ident,
+            callback_url,
+            agent_token=agent_token,
+            agent_version=agent_version,
+            agent_verify_ca=agent_verify_ca,
+        )
 
     # -- Ports (ports.py) -------------------------------------------------------
 

@@ -71,12 +71,13 @@ def inspection_times(node: Node, previous: str, state: str, now: datetime) -> No
 
 
 def scrub_node(node: Node, text: str) -> str:
-    """``text`` without any secret value of the node's driver_info or instance_info.
+    """``text`` without any secret value of the node's driver_info, instance_info or
+    driver_internal_info (the agent token).
 
     NUL characters go too: no database stores them, and free text from a
     driver must never make a record unsaveable.
     """
-    secrets = secret_values(node.driver_info, node.instance_info)
+    secrets = secret_values(node.driver_info, node.instance_info, node.driver_internal_info)
     if secrets:
         text = scrub(text, secrets)
     if text.count(node.uuid) > 1:
@@ -240,7 +241,11 @@ def driver_error(exc: Exception, node: Any, interface: str, method: str) -> Driv
     original itself; raise it outside the ``except`` block that caught
     ``exc``, so that Python does not chain the original as its context.
     """
-    secrets = secret_values(node.driver_info, node.instance_info) if node is not None else set()
+    secrets = (
+        secret_values(node.driver_info, node.instance_info, node.driver_internal_info)
+        if node is not None
+        else set()
+    )
     text = scrub(f"{type(exc).__name__}: {exc}", secrets)
     where = f"Node {node.uuid}: " if node is not None else ""
     error = DriverError(

@@ -325,6 +325,10 @@ class StepEngine:
             self.phase_failed(job, phase, f"{failure}: {describe_exc(exc)}", step=None)
             return FAILED
 
+    def fail_step(self, job: Job, phase: PhaseInfo, step: Step, exc: BaseException) -> None:
+        """An asynchronous step ended in failure (the agent said so): fail it and the phase."""
+        self._step_failed(job, phase, step, exc)
+
     def _step_failed(self, job: Job, phase: PhaseInfo, step: Step, exc: BaseException) -> None:
         node = job.node
         message = scrub_node(node, phase.step_failure(node, step_id(step), exc))

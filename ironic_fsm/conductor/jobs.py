@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ironic_fsm import history as h
 from ironic_fsm import states as s
+from ironic_fsm.agent import token as agent_tokens
 from ironic_fsm.conductor.common import (
     INSPECTING_STATES,
     driver_error,
@@ -67,6 +68,8 @@ _FAILURE_TYPES: Final = {
 #: A move that is a failure: by the event, or into one of these states.
 _FAIL: Final = s.FAIL_EVENT
 _ERROR_STATES: Final = s.FAILURE_STATES | {s.ERROR}
+#: Power actions after which no ramdisk agent is running.
+_ENDS_AGENT: Final = frozenset({s.POWER_OFF, s.SOFT_POWER_OFF, s.REBOOT, s.SOFT_REBOOT})
 #: How an abort names the operation, by its event type.
 _OPERATIONS: Final = {h.RESCUING: "rescue", h.INSPECTING: "inspection", h.DEPLOYING: "deployment"}
 
@@ -231,6 +234,8 @@ class Job:
         failed = event == _FAIL or state in _ERROR_STATES
         if failed:
             self._record_failure(event, state, last_error)
+            # A failed flow ends the agent's part: the next attempt boots a new one.
+            agent_tokens.wipe(node.driver_internal_info)
         if ctx.listeners:
             if failed:
                 name = PROVISION_ERROR
@@ -345,6 +350,9 @@ class Job:
             else:
                 self.call("power", "set_power_state", power_state, timeout=timeout)
             node.power_state = node.target_power_state
+            if power_state in _ENDS_AGENT:
+                # A ramdisk does not survive its machine's power-off or reboot: nor does its token.
+                agent_tokens.wipe(node.driver_internal_info)
         finally:
             node.target_power_state = None
 

@@ -138,8 +138,9 @@ def bmc_step(
     return mark
 
 
-#: Ironic's generic hardware's implementations, preferred first (``direct`` and the
-#: ``agent`` ones come with the ramdisk agent; see :mod:`ironic_fsm.drivers.pending`).
+#: Ironic's generic hardware's implementations, preferred first (``direct`` is the ramdisk
+#: agent's, :mod:`ironic_fsm.drivers.agent`; its ``agent`` ones are still placeholders,
+#: :mod:`ironic_fsm.drivers.pending`).
 GENERIC_CHOICES: Final[Mapping[str, tuple[str, ...]]] = {
     "boot": ("ipxe", "pxe"),
     "deploy": ("direct", "ramdisk"),

@@ -1,4 +1,4 @@
-"""Places for the ramdisk agent's implementations until they land: ``direct`` and ``agent``.
+"""Places for the ramdisk agent's implementations until they land: the ``agent`` ones.
 
 Ironic's generic hardware types list ``direct`` deploy and ``agent``
 inspect, RAID and rescue, and clients create nodes naming them
@@ -6,7 +6,7 @@ inspect, RAID and rescue, and clients create nodes naming them
 that such nodes are accepted; using one raises
 :class:`~ironic_fsm.exceptions.UnsupportedOperation` saying the agent is
 not available yet. The ramdisk agent's own classes replace these entry
-points.
+points (``direct`` deploy is :class:`ironic_fsm.drivers.agent.AgentDeploy`).
 """
 
 from __future__ import annotations
@@ -14,11 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 from ironic_fsm.exceptions import UnsupportedOperation
-from ironic_fsm.interfaces import DeployInterface, InspectInterface, RAIDInterface, RescueInterface
-from ironic_fsm.steps import deploy_step
+from ironic_fsm.interfaces import InspectInterface, RAIDInterface, RescueInterface
 from ironic_fsm.task import Task
 
-__all__ = ["PendingAgentDeploy", "PendingAgentInspect", "PendingAgentRAID", "PendingAgentRescue"]
+__all__ = ["PendingAgentInspect", "PendingAgentRAID", "PendingAgentRescue"]
 
 
 def _pending(kind: str, name: str, operation: str) -> UnsupportedOperation:
@@ -28,17 +27,6 @@ def _pending(kind: str, name: str, operation: str) -> UnsupportedOperation:
         interface=kind,
         operation=operation,
     )
-
-
-class PendingAgentDeploy(DeployInterface):
-    """``direct``: writes the image through the ramdisk agent (not available yet)."""
-
-    @deploy_step(priority=100)
-    def deploy(self, task: Task) -> str | None:
-        raise _pending("deploy", "direct", "deploy")
-
-    def prepare_cleaning(self, task: Task) -> str | None:
-        raise _pending("deploy", "direct", "prepare_cleaning")
 
 
 class PendingAgentInspect(InspectInterface):

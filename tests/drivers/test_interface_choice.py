@@ -12,8 +12,9 @@ import pytest
 
 import ironic_fsm
 from ironic_fsm import Conductor, Config, states
+from ironic_fsm.drivers.agent import AgentDeploy
 from ironic_fsm.drivers.generic import RAMDISK_KEY, IPXEBoot, PXEBoot, RamdiskDeploy
-from ironic_fsm.drivers.pending import PendingAgentDeploy, PendingAgentRAID
+from ironic_fsm.drivers.pending import PendingAgentRAID
 from ironic_fsm.exceptions import (
     DriverNotFound,
     IncompatibleInterface,
@@ -226,14 +227,22 @@ def test_ramdisk_deploy_with_pxe_boot_network_boots_for_good() -> None:
     assert node.power_state == states.POWER_OFF
 
 
-def test_direct_deploy_says_the_agent_is_missing() -> None:
+def test_direct_deploy_cleans_through_the_agent_and_cannot_write_images_yet() -> None:
     conductor = Conductor()
     node = conductor.create_node(driver="fake-hardware", deploy_interface="direct")
-    assert isinstance(_driver(conductor, node.uuid).deploy, PendingAgentDeploy)
+    assert isinstance(_driver(conductor, node.uuid).deploy, AgentDeploy)
+    conductor.do_provisioning_action(node.uuid, "manage")
+    node = conductor.do_provisioning_action(node.uuid, "provide")
+    # The ramdisk was booted; its agent's first heartbeat will tell the steps (tests/agent).
+    assert node.provision_state == states.CLEANWAIT
+    assert node.power_state == states.POWER_ON
+    uncleaned = conductor.create_node(
+        driver="fake-hardware", deploy_interface="direct", automated_clean=False
+    )
     for verb in ("manage", "provide", "deploy"):
-        node = conductor.do_provisioning_action(node.uuid, verb)
-    assert node.provision_state == states.DEPLOYFAIL
-    assert "needs the ramdisk agent" in (node.last_error or "")
+        uncleaned = conductor.do_provisioning_action(uncleaned.uuid, verb)
+    assert uncleaned.provision_state == states.DEPLOYFAIL
+    assert "writing an image through it is not implemented yet" in (uncleaned.last_error or "")
 
 
 def test_manual_management_is_ironics() -> None:

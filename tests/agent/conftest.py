@@ -1,0 +1,47 @@
+"""Fixtures of the agent tests: IPA's venv (once per session), loop devices and sandboxes.
+
+Everything here needs root (loop devices, namespaces, mounts), as CI has; a
+missing tool fails the test with what is missing, it never skips.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+from ipa_sandbox import Sandbox, ipa_python, loop_device
+
+_TOOLS = ("ip", "unshare", "losetup", "mount")
+
+
+@pytest.fixture(scope="session")
+def ipa() -> Path:
+    """The interpreter of IPA's own venv (``ironic-python-agent==13.0.0``, cached)."""
+    missing = [tool for tool in _TOOLS if shutil.which(tool) is None]
+    assert not missing, f"the IPA sandbox needs {', '.join(missing)} (util-linux, iproute2)"
+    assert os.geteuid() == 0, "the IPA sandbox needs root: loop devices, namespaces, mounts"
+    return ipa_python()
+
+
+@pytest.fixture
+def make_sandbox(tmp_path: Path, ipa: Path) -> Iterator[Callable[..., Sandbox]]:
+    """``make_sandbox(mac, seed=False, leave_visible=0)``: a loop device and a sandbox for it.
+
+    ``leave_visible`` > 0 makes that many more loop devices and leaves them
+    uncovered in the sandbox: what the isolation check must refuse.
+    """
+    with ExitStack() as stack:
+
+        def make(mac: str, *, seed: bool = False, leave_visible: int = 0) -> Sandbox:
+            disk = stack.enter_context(loop_device(tmp_path, seed=seed))
+            extra = tuple(stack.enter_context(loop_device(tmp_path)) for _ in range(leave_visible))
+            work = tmp_path / f"sandbox-{os.path.basename(disk)}"
+            sandbox = Sandbox(work, disk, mac, leave_visible=extra)
+            stack.callback(sandbox.close)
+            return sandbox
+
+        yield make
