@@ -49,6 +49,11 @@ if TYPE_CHECKING:
 
 from ironic_fsm.stores import MemoryStore, Store
 
+# The agent area's fixtures (IPA's venv, loop devices, sandboxes), as a plugin rather
+# than a conftest.py of its own: a second module named ``conftest`` would shadow this
+# one for the test modules that import helpers from it (``from conftest import ...``).
+pytest_plugins = ("agent_fixtures",)
+
 SQL_BACKENDS = ["sqlite", "postgres"]
 STORE_BACKENDS = ["memory", *SQL_BACKENDS]
 

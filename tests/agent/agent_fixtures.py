@@ -1,5 +1,7 @@
 """Fixtures of the agent tests: IPA's venv (once per session), loop devices and sandboxes.
 
+A plugin of tests/conftest.py (``pytest_plugins``), not a conftest.py: see there.
+
 Everything here needs root (loop devices, namespaces, mounts), as CI has; a
 missing tool fails the test with what is missing, it never skips.
 """
