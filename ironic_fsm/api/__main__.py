@@ -7,6 +7,7 @@ port 0), then serves until SIGTERM or SIGINT.
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import sys
 import threading
@@ -17,7 +18,7 @@ from ironic_fsm.api.front import Limits
 from ironic_fsm.api.server import start_api
 from ironic_fsm.conductor import Conductor
 from ironic_fsm.config import Config
-from ironic_fsm.exceptions import IronicFSMError
+from ironic_fsm.exceptions import IronicFSMError, StoreUnavailable
 
 _DEFAULTS = Limits()
 
@@ -27,6 +28,9 @@ def _address(text: str) -> tuple[str, int]:
     if not sep or not port.isdigit():
         raise argparse.ArgumentTypeError(f"expected HOST:PORT, not {text!r}")
     return host.strip("[]") or "127.0.0.1", int(port)
+
+
+LOG = logging.getLogger("ironic_fsm.api")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -88,12 +92,36 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, _stop)
         signal.signal(signal.SIGINT, _stop)
         print(server.port, flush=True)
-        while not stop.wait(conductor.config.heartbeat_interval):
-            conductor.heartbeat()
+        _heartbeat_until(stop, conductor)
         server.stop()
-        conductor.unregister()
+        try:
+            conductor.unregister()
+        except StoreUnavailable as error:  # others see it gone after heartbeat_timeout
+            LOG.warning("Could not go offline in the registry: %s", error)
     store.close()
     return 0
+
+
+def _heartbeat_until(stop: threading.Event, conductor: Conductor) -> None:
+    """Heartbeat every ``heartbeat_interval`` until ``stop``; a database outage is waited out.
+
+    The API keeps answering meanwhile (503 for what needs the database), and
+    the outage is logged once when it starts and once when it ends, as
+    ``serve``'s periodic tasks do.
+    """
+    down = False
+    while not stop.wait(conductor.config.heartbeat_interval):
+        try:
+            conductor.heartbeat()
+        except StoreUnavailable as error:
+            if not down:
+                LOG.warning("The database is unavailable (%s); heartbeats go on when it is back",
+                            error)  # fmt: skip
+            down = True
+            continue
+        if down:
+            LOG.warning("The database is back; heartbeats go on")
+            down = False
 
 
 if __name__ == "__main__":

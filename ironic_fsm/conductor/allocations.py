@@ -40,6 +40,7 @@ from ironic_fsm.exceptions import (
     InvalidState,
     IronicFSMError,
     NodeLocked,
+    NodeNotFound,
     ResourceExists,
     ResourceNotFound,
 )
@@ -227,7 +228,15 @@ class Allocations:
         """The candidates' UUIDs, in the order given (each must exist)."""
         if isinstance(idents, str):
             raise InvalidParameterValue("candidate_nodes must be a list of node UUIDs or names")
-        return [self._ctx.caps.store.get(check_ident(ident)).uuid for ident in idents]
+        found, missing = [], []
+        for ident in idents:
+            try:
+                found.append(self._ctx.caps.store.get(check_ident(ident)).uuid)
+            except NodeNotFound:
+                missing.append(ident)
+        if missing:  # Ironic's words, which clients match (the API answers 400)
+            raise NodeNotFound(f"Nodes cannot be found: {', '.join(missing)}", node=missing[0])
+        return found
 
     def _matching(self, allocation: Allocation) -> list[str]:
         """The UUIDs of the nodes that may suit, or why none can."""

@@ -105,9 +105,11 @@ def check_traits(values: object, word: str) -> list[str]:
     traits = list(values)
     bad = [t for t in traits if not isinstance(t, str) or len(t) > 255 or not _TRAIT.fullmatch(t)]
     if bad:
+        # "... does not match '^CUSTOM_...'": Ironic's validator's words, which clients match.
         raise InvalidParameterValue(
             f"{word} traits {shown(bad)} are not trait names (CUSTOM_ and capitals, digits, "
-            "'_'; at most 255 characters)",
+            f"'_'; at most 255 characters): {shown(bad[0])} does not match "
+            "'^CUSTOM_[A-Z0-9_]+$'",
             field="traits",
         )
     return list(dict.fromkeys(traits))

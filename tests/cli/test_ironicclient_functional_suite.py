@@ -39,61 +39,8 @@ from ironicclient.tests.functional import base
 base.FunctionalTestBase.auth_ref = types.SimpleNamespace(project_scoped=True)
 '''
 
-_NOT_YET = "resource not served yet (issue 20)"
-
 #: The suite's tests that do not pass here yet, by ``file::Class::test``, with why.
 KNOWN_GAPS: dict[str, str] = {
-    **{
-        f"test_baremetal_allocation.py::BaremetalAllocationTests::{name}": _NOT_YET
-        for name in (
-            "test_create",
-            "test_create_candidate_nodes",
-            "test_create_name_uuid",
-            "test_create_negative_02_____uuid_________________Expected_UUID_for_uuid__",
-            "test_create_negative_05_____name____not_a_name____invalid_name__",
-            "test_create_negative_07_____resource_class____" + "x" * 81 + "____is_too_long__",
-            "test_create_negative_09_____trait____foo____does_not_match__",
-            "test_create_negative_11_____candidate_node____banana_____Nodes_cannot_be_found__",
-            "test_create_traits",
-            "test_delete_1_name",
-            "test_delete_2_uuid",
-            "test_set_unset",
-            "test_show_1_name",
-            "test_show_2_uuid",
-        )
-    },
-    **{
-        f"test_baremetal_chassis_basic.py::BaremetalChassisTests::{name}": _NOT_YET
-        for name in ("test_delete", "test_list", "test_set_unset_extra", "test_show")
-    },
-    **{
-        f"test_baremetal_port_basic.py::BaremetalPortTests::{name}": _NOT_YET
-        for name in (
-            "test_delete",
-            "test_list",
-            "test_port_create_with_portgroup",
-            "test_set_unset_extra",
-            "test_show_addr",
-            "test_show_uuid",
-        )
-    },
-    **{
-        f"test_baremetal_port_create.py::BaremetalPortCreate::{name}": _NOT_YET
-        for name in ("test_extras", "test_llc_1_19", "test_pxe_1_19")
-    },
-    **{
-        f"test_baremetal_portgroup_basic.py::BaremetalPortGroupTests::{name}": _NOT_YET
-        for name in (
-            "test_create_with_address",
-            "test_delete_1_name",
-            "test_delete_2_uuid",
-            "test_list",
-            "test_set_unset_1_name",
-            "test_set_unset_2_uuid",
-            "test_show_1_name",
-            "test_show_2_uuid",
-        )
-    },
     "test_baremetal_driver_basic.py::BaremetalDriverTests::test_driver_raid_property_list": (
         "RAID logical disk properties not served yet (issue 20)"
     ),
