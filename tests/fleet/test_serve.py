@@ -132,6 +132,7 @@ def test_sigkill_one_of_three_on_postgres_300_nodes(pg_url: str, tmp_path: Path)
 def test_sigterm_one_of_three_drains_and_goes_offline(pg_url: str, tmp_path: Path) -> None:
     conductor, nodes, log = fleet_nodes(pg_url, tmp_path, 60, step_seconds=0.05)
     stopped: dict[str, object] = {}
+    holding: dict[str, list[str]] = {}
     with serve_fleet(pg_url, tmp_path) as fleet:
         fleet.start_many(conductor, 3)
         victim = fleet.procs[0]
@@ -139,6 +140,7 @@ def test_sigterm_one_of_three_drains_and_goes_offline(pg_url: str, tmp_path: Pat
         def terminate(seen: dict[str, str]) -> None:
             if stopped or not _frozen_holding(conductor, victim, within=0.5):
                 return
+            holding["at_signal"] = _held_by(conductor, victim.pid)
             victim.send_signal(signal.SIGTERM)
             victim.send_signal(signal.SIGCONT)
             stopped["code"] = victim.wait(timeout=30)
@@ -153,7 +155,10 @@ def test_sigterm_one_of_three_drains_and_goes_offline(pg_url: str, tmp_path: Pat
     assert {v for v in seen.values()} == {states.ACTIVE}, seen
     runs = StepRuns(log)
     assert runs.problems(nodes) == []  # no kill: every step ran exactly once
-    assert victim.pid in runs.pids()
+    # It drained with work in hand: nodes it held when signalled, all handed on (held: []).
+    # Whether it had finished a step by then is timing (a node is held from the flow's
+    # first save, which now also reserves it), so that is not asserted.
+    assert holding["at_signal"], "the victim held nothing when signalled"
     conductor.store.close()
 
 
