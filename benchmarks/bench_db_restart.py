@@ -120,16 +120,16 @@ def one_trial(server: Any, dsn: str, url: str, tmp: Path, nodes: int, mode: str)
 
 
 def measure(quick: bool) -> list[dict[str, Any]]:
-    import pgserver
-    from conftest import fresh_postgres_url
+    import pgserver  # the tests' helpers, none of which needs pytest (the bench env has none)
     from serve_fleet import ServeFleet, operator
 
     results: list[dict[str, Any]] = []
     repeats = 1 if quick else 3
     nodes = 16 if quick else 40
     with pgserver.PostgresServer() as server, tempfile.TemporaryDirectory() as tmp_dir:
-        for url in fresh_postgres_url(server):
-            url += quote(" -csynchronous_commit=on")
+        # A server of its own: its database is the bench's alone. Commits wait for the
+        # WAL flush, so that an immediate stop loses nothing it acknowledged.
+        for url in [f"{server.url}?options={quote('-csynchronous_commit=on')}"]:
             dsn = url.replace("postgresql+psycopg://", "postgresql://")  # libpq's own URL
             fleet = ServeFleet(url, Path(tmp_dir), config={"store_retry_timeout": 30})
             try:
