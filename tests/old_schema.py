@@ -23,8 +23,8 @@ import pytest
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.node import Node
 from ironic_fsm.stores import SQLStore, sql
+from ironic_fsm.stores._upgrade import revision_of, scripts
 from ironic_fsm.stores.base import ConductorRecord
-from ironic_fsm.stores.sql import MIGRATIONS
 
 UTC = timezone.utc
 T0 = datetime(2026, 3, 1, 8, 0, 0, 125000, tzinfo=UTC)
@@ -137,9 +137,7 @@ def fill_every_table(
 def as_release(url: str, release: int, fill: Callable[[SQLStore], None]) -> str:
     """Make the database at ``url`` as ``release`` did (no later migration), ``fill`` it."""
     with pytest.MonkeyPatch.context() as patch:
-        for version in [v for v in MIGRATIONS if v >= release]:
-            patch.delitem(MIGRATIONS, version)
-        patch.setattr(sql, "SCHEMA_VERSION", release)
+        patch.setattr(sql, "SCHEMA_VERSION", release)  # the revisions up to ``release`` run
         with SQLStore(url) as store:
             fill(store)
     assert schema_version(url) == release
@@ -283,11 +281,21 @@ NODES_BEFORE_V9: Final = (
 def fail_at_the_end_of(monkeypatch: pytest.MonkeyPatch, version: int) -> None:
     """Make the step from ``version`` fail (``RuntimeError``) after all its own work."""
 
-    def broken(store: SQLStore, conn: Any) -> None:
+    module = revision_module(version + 1)
+    step = module.upgrade
+
+    def broken() -> None:
+        step()
         raise RuntimeError("disk on fire")
 
-    step = MIGRATIONS[version]
-    monkeypatch.setitem(MIGRATIONS, version, lambda timestamp: [*step(timestamp), broken])
+    monkeypatch.setattr(module, "upgrade", broken)
+
+
+def revision_module(version: int) -> Any:
+    """The module of the revision file that makes schema ``version``, as the store runs it."""
+    script = scripts().get_revision(revision_of(version))
+    assert script is not None
+    return script.module
 
 
 #: Per node, how many history entries it has and its last ``seq``: in the table of their

@@ -1,7 +1,7 @@
 """The SQL layout of :class:`~ironic_fsm.stores.sql.SQLStore`: tables, columns, migrations.
 
-Layout (schema version 13; a database of an earlier version is upgraded in
-place when opened, see "Migrations" below):
+Layout (schema version 14; a database of an earlier version is upgraded in
+place when opened, see :mod:`._migrate`):
 
 * ``nodes``: one row per node. ``data`` holds
   :meth:`Node.to_json() <ironic_fsm.node.Node.to_json>` (written only if
@@ -81,31 +81,27 @@ version in every index the row is in, and vacuum removes the old one
 from each. On PostgreSQL its pages are filled to 70% (``fillfactor``), so
 that a saved row version mostly stays on its page.
 
-Migrations: :data:`MIGRATIONS` maps each version N to the step that makes
-N + 1: DDL statements, and functions for what SQL alone cannot do (filling
-new columns from ``data``). Opening a database runs the missing steps in
-order, each in one transaction that also stamps its version: on SQLite
-under ``BEGIN IMMEDIATE``, on PostgreSQL holding an advisory lock, so two
-processes opening an old database at once migrate it once (the second finds
-the work done). A new database is created as version 1 and migrated like
-any other, so there is one path to the current layout. A database of a
-newer version than this code knows is refused, never touched.
+Defined once, as SQLAlchemy tables, in :mod:`._tables` (imported by the
+migrations and the tests only; the hot statements of :mod:`._statements`
+are written by hand on :data:`_COLUMNS`, which a test holds equal to the
+``nodes`` table there). Migrations: the revision files of
+:mod:`.migrations` (``versions/v0002_*.py`` ... one per version, run by
+Alembic), see :mod:`._migrate`. This module holds what the hot path and the
+revisions share, and imports neither SQLAlchemy nor Alembic.
 """
 
 from __future__ import annotations
 
-import builtins
-import logging
-from collections.abc import Callable, Sequence
-from typing import Any, Final, NamedTuple
+from typing import Final
 
-from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError
+from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.node import Node
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "StepContext"]
+__all__ = ["SCHEMA_VERSION"]
 
-# The store's logger: what a migration reports is the store's business.
-_LOG: Final = logging.getLogger("ironic_fsm.stores.sql")
+#: The schema version this code writes and understands: the number of the last revision of
+#: :mod:`.migrations` (``versions/v0014_*.py``; a test holds the two equal).
+SCHEMA_VERSION: Final = 14
 
 #: Column widths of the v1 layout; checked for both databases (SQLite does not).
 _WIDTHS: Final = {"uuid": 36, "name": 255, "driver": 255, "provision_state": 64, "reservation": 255}
@@ -147,28 +143,9 @@ _COLUMNS: Final = (
     "shard",
     "parent_node",
 )
-#: The columns schema 2 added (filled by :func:`_v2_fill`, before any later one exists).
-_V2_COLUMNS: Final = _COLUMNS[6:14]
 _RESERVATION: Final = _COLUMNS.index("reservation")
 #: Index of ``created_at`` in a row's values (after :data:`_COLUMNS`).
 _CREATED: Final = len(_COLUMNS)
-
-
-class StepContext(NamedTuple):
-    """What a migration function gets besides the connection: the store's dialect and codec.
-
-    Handed in by the store, so that a step needs nothing of the store itself.
-    """
-
-    dialect: str
-    #: The dialect's placeholder.
-    q: str
-    #: The dialect's timestamp type, for DDL.
-    timestamp: str
-    #: A node's column values, as a save writes them (:data:`_COLUMNS` order).
-    columns: Callable[[Node], tuple[Any, ...]]
-    #: One statement for many rows (``execute_many(conn, sql, rows)``).
-    execute_many: Callable[[Any, str, Sequence[Sequence[Any]]], None]
 
 
 def _check_columns(node: Node) -> None:
@@ -192,185 +169,6 @@ def _check_columns(node: Node) -> None:
             )
 
 
-def _schema_ddl(timestamp: str) -> list[str]:
-    """The v1 schema, as the first release created it (names, types, constraints)."""
-    return [
-        "CREATE TABLE IF NOT EXISTS ironic_fsm_schema (\n"
-        "\tid INTEGER NOT NULL, \n"
-        "\tversion INTEGER NOT NULL, \n"
-        "\tPRIMARY KEY (id)\n"
-        ")",
-        "CREATE TABLE IF NOT EXISTS nodes (\n"
-        "\tuuid VARCHAR(36) NOT NULL, \n"
-        "\tname VARCHAR(255), \n"
-        "\tdriver VARCHAR(255) NOT NULL, \n"
-        "\tprovision_state VARCHAR(64) NOT NULL, \n"
-        "\tmaintenance BOOLEAN NOT NULL, \n"
-        "\tretired BOOLEAN NOT NULL, \n"
-        "\treservation VARCHAR(255), \n"
-        "\tversion INTEGER NOT NULL, \n"
-        "\tseq BIGINT NOT NULL, \n"
-        f"\tcreated_at {timestamp} NOT NULL, \n"
-        "\tdata TEXT NOT NULL, \n"
-        "\tPRIMARY KEY (uuid), \n"
-        "\tCONSTRAINT uniq_nodes0name UNIQUE (name)\n"
-        ")",
-        "CREATE INDEX IF NOT EXISTS nodes_provision_state_idx ON nodes (provision_state)",
-        "CREATE INDEX IF NOT EXISTS nodes_reservation_idx ON nodes (reservation)",
-        "CREATE INDEX IF NOT EXISTS nodes_driver_idx ON nodes (driver)",
-        "CREATE INDEX IF NOT EXISTS nodes_seq_idx ON nodes (seq)",
-        "CREATE TABLE IF NOT EXISTS holders (\n"
-        "\tholder VARCHAR(255) NOT NULL, \n"
-        f"\theartbeat {timestamp} NOT NULL, \n"
-        "\tPRIMARY KEY (holder)\n"
-        ")",
-    ]
-
-
-def _v2_ddl(timestamp: str) -> list[str]:
-    """Schema 2: the columns and indexes listings and periodic scans need."""
-    return [
-        "ALTER TABLE nodes ADD COLUMN target_provision_state TEXT",
-        "ALTER TABLE nodes ADD COLUMN power_state TEXT",
-        "ALTER TABLE nodes ADD COLUMN protected BOOLEAN NOT NULL DEFAULT FALSE",
-        "ALTER TABLE nodes ADD COLUMN resource_class TEXT",
-        "ALTER TABLE nodes ADD COLUMN fault TEXT",
-        f"ALTER TABLE nodes ADD COLUMN provision_updated_at {timestamp}",
-        f"ALTER TABLE nodes ADD COLUMN updated_at {timestamp}",
-        f"ALTER TABLE nodes ADD COLUMN wait_until {timestamp}",
-        # v1's single-column indexes become (key, seq, uuid): sort and page on them.
-        "DROP INDEX nodes_provision_state_idx",
-        "DROP INDEX nodes_driver_idx",
-        "CREATE INDEX nodes_created_at_idx ON nodes (created_at, seq, uuid)",
-        "CREATE INDEX nodes_updated_at_idx ON nodes (updated_at, seq, uuid)",
-        "CREATE INDEX nodes_name_idx ON nodes (name, seq, uuid)",
-        "CREATE INDEX nodes_provision_state_idx ON nodes (provision_state, seq, uuid)",
-        "CREATE INDEX nodes_provision_updated_at_idx ON nodes (provision_updated_at, seq, uuid)",
-        "CREATE INDEX nodes_driver_idx ON nodes (driver, seq, uuid)",
-        "CREATE INDEX nodes_state_age_idx ON nodes (provision_state, provision_updated_at)",
-        "CREATE INDEX nodes_wait_until_idx ON nodes (wait_until)",
-        "CREATE INDEX nodes_resource_class_idx ON nodes (resource_class)",
-    ]
-
-
-def _v2_fill(store: StepContext, conn: Any) -> None:
-    """Fill schema 2's new columns from each node's ``data`` (and nothing else)."""
-    q = store.q
-    rows = conn.execute("SELECT uuid, data FROM nodes").fetchall()
-    updates = []
-    for uuid, data in rows:
-        try:
-            node = Node.from_json(data)
-        except IronicFSMError as exc:  # kept as it is: readable by nobody, lost by nobody
-            _LOG.warning("Node %s: its record cannot be read (%s); columns left empty", uuid, exc)
-            continue
-        values = store.columns(node)
-        updates.append((*values[6 : 6 + len(_V2_COLUMNS)], uuid))
-    if updates:
-        names = ", ".join(f"{column} = {q}" for column in _V2_COLUMNS)
-        store.execute_many(conn, f"UPDATE nodes SET {names} WHERE uuid = {q}", updates)
-
-
-def _v3_ddl(timestamp: str) -> list[str]:
-    """Schema 3: the conductor registry, one row per conductor (a holder token)."""
-    return [
-        "CREATE TABLE conductors (\n"
-        "\tholder VARCHAR(255) NOT NULL, \n"
-        "\thostname VARCHAR(255) NOT NULL, \n"
-        "\tconductor_group VARCHAR(255) NOT NULL, \n"
-        "\thardware_types TEXT NOT NULL, \n"
-        "\tonline BOOLEAN NOT NULL, \n"
-        f"\tstarted_at {timestamp} NOT NULL, \n"
-        f"\tupdated_at {timestamp} NOT NULL, \n"
-        "\tPRIMARY KEY (holder)\n"
-        ")",
-        "CREATE INDEX conductors_hostname_idx ON conductors (hostname)",
-    ]
-
-
-def _history_table(table: str, timestamp: str, key: str = "uuid") -> str:
-    return (
-        f"CREATE TABLE {table} (\n"
-        "\tuuid VARCHAR(36) NOT NULL, \n"
-        "\tnode_uuid VARCHAR(36) NOT NULL, \n"
-        f"\tcreated_at {timestamp} NOT NULL, \n"
-        "\tseq BIGINT NOT NULL, \n"
-        "\tseverity VARCHAR(16) NOT NULL, \n"
-        "\tevent_type VARCHAR(255) NOT NULL, \n"
-        "\tevent TEXT NOT NULL, \n"
-        "\tconductor VARCHAR(255), \n"
-        "\tusername VARCHAR(64)" + (f", \n\tPRIMARY KEY ({key})\n)" if key else "\n)")
-    )
-
-
-def _v4_ddl(timestamp: str) -> list[str]:
-    """Schema 4: node history, and a per-node count that lets the trim skip the others."""
-    return [
-        _history_table("node_history", timestamp),
-        "CREATE INDEX node_history_node_idx ON node_history (node_uuid, created_at, seq)",
-        "CREATE TABLE node_history_counts (\n"
-        "\tnode_uuid VARCHAR(36) NOT NULL, \n"
-        "\tentries INTEGER NOT NULL, \n"
-        "\tlast_seq BIGINT NOT NULL, \n"
-        "\tPRIMARY KEY (node_uuid)\n"
-        ")",
-        "CREATE INDEX node_history_counts_entries_idx ON node_history_counts (entries)",
-    ]
-
-
-def _v5_ddl(timestamp: str) -> list[str]:
-    """Schema 5: when each node's power state was last synced, on an index."""
-    return [
-        "CREATE TABLE node_power_sync (\n"
-        "\tnode_uuid VARCHAR(36) NOT NULL, \n"
-        f"\tsynced_at {timestamp}, \n"
-        "\tPRIMARY KEY (node_uuid)\n"
-        ")",
-        "CREATE INDEX node_power_sync_due_idx ON node_power_sync (synced_at)",
-        "INSERT INTO node_power_sync (node_uuid, synced_at) SELECT uuid, NULL FROM nodes",
-    ]
-
-
-#: SQLite: the triggers that keep one ``node_power_sync`` row per node.
-_V5_SQLITE_TRIGGERS: Final = (
-    "CREATE TRIGGER nodes_power_sync_add AFTER INSERT ON nodes BEGIN "
-    "INSERT INTO node_power_sync (node_uuid, synced_at) VALUES (NEW.uuid, NULL); END",
-    "CREATE TRIGGER nodes_power_sync_drop AFTER DELETE ON nodes BEGIN "
-    "DELETE FROM node_power_sync WHERE node_uuid = OLD.uuid; END",
-)
-#: PostgreSQL: the same, as trigger functions (in the schema the store works in).
-_V5_POSTGRES_TRIGGERS: Final = (
-    "CREATE FUNCTION nodes_power_sync_add() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-    "INSERT INTO node_power_sync (node_uuid, synced_at) VALUES (NEW.uuid, NULL); "
-    "RETURN NULL; END $$",
-    "CREATE FUNCTION nodes_power_sync_drop() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-    "DELETE FROM node_power_sync WHERE node_uuid = OLD.uuid; RETURN NULL; END $$",
-    "CREATE TRIGGER nodes_power_sync_add AFTER INSERT ON nodes "
-    "FOR EACH ROW EXECUTE FUNCTION nodes_power_sync_add()",
-    "CREATE TRIGGER nodes_power_sync_drop AFTER DELETE ON nodes "
-    "FOR EACH ROW EXECUTE FUNCTION nodes_power_sync_drop()",
-)
-
-
-def _v5_triggers(store: StepContext, conn: Any) -> None:
-    """Schema 5's triggers, in the dialect of the database (they differ in syntax only)."""
-    triggers = _V5_POSTGRES_TRIGGERS if store.dialect == "postgresql" else _V5_SQLITE_TRIGGERS
-    for statement in triggers:
-        conn.execute(statement)
-
-
-def _v6_ddl(timestamp: str) -> list[str]:
-    """Schema 6: the node's conductor group, a column on an index; ``''`` for existing rows.
-
-    The default fills them, and their ``data`` has no group, which reads
-    back as ``''`` too: the two agree without rewriting a row.
-    """
-    return [
-        "ALTER TABLE nodes ADD COLUMN conductor_group VARCHAR(255) NOT NULL DEFAULT ''",
-        "CREATE INDEX nodes_conductor_group_idx ON nodes (conductor_group)",
-    ]
-
-
 #: The wait states as schema 7 froze them in its partial state-age index (``in_states``
 #: repeats its condition word for word: SQLite uses a partial index only for a query
 #: that carries the condition). A wait state added later is scanned on the state index.
@@ -387,145 +185,15 @@ V7_WAIT_STATES: Final = (
 V7_WAITING: Final = "(" + " OR ".join(f"provision_state = '{w}'" for w in V7_WAIT_STATES) + ")"
 
 
-def _v7_ddl(timestamp: str) -> list[str]:
-    """Schema 7: two indexes hold only the rows their scans look for.
-
-    Every entry a save moves costs its commit a page or two (the rest of a
-    lifecycle's commits is one page each): the state-age index now holds
-    the nodes in wait states only, the reservation index the reserved nodes
-    only, so that most saves and every reservation of a free node leave
-    them alone.
-    """
-    return [
-        "DROP INDEX nodes_state_age_idx",
-        "CREATE INDEX nodes_state_age_idx ON nodes (provision_state, provision_updated_at) "
-        f"WHERE {V7_WAITING}",
-        "DROP INDEX nodes_reservation_idx",
-        "CREATE INDEX nodes_reservation_idx ON nodes (reservation) WHERE reservation IS NOT NULL",
-    ]
-
-
 #: The columns of the deploy template and runbook tables (schema 8), in statement order.
 CATALOG_COLUMNS: Final = ("uuid", "name", "seq", "created_at", "updated_at", "data")
 
 
-def _catalog_table(table: str, timestamp: str) -> list[str]:
-    return [
-        f"CREATE TABLE {table} (\n"
-        "\tuuid VARCHAR(36) NOT NULL, \n"
-        "\tname VARCHAR(255) NOT NULL, \n"
-        "\tseq BIGINT NOT NULL, \n"
-        f"\tcreated_at {timestamp} NOT NULL, \n"
-        f"\tupdated_at {timestamp}, \n"
-        "\tdata TEXT NOT NULL, \n"
-        "\tPRIMARY KEY (uuid), \n"
-        f"\tCONSTRAINT uniq_{table}0name UNIQUE (name)\n"
-        ")",
-        f"CREATE INDEX {table}_seq_idx ON {table} (seq, uuid)",
-    ]
-
-
-def _v8_ddl(timestamp: str) -> list[str]:
-    """Schema 8: the node's tenancy and instance, and the deploy template and runbook tables.
-
-    ``owner``, ``lessee`` and ``instance_uuid`` are filtered, so columns on
-    indexes; existing rows have none of them, in ``data`` as in the
-    columns (NULL), so no row is rewritten. Templates and runbooks keep
-    their steps and settings in ``data`` (JSON) beside the columns they are
-    found and ordered by.
-    """
-    return [
-        "ALTER TABLE nodes ADD COLUMN owner VARCHAR(255)",
-        "ALTER TABLE nodes ADD COLUMN lessee VARCHAR(255)",
-        "ALTER TABLE nodes ADD COLUMN instance_uuid VARCHAR(36)",
-        "CREATE INDEX nodes_owner_idx ON nodes (owner)",
-        "CREATE INDEX nodes_lessee_idx ON nodes (lessee)",
-        "CREATE INDEX nodes_instance_uuid_idx ON nodes (instance_uuid)",
-        *_catalog_table("deploy_templates", timestamp),
-        *_catalog_table("runbooks", timestamp),
-    ]
-
-
-def _v9_ddl(timestamp: str) -> list[str]:
-    """Schema 9: a node's history count and last ``seq`` live in its own row.
-
-    A save with history writes the node row anyway; counting there spares
-    the commit the counts table and its two indexes (three pages on SQLite,
-    half the cost of an entry). The index on the count keeps the name it
-    had on the counts table: it serves the trim as before.
-    """
-    return [
-        "ALTER TABLE nodes ADD COLUMN history_entries INTEGER NOT NULL DEFAULT 0",
-        "ALTER TABLE nodes ADD COLUMN history_last_seq BIGINT NOT NULL DEFAULT 0",
-        "UPDATE nodes SET "
-        "history_entries = (SELECT c.entries FROM node_history_counts c "
-        "WHERE c.node_uuid = nodes.uuid), "
-        "history_last_seq = (SELECT c.last_seq FROM node_history_counts c "
-        "WHERE c.node_uuid = nodes.uuid) "
-        "WHERE uuid IN (SELECT node_uuid FROM node_history_counts)",
-        "DROP TABLE node_history_counts",
-        "CREATE INDEX node_history_counts_entries_idx ON nodes (history_entries)",
-    ]
-
-
-def _v9_sqlite_history(store: StepContext, conn: Any) -> None:
-    """SQLite: ``node_history`` without its key on ``uuid``: an entry costs one index, not two.
-
-    Nothing reads an entry by its UUID alone (a node's entries are read
-    whole, on ``(node_uuid, created_at, seq)``), and every entry written
-    costs each index a page of the commit. Entries are copied as they are,
-    ``seq`` too, so their order is kept.
-    """
-    if store.dialect != "sqlite":
-        return  # PostgreSQL keeps its key: a B-tree page there is not a commit's page
-    for statement in (
-        _history_table("node_history_v9", store.timestamp, key=""),
-        "INSERT INTO node_history_v9 SELECT uuid, node_uuid, created_at, seq, severity, "
-        "event_type, event, conductor, username FROM node_history",
-        "DROP TABLE node_history",
-        "ALTER TABLE node_history_v9 RENAME TO node_history",
-        "CREATE INDEX node_history_node_idx ON node_history (node_uuid, created_at, seq)",
-    ):
-        conn.execute(statement)
-
-
-def _v10_ddl(timestamp: str) -> list[str]:
-    """Schema 10: the node's shard and parent node, columns on indexes.
-
-    Both are filtered (and listings leave out child nodes), so columns;
-    existing rows have neither, in ``data`` as in the columns (NULL), so no
-    row is rewritten.
-    """
-    return [
-        "ALTER TABLE nodes ADD COLUMN shard VARCHAR(255)",
-        "ALTER TABLE nodes ADD COLUMN parent_node VARCHAR(36)",
-        "CREATE INDEX nodes_shard_idx ON nodes (shard)",
-        "CREATE INDEX nodes_parent_node_idx ON nodes (parent_node)",
-    ]
-
-
 #: The history count's index holds only the nodes with more entries than this (schema 11):
 #: the trim finds nodes over a limit at least this high through it, and reads every node's
-#: count for a lower limit. Written out in :func:`_v11_ddl`, as a migration must stay as it
+#: count for a lower limit. Written out in revision 0011, as a migration must stay as it
 #: ran: another value takes a new schema version (a test reads it back from the index).
 HISTORY_INDEXED_OVER: Final = 100
-
-
-def _v11_ddl(timestamp: str) -> list[str]:
-    """Schema 11: the history count's index holds only the nodes near a limit.
-
-    Every save with history moves its node's count, and an index on the
-    count with it: on SQLite a page more in the commit, on PostgreSQL an
-    index entry more with every save of the node (an update that cannot
-    stay on its page enters the row in every index). Most nodes stay far
-    below Ironic's limit of 300 entries, and the trim looks only for nodes
-    over it, so the index leaves the others out.
-    """
-    return [
-        "DROP INDEX node_history_counts_entries_idx",
-        "CREATE INDEX node_history_counts_entries_idx ON nodes (history_entries) "
-        "WHERE history_entries > 100",
-    ]
 
 
 #: The nodes' indexes on columns most nodes leave unset (schema 12 makes them partial).
@@ -540,174 +208,7 @@ V12_SPARSE: Final = (
 )
 
 
-def _v12_ddl(timestamp: str) -> list[str]:
-    """Schema 12: the indexes on columns most nodes leave unset hold only the nodes that set them.
-
-    An ``UPDATE`` that cannot be HOT (every save changes an indexed column:
-    the state, the timestamps) enters the new row version in every index
-    of the table, and PostgreSQL's vacuum then removes the old one from
-    each. A partial index leaves out the rows outside its condition, so a
-    save of a node without an owner, a lessee, an instance, a shard, a
-    parent, a resource class or a wait step costs seven index entries
-    less. Every filter on these columns is an ``=`` (or ``IS NOT NULL``),
-    which implies the condition, so both databases still search them.
-    """
-    statements = []
-    for index, column in V12_SPARSE:
-        statements += [
-            f"DROP INDEX {index}",
-            f"CREATE INDEX {index} ON nodes ({column}) WHERE {column} IS NOT NULL",
-        ]
-    return statements
-
-
-def _v12_fillfactor(store: StepContext, conn: Any) -> None:
-    """PostgreSQL: pages of ``nodes`` filled to 70%, so that a save's new row version
-    finds room on its own page.
-
-    A node row is about 1.4 kB, five to a page: full, every save's new
-    version went to another page, found through the free space map or by
-    extending the table. With room on the page it mostly stays (fewer
-    buffers per lifecycle: 700 -> 460 in ``bench_pgcost``). Pages written
-    from now on keep the room; SQLite has no such setting.
-    """
-    if store.dialect == "postgresql":
-        conn.execute("ALTER TABLE nodes SET (fillfactor = 70)")
-
-
-def _v13_ddl(timestamp: str) -> list[str]:
-    """Schema 13: the nodes in maintenance, by fault, on an index of their own.
-
-    A metrics scrape counts them every few seconds; without an index that
-    is a walk of every row. Partial, so that a save of a node out of
-    maintenance (nearly every save) writes nothing more.
-    """
-    return ["CREATE INDEX nodes_maintenance_idx ON nodes (fault) WHERE maintenance"]
-
-
-def _record_table(table: str, timestamp: str, columns: str, constraints: str = "") -> str:
-    """A table of records beside nodes (the records step): identity, order, times, columns, JSON."""
-    return (
-        f"CREATE TABLE {table} (\n"
-        "\tuuid VARCHAR(36) NOT NULL, \n"
-        "\tseq BIGINT NOT NULL, \n"
-        f"\tcreated_at {timestamp} NOT NULL, \n"
-        f"\tupdated_at {timestamp}, \n"
-        f"{columns}"
-        "\tdata TEXT NOT NULL, \n"
-        f"\tPRIMARY KEY (uuid){constraints}\n"
-        ")"
-    )
-
-
 #: The tables whose rows go with their node (the records step's trigger deletes them with it).
 RECORDS_BY_NODE: Final = (
     "ports", "portgroups", "allocations", "volume_connectors", "volume_targets",
 )  # fmt: skip
-
-
-def _records_ddl(timestamp: str) -> list[str]:
-    """The records step: the records beside nodes, a table each (see :mod:`._records`).
-
-    Each keeps the fields it is found, filtered, sorted or kept unique by
-    as columns, and the rest in ``data`` (JSON). A port's address is unique
-    (the agent's lookup finds a node by it), and so is an allocation's node:
-    the database itself refuses to give one node to two allocations.
-    """
-    return [
-        _record_table(
-            "ports", timestamp,
-            "\taddress VARCHAR(255) NOT NULL, \n\tname VARCHAR(255), \n"
-            "\tnode_uuid VARCHAR(36) NOT NULL, \n\tportgroup_uuid VARCHAR(36), \n",
-            ", \n\tCONSTRAINT uniq_ports0address UNIQUE (address), \n"
-            "\tCONSTRAINT uniq_ports0name UNIQUE (name)",
-        ),
-        "CREATE INDEX ports_node_uuid_idx ON ports (node_uuid)",
-        "CREATE INDEX ports_portgroup_uuid_idx ON ports (portgroup_uuid) "
-        "WHERE portgroup_uuid IS NOT NULL",
-        "CREATE INDEX ports_seq_idx ON ports (seq, uuid)",
-        _record_table(
-            "portgroups", timestamp,
-            "\taddress VARCHAR(255), \n\tname VARCHAR(255), \n"
-            "\tnode_uuid VARCHAR(36) NOT NULL, \n",
-            ", \n\tCONSTRAINT uniq_portgroups0address UNIQUE (address), \n"
-            "\tCONSTRAINT uniq_portgroups0name UNIQUE (name)",
-        ),
-        "CREATE INDEX portgroups_node_uuid_idx ON portgroups (node_uuid)",
-        "CREATE INDEX portgroups_seq_idx ON portgroups (seq, uuid)",
-        _record_table("chassis", timestamp, ""),
-        "CREATE INDEX chassis_seq_idx ON chassis (seq, uuid)",
-        _record_table(
-            "allocations", timestamp,
-            "\tname VARCHAR(255), \n\tnode_uuid VARCHAR(36), \n"
-            "\tstate VARCHAR(15) NOT NULL, \n\tresource_class VARCHAR(80), \n"
-            "\towner VARCHAR(255), \n",
-            ", \n\tCONSTRAINT uniq_allocations0name UNIQUE (name), \n"
-            "\tCONSTRAINT uniq_allocations0node_uuid UNIQUE (node_uuid)",
-        ),
-        "CREATE INDEX allocations_state_idx ON allocations (state)",
-        "CREATE INDEX allocations_seq_idx ON allocations (seq, uuid)",
-        _record_table(
-            "volume_connectors", timestamp,
-            "\tnode_uuid VARCHAR(36) NOT NULL, \n\ttype VARCHAR(32) NOT NULL, \n"
-            "\tconnector_id VARCHAR(255) NOT NULL, \n",
-            ", \n\tCONSTRAINT uniq_volumeconnectors0type0connectorid "
-            "UNIQUE (type, connector_id)",
-        ),
-        "CREATE INDEX volume_connectors_node_uuid_idx ON volume_connectors (node_uuid)",
-        "CREATE INDEX volume_connectors_seq_idx ON volume_connectors (seq, uuid)",
-        _record_table(
-            "volume_targets", timestamp,
-            "\tnode_uuid VARCHAR(36) NOT NULL, \n\tvolume_id VARCHAR(36) NOT NULL, \n"
-            "\tboot_index INTEGER NOT NULL, \n",
-            ", \n\tCONSTRAINT uniq_volumetargets0node_uuid0boot_index "
-            "UNIQUE (node_uuid, boot_index)",
-        ),
-        "CREATE INDEX volume_targets_seq_idx ON volume_targets (seq, uuid)",
-    ]  # fmt: skip
-
-
-def _records_triggers(store: StepContext, conn: Any) -> None:
-    """The records step: deleting a node deletes its ports, groups, allocation and volume
-    records, in the same statement (a trigger, as the power-sync rows are kept)."""
-    deletes = " ".join(f"DELETE FROM {t} WHERE node_uuid = OLD.uuid;" for t in RECORDS_BY_NODE)
-    if store.dialect == "postgresql":
-        conn.execute(
-            "CREATE FUNCTION nodes_records_drop() RETURNS trigger LANGUAGE plpgsql AS $$ "
-            f"BEGIN {deletes} RETURN NULL; END $$"
-        )
-        conn.execute(
-            "CREATE TRIGGER nodes_records_drop AFTER DELETE ON nodes "
-            "FOR EACH ROW EXECUTE FUNCTION nodes_records_drop()"
-        )
-    else:
-        conn.execute(f"CREATE TRIGGER nodes_records_drop AFTER DELETE ON nodes BEGIN {deletes} END")
-
-
-#: One schema step: DDL (given the dialect's timestamp type) or a function of the store's
-#: :class:`StepContext` and the connection, run in order.
-_Step = str | Callable[[StepContext, Any], None]
-
-#: Version N -> the steps that make version N + 1 of it. Add a version by adding an entry.
-MIGRATIONS: Final[dict[int, Callable[[str], builtins.list[_Step]]]] = {
-    1: lambda timestamp: [*_v2_ddl(timestamp), _v2_fill],
-    2: lambda timestamp: [*_v3_ddl(timestamp)],
-    3: lambda timestamp: [*_v4_ddl(timestamp)],
-    4: lambda timestamp: [*_v5_ddl(timestamp), _v5_triggers],
-    5: lambda timestamp: [*_v6_ddl(timestamp)],
-    6: lambda timestamp: [*_v7_ddl(timestamp)],
-    7: lambda timestamp: [*_v8_ddl(timestamp)],
-    8: lambda timestamp: [*_v9_ddl(timestamp), _v9_sqlite_history],
-    9: lambda timestamp: [*_v10_ddl(timestamp)],
-    10: lambda timestamp: [*_v11_ddl(timestamp)],
-    11: lambda timestamp: [*_v12_ddl(timestamp), _v12_fillfactor],
-    12: lambda timestamp: [*_v13_ddl(timestamp)],
-}
-#: The records step comes after every step above, whatever their number: it was written
-#: beside another step 13, and whichever lands first, this one follows it.
-MIGRATIONS[max(MIGRATIONS) + 1] = lambda timestamp: [
-    *_records_ddl(timestamp), _records_triggers,
-]  # fmt: skip
-
-#: The schema version this code writes and understands.
-SCHEMA_VERSION: Final = 1 + len(MIGRATIONS)

@@ -28,7 +28,8 @@ turns a node into the row a write sets. Pages (``_paging``), scans
 (``_registry``), power sync (``_sql_power``), work-queue claims
 (``_sql_claims``) and the catalog (``_sql_catalog``) each answer a group of
 methods that delegate to them in a line; ``_migrate`` brings a database to
-the layout of ``_schema``. The hot statements (``get``, ``reserve``,
+the layout of ``_tables`` by the revision files of ``migrations`` (Alembic,
+imported only then). The hot statements (``get``, ``reserve``,
 ``save``, ``release``) stay here, by hand on the driver connection: they are
 most of a lifecycle's store cost.
 
@@ -80,9 +81,7 @@ from ironic_fsm.stores._schema import (
     _COLUMNS,  # noqa: F401  (read here by tests and tools: the columns a save sets)
     _CREATED,
     _RESERVATION,
-    MIGRATIONS,
     SCHEMA_VERSION,
-    StepContext,
 )
 from ironic_fsm.stores._sql_catalog import Catalog
 from ironic_fsm.stores._sql_claims import Claims, check_claimer
@@ -98,8 +97,9 @@ from ironic_fsm.stores.base import (
     locked_error,
     not_found,
 )
+from ironic_fsm.stores.migrations import StepContext
 
-__all__ = ["DEFAULT_URL", "MIGRATIONS", "SCHEMA_VERSION", "SQLITE_BUSY_TIMEOUT", "SQLStore"]
+__all__ = ["DEFAULT_URL", "SCHEMA_VERSION", "SQLITE_BUSY_TIMEOUT", "SQLStore"]
 
 #: The default database: a file in the current directory.
 DEFAULT_URL: Final = "sqlite:///ironic_fsm.sqlite"
@@ -198,7 +198,10 @@ class SQLStore:
         self._catalog = Catalog(db)
         #: Ports, chassis, allocations... (:class:`~._records.RecordStore`, the records step).
         self.records = SQLRecords(db, KINDS)
-        context = StepContext(db.name, sql.q, db.timestamp_type(), rows.columns, sql.execute_many)
+        log = sql.log if echo else None
+        context = StepContext(
+            db.name, sql.q, db.timestamp_type(), rows.columns, sql.execute_many, log
+        )
         try:
             Migrator(sql, context, self.url).prepare(SCHEMA_VERSION)
             db.open()

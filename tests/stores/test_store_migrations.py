@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -23,15 +23,17 @@ from old_schema import (
     create_before_v6,
     raw_pg,
     raw_rows,
+    revision_module,
     schema_version,
 )
 
 from ironic_fsm.exceptions import InvalidParameterValue, NodeLocked
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.node import Node
-from ironic_fsm.stores import SQLStore, _schema, sql
+from ironic_fsm.stores import SQLStore, _upgrade, sql
+from ironic_fsm.stores._upgrade import revision_of
 from ironic_fsm.stores.base import ConductorRecord, Reserved
-from ironic_fsm.stores.sql import MIGRATIONS, SCHEMA_VERSION
+from ironic_fsm.stores.sql import SCHEMA_VERSION
 
 UTC = timezone.utc
 DATA = Path(__file__).parents[1] / "data"
@@ -258,13 +260,14 @@ def test_a_failed_migration_step_changes_nothing(
 
 def test_two_openers_at_once_migrate_once(v1_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     fills: list[int] = []
-    fill = _schema._v2_fill
+    v2 = revision_module(2)
+    fill = v2._fill
 
-    def counted(store: SQLStore, conn: Any) -> None:
+    def counted(store: Any, conn: Any) -> None:
         fills.append(1)
         fill(store, conn)
 
-    monkeypatch.setattr(_schema, "_v2_fill", counted)
+    monkeypatch.setattr(v2, "_fill", counted)
     start = threading.Barrier(3)
     errors: list[BaseException] = []
 
@@ -285,13 +288,23 @@ def test_two_openers_at_once_migrate_once(v1_url: str, monkeypatch: pytest.Monke
     assert schema_version(v1_url) == SCHEMA_VERSION
 
 
-def test_a_later_version_is_one_more_entry(v1_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    # What the next engineer does for a history table: one entry, a few lines of DDL.
-    history: Callable[[str], list[Any]] = lambda timestamp: [  # noqa: E731
-        f"CREATE TABLE probe_history (id INTEGER NOT NULL PRIMARY KEY, at {timestamp})",
-        "CREATE INDEX probe_history_at_idx ON probe_history (at)",
-    ]
-    monkeypatch.setitem(MIGRATIONS, SCHEMA_VERSION, history)
+def test_a_later_version_is_one_more_file(
+    v1_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # What the next engineer does for a history table: one revision file, a few lines of DDL.
+    later = revision_of(SCHEMA_VERSION + 1)
+    (tmp_path / f"v{later}_probe_history.py").write_text(
+        f"revision = {later!r}\n"
+        f"down_revision = {revision_of(SCHEMA_VERSION)!r}\n"
+        "from ironic_fsm.stores.migrations import run, step_context\n"
+        "def upgrade():\n"
+        "    run([f'CREATE TABLE probe_history (id INTEGER NOT NULL PRIMARY KEY, '\n"
+        "         f'at {step_context().timestamp})',\n"
+        "         'CREATE INDEX probe_history_at_idx ON probe_history (at)'])\n"
+    )
+    versions = [f"{_upgrade.LOCATION}/versions", str(tmp_path)]
+    scripts = _upgrade.ScriptDirectory(_upgrade.LOCATION, version_locations=versions)
+    monkeypatch.setattr(_upgrade, "_scripts", scripts)
     monkeypatch.setattr(sql, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
     before = expected_nodes(v1_url)
     with SQLStore(v1_url) as store:
@@ -332,7 +345,6 @@ CONDUCTOR = ConductorRecord(
 def open_as_v2(url: str) -> None:
     """Open ``url`` with the code of schema 2 (no v3 step), as the release before this one."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.delitem(MIGRATIONS, 2)
         patch.setattr(sql, "SCHEMA_VERSION", 2)
         with SQLStore(url) as store:
             # What a v2 store holds besides the v1 rows: a node created, reserved, a heartbeat.
@@ -413,7 +425,6 @@ def v3_url(v1_url: str) -> str:
     v3, a reservation, heartbeats and a registered conductor."""
     open_as_v2(v1_url)
     with pytest.MonkeyPatch.context() as patch:
-        patch.delitem(MIGRATIONS, 3)
         patch.setattr(sql, "SCHEMA_VERSION", 3)
         with SQLStore(v1_url) as store:
             create_before_v6(store, Node(uuid=V3_NODE, name="made-by-v3", driver="ipmi"))

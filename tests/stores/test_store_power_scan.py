@@ -35,7 +35,7 @@ from ironic_fsm.stores.base import (
     mark_power_synced,
     power_sync_due,
 )
-from ironic_fsm.stores.sql import MIGRATIONS, SCHEMA_VERSION
+from ironic_fsm.stores.sql import SCHEMA_VERSION
 
 T0 = datetime(2026, 2, 1, 8, 0, tzinfo=timezone.utc)
 
@@ -190,7 +190,6 @@ def v4_url(sql_url: str) -> str:
     """A database made by the code of schema 4, holding nodes, a reservation, history, a
     conductor and a heartbeat."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.delitem(MIGRATIONS, 4)
         patch.setattr(sql, "SCHEMA_VERSION", 4)
         with SQLStore(sql_url) as store:
             plain, held = Node(name="plain"), Node(name="held", provision_state=states.ACTIVE)

@@ -1,0 +1,104 @@
+"""Schema 14: the records beside nodes, a table each (see :mod:`ironic_fsm.stores._records`).
+
+Each keeps the fields it is found, filtered, sorted or kept unique by as
+columns, and the rest in ``data`` (JSON). A port's address is unique (the
+agent's lookup finds a node by it), and so is an allocation's node: the
+database itself refuses to give one node to two allocations. Deleting a
+node deletes its ports, groups, allocation and volume records in the same
+statement (a trigger, as the power-sync rows are kept).
+
+Revision ID: 0014
+Revises: 0013
+"""
+
+from __future__ import annotations
+
+from ironic_fsm.stores._schema import RECORDS_BY_NODE
+from ironic_fsm.stores.migrations import run, step_context
+
+revision = "0014"
+down_revision = "0013"
+branch_labels = None
+depends_on = None
+
+
+def _record_table(table: str, timestamp: str, columns: str, constraints: str = "") -> str:
+    """A table of records: identity, order, times, its own columns, JSON."""
+    return (
+        f"CREATE TABLE {table} (\n"
+        "\tuuid VARCHAR(36) NOT NULL, \n"
+        "\tseq BIGINT NOT NULL, \n"
+        f"\tcreated_at {timestamp} NOT NULL, \n"
+        f"\tupdated_at {timestamp}, \n"
+        f"{columns}"
+        "\tdata TEXT NOT NULL, \n"
+        f"\tPRIMARY KEY (uuid){constraints}\n"
+        ")"
+    )
+
+
+def upgrade() -> None:
+    """Six tables and the trigger that deletes a node's records with it."""
+    context = step_context()
+    timestamp = context.timestamp
+    run([
+        _record_table(
+            "ports", timestamp,
+            "\taddress VARCHAR(255) NOT NULL, \n\tname VARCHAR(255), \n"
+            "\tnode_uuid VARCHAR(36) NOT NULL, \n\tportgroup_uuid VARCHAR(36), \n",
+            ", \n\tCONSTRAINT uniq_ports0address UNIQUE (address), \n"
+            "\tCONSTRAINT uniq_ports0name UNIQUE (name)",
+        ),
+        "CREATE INDEX ports_node_uuid_idx ON ports (node_uuid)",
+        "CREATE INDEX ports_portgroup_uuid_idx ON ports (portgroup_uuid) "
+        "WHERE portgroup_uuid IS NOT NULL",
+        "CREATE INDEX ports_seq_idx ON ports (seq, uuid)",
+        _record_table(
+            "portgroups", timestamp,
+            "\taddress VARCHAR(255), \n\tname VARCHAR(255), \n"
+            "\tnode_uuid VARCHAR(36) NOT NULL, \n",
+            ", \n\tCONSTRAINT uniq_portgroups0address UNIQUE (address), \n"
+            "\tCONSTRAINT uniq_portgroups0name UNIQUE (name)",
+        ),
+        "CREATE INDEX portgroups_node_uuid_idx ON portgroups (node_uuid)",
+        "CREATE INDEX portgroups_seq_idx ON portgroups (seq, uuid)",
+        _record_table("chassis", timestamp, ""),
+        "CREATE INDEX chassis_seq_idx ON chassis (seq, uuid)",
+        _record_table(
+            "allocations", timestamp,
+            "\tname VARCHAR(255), \n\tnode_uuid VARCHAR(36), \n"
+            "\tstate VARCHAR(15) NOT NULL, \n\tresource_class VARCHAR(80), \n"
+            "\towner VARCHAR(255), \n",
+            ", \n\tCONSTRAINT uniq_allocations0name UNIQUE (name), \n"
+            "\tCONSTRAINT uniq_allocations0node_uuid UNIQUE (node_uuid)",
+        ),
+        "CREATE INDEX allocations_state_idx ON allocations (state)",
+        "CREATE INDEX allocations_seq_idx ON allocations (seq, uuid)",
+        _record_table(
+            "volume_connectors", timestamp,
+            "\tnode_uuid VARCHAR(36) NOT NULL, \n\ttype VARCHAR(32) NOT NULL, \n"
+            "\tconnector_id VARCHAR(255) NOT NULL, \n",
+            ", \n\tCONSTRAINT uniq_volumeconnectors0type0connectorid "
+            "UNIQUE (type, connector_id)",
+        ),
+        "CREATE INDEX volume_connectors_node_uuid_idx ON volume_connectors (node_uuid)",
+        "CREATE INDEX volume_connectors_seq_idx ON volume_connectors (seq, uuid)",
+        _record_table(
+            "volume_targets", timestamp,
+            "\tnode_uuid VARCHAR(36) NOT NULL, \n\tvolume_id VARCHAR(36) NOT NULL, \n"
+            "\tboot_index INTEGER NOT NULL, \n",
+            ", \n\tCONSTRAINT uniq_volumetargets0node_uuid0boot_index "
+            "UNIQUE (node_uuid, boot_index)",
+        ),
+        "CREATE INDEX volume_targets_seq_idx ON volume_targets (seq, uuid)",
+    ])  # fmt: skip
+    deletes = " ".join(f"DELETE FROM {t} WHERE node_uuid = OLD.uuid;" for t in RECORDS_BY_NODE)
+    if context.dialect == "postgresql":
+        run([
+            "CREATE FUNCTION nodes_records_drop() RETURNS trigger LANGUAGE plpgsql AS $$ "
+            f"BEGIN {deletes} RETURN NULL; END $$",
+            "CREATE TRIGGER nodes_records_drop AFTER DELETE ON nodes "
+            "FOR EACH ROW EXECUTE FUNCTION nodes_records_drop()",
+        ])  # fmt: skip
+    else:
+        run([f"CREATE TRIGGER nodes_records_drop AFTER DELETE ON nodes BEGIN {deletes} END"])
