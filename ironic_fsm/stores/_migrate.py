@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Final
 
-from ironic_fsm.exceptions import InvalidParameterValue
+from ironic_fsm.exceptions import InvalidParameterValue, MissingDependency
 from ironic_fsm.stores._statements import Statements
 
 if TYPE_CHECKING:
@@ -50,7 +50,14 @@ class Migrator:
             if version == target:
                 return  # the common case: no write lock taken, no migration tool imported
             self._refuse_newer(version, target)
-            from ironic_fsm.stores._upgrade import Upgrader
+            try:
+                from ironic_fsm.stores._upgrade import Upgrader
+            except ImportError as exc:  # a dependency of ironic_fsm, removed by hand
+                raise MissingDependency(
+                    f"Creating or upgrading the database at {self._url} needs Alembic and "
+                    f"SQLAlchemy ({exc}): pip install 'alembic>=1.13' 'SQLAlchemy>=2.0'",
+                    url=self._url,
+                ) from exc
 
             upgrader = Upgrader(conn, db.name, self._context)
             try:

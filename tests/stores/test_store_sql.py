@@ -160,8 +160,10 @@ def _run_blocked(blocked: set[str], body: str) -> subprocess.CompletedProcess[st
 
 
 def test_sqlite_store_needs_only_the_standard_library(tmp_path: Path) -> None:
+    # Once the database is made (by Alembic's revision files): see below for making one.
+    SQLStore(f"sqlite:///{tmp_path / 'stdlib.db'}").close()
     done = _run_blocked(
-        {"sqlalchemy", "psycopg", "psycopg_pool", "psycopg_binary"},
+        {"sqlalchemy", "alembic", "psycopg", "psycopg_pool", "psycopg_binary"},
         f"""
         import ironic_fsm
         from ironic_fsm.node import Node
@@ -183,6 +185,28 @@ def test_sqlite_store_needs_only_the_standard_library(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok []"
+
+
+def test_making_a_database_without_the_migration_tools_names_them(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    done = _run_blocked(
+        {"sqlalchemy", "alembic"},
+        f"""
+        from ironic_fsm.exceptions import MissingDependency
+        from ironic_fsm.stores import SQLStore
+        try:
+            SQLStore("sqlite:///{path}")
+        except MissingDependency as exc:
+            print(exc)
+        """,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "needs Alembic and SQLAlchemy" in done.stdout
+    assert "pip install 'alembic>=1.13' 'SQLAlchemy>=2.0'" in done.stdout
+    assert (
+        not path.exists()
+        or sqlite3.connect(path).execute("SELECT name FROM sqlite_master").fetchall() == []
+    )
 
 
 def test_postgres_without_psycopg_names_the_extra() -> None:
