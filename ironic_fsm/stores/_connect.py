@@ -6,7 +6,10 @@ shown in messages (with any password masked). The URL is split by the
 standard library's :func:`~urllib.parse.urlsplit`; a SQLite ``file:`` URI
 goes to :mod:`sqlite3` as it is (``uri=True``), and a PostgreSQL URL is
 read by libpq itself (:func:`psycopg.conninfo.conninfo_to_dict`, in
-:mod:`._postgres`).
+:mod:`._postgres`). SQLAlchemy's ``make_url`` was measured and not taken:
+it imports SQLAlchemy (0.3 s) into every open of a store that otherwise
+opens in 2 ms, and masks no password in the query (libpq's
+``?password=``).
 """
 
 from __future__ import annotations
