@@ -40,6 +40,11 @@ _ENGINE_URLS: Final = {"sqlite": "sqlite://", "postgresql": "postgresql+psycopg:
 
 _lock = threading.Lock()
 _scripts: ScriptDirectory | None = None
+#: Held by the upgrade running in this process: Alembic's ``context`` and ``op`` are module
+#: globals, so two threads migrating two databases at once would see each other's. (No
+#: deadlock with the databases' locks: a thread takes this one only once it holds its
+#: database's, which no other thread then holds.)
+_running = threading.Lock()
 
 
 def revision_of(version: int) -> str:
@@ -95,6 +100,10 @@ class Upgrader:
         """From schema ``version`` (None: an empty database) to ``target``, in the open
         transaction; ``alembic_version`` is first set to ``version``'s revision if it says
         otherwise (a database of a release before Alembic has none)."""
+        with _running:
+            self._upgrade(version, target)
+
+    def _upgrade(self, version: int | None, target: int) -> None:
         self._sa.begin()  # a no-op on both drivers: marks the transaction as external
         try:
             if version is None:

@@ -15,6 +15,7 @@ import re
 import sqlite3
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ import pytest
 import sqlalchemy
 from old_schema import raw_pg, raw_rows
 
+from ironic_fsm.node import Node
 from ironic_fsm.stores import SQLStore, _upgrade
 from ironic_fsm.stores._schema import _COLUMNS, CATALOG_COLUMNS, SCHEMA_VERSION
 from ironic_fsm.stores._tables import METADATA
@@ -161,3 +163,30 @@ def test_only_a_migration_imports_the_migration_tools(sql_url: str) -> None:
     assert _tools_imported_by_opening(sql_url) == "['alembic', 'sqlalchemy']"
     # ... opening it once it is up to date is one SELECT on the store's own driver.
     assert _tools_imported_by_opening(sql_url) == "[]"
+
+
+def test_threads_making_different_databases_at_once_each_get_theirs(tmp_path: Path) -> None:
+    # Alembic's ``context`` and ``op`` are module globals: the upgrades take turns.
+    urls = [f"sqlite:///{tmp_path / f'db{n}.sqlite'}" for n in range(4)] + ["sqlite://"] * 2
+    start = threading.Barrier(len(urls))
+    errors: list[BaseException] = []
+
+    def make(url: str) -> None:
+        start.wait()
+        try:
+            with SQLStore(url) as store:
+                store.create(Node(name="made"))
+                assert store.get("made").version == 1
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=make, args=(url,), daemon=True) for url in urls]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not any(thread.is_alive() for thread in threads)
+    assert errors == []
+    for url in urls[:4]:
+        assert raw_rows(url, "SELECT version FROM ironic_fsm_schema") == [(SCHEMA_VERSION,)]
+        assert _sqlite_layout(url[len("sqlite:///") :]) == _sqlite_layout(urls[0][10:])
