@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from types import SimpleNamespace
 from typing import Any, Final
 from urllib.parse import urlencode
@@ -35,6 +35,7 @@ from ironic_fsm.api.common import (
     wants_detail,
 )
 from ironic_fsm.api.errors import ApiError
+from ironic_fsm.api.versions import Version
 from ironic_fsm.api.views import (
     ABSENT_FIELDS,
     NODE_FIELD_VERSIONS,
@@ -251,10 +252,21 @@ def _requested_fields(req: falcon.Request) -> list[str] | None:
 def _view(
     conductor: Conductor, node: Node, req: falcon.Request, fields: list[str] | None = None
 ) -> dict[str, Any]:
+    version = version_of(req)
     return node_view(
-        node, version_of(req), req.prefix, fields=fields, conductor=conductor.config.host,
+        node, version, req.prefix, fields=fields,
+        conductor=_conductor_field(conductor, node, version, fields),
         defaults=_glue.interface_names(conductor, node.driver),
     )  # fmt: skip
+
+
+def _conductor_field(
+    conductor: Conductor, node: Any, version: Version, fields: Sequence[str] | None
+) -> str | None:
+    """Ironic's ``conductor`` field: who does the node's work, read only where it is shown."""
+    if version < (1, 49) or (fields is not None and "conductor" not in fields):
+        return None
+    return conductor.conductor_of(node)
 
 
 class NodeCollection:
@@ -285,7 +297,6 @@ class NodeCollection:
             )  # fmt: skip
             nodes = self._read(chosen, query)
         version, base = version_of(req), req.prefix
-        host = self._conductor.config.host
         body: dict[str, Any] = {
             "nodes": [
                 node_view(
@@ -293,7 +304,7 @@ class NodeCollection:
                     version,
                     base,
                     fields=chosen,
-                    conductor=host,
+                    conductor=_conductor_field(self._conductor, n, version, chosen),
                     defaults=_glue.interface_names(self._conductor, n.driver),
                 )
                 for n in nodes
@@ -317,6 +328,8 @@ class NodeCollection:
         stored = [name for name in chosen if name in NODE_FIELDS]
         if not COLUMN_FIELDS.issuperset(stored):
             return self._conductor.list_nodes(**query)
+        if "conductor" in chosen:  # who does the node's work depends on these too
+            stored += ["conductor_group"]
         rows = self._conductor.list_nodes(fields=(*stored, "driver"), **query)
         return [SimpleNamespace(**row) for row in rows]
 

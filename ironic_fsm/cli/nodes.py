@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Mapping
 from datetime import datetime
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Final
 
 from ironic_fsm import states as s
@@ -13,6 +14,7 @@ from ironic_fsm.cli.argtypes import _conductor_group, _load_json_arg
 from ironic_fsm.cli.database import _open_conductor
 from ironic_fsm.cli.errors import CLIError, _report_error, _usage_error
 from ironic_fsm.cli.output import (
+    STEP_FIELDS,
     _column_value,
     _label,
     _list_fields,
@@ -60,7 +62,8 @@ def _cmd_create(args: argparse.Namespace) -> int:
     with _open_conductor(args) as conductor:
         node = conductor.create_node(**fields)
         defaults = _interface_defaults(conductor, node.driver)
-    emit_one(args, _node_record(node, defaults=defaults))
+        host = conductor.conductor_of(node)
+    emit_one(args, _node_record(node, defaults=defaults, conductor=host), ordered=True)
     return 0
 
 
@@ -100,6 +103,9 @@ def _cmd_list(args: argparse.Namespace) -> int:
                 if driver not in known:
                     known[driver] = _interface_defaults(conductor, driver)
                 with_defaults(record, known[driver])
+        if "conductor" in columns:  # --long: who does each node's work, as the API says
+            for record in records:
+                record["conductor"] = conductor.conductor_of(SimpleNamespace(**record))
     emit_list(
         args, columns, [[_column_value(record, column) for column in columns] for record in records]
     )
@@ -107,8 +113,14 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _fields_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A listed node's fields as :func:`_node_record` shows them: secrets masked, ISO times."""
+    """A listed node's fields as :func:`_node_record` shows them: secrets masked, ISO times,
+    no step as ``{}`` and a reservation by its host, as the API shows them."""
     shown = {k: v.isoformat() if isinstance(v, datetime) else v for k, v in row.items()}
+    for step in STEP_FIELDS:
+        if step in shown and shown[step] is None:
+            shown[step] = {}
+    if shown.get("reservation"):
+        shown["reservation"] = shown["reservation"].split(":", 1)[0]
     return mask_secrets(shown)  # type: ignore[no-any-return]
 
 
@@ -116,7 +128,8 @@ def _cmd_show(args: argparse.Namespace) -> int:
     with _open_conductor(args) as conductor:
         node = conductor.get_node(args.node)
         defaults = _interface_defaults(conductor, node.driver)
-    emit_one(args, _node_record(node, _show_fields(args), defaults))
+        host = conductor.conductor_of(node)
+    emit_one(args, _node_record(node, _show_fields(args), defaults, host), ordered=True)
     return 0
 
 

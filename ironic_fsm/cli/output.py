@@ -166,9 +166,10 @@ def emit_list(
             )
 
 
-def emit_one(args: argparse.Namespace, data: Mapping[str, object]) -> None:
-    """Print one record (field, value) in the chosen ``-f`` format, fields sorted by name."""
-    names = sorted(data)
+def emit_one(args: argparse.Namespace, data: Mapping[str, object], ordered: bool = False) -> None:
+    """Print one record (field, value) in the chosen ``-f`` format: fields sorted by name, or
+    in ``data``'s own order when ``ordered`` (a node, in the order the client prints it)."""
+    names = list(data) if ordered else sorted(data)
     fields, (values,) = _pick_columns(args, names, [[data[name] for name in names]])
     fmt: str = args.format
     out = sys.stdout
@@ -188,19 +189,51 @@ def _label(node: Node) -> str:
     return f"{node.name} ({node.uuid})" if node.name else node.uuid
 
 
+#: ``node show``'s fields, in the order Ironic's API returns them and
+#: ``openstack baremetal node show`` prints them (1.115).
+SHOW_COLUMNS: Final = (
+    "uuid", "driver", "driver_info", "properties", "extra", "instance_info", "chassis_uuid",
+    "instance_uuid", "maintenance", "maintenance_reason", "provision_state",
+    "target_provision_state", "provision_updated_at", "power_state", "target_power_state",
+    "console_enabled", "last_error", "reservation", "created_at", "updated_at",
+    "driver_internal_info", "name", "inspection_started_at", "inspection_finished_at",
+    "clean_step", "raid_config", "target_raid_config", "network_interface", "resource_class",
+    "boot_interface", "deploy_interface", "inspect_interface", "management_interface",
+    "power_interface", "raid_interface", "vendor_interface", "console_interface",
+    "storage_interface", "traits", "rescue_interface", "bios_interface", "fault", "deploy_step",
+    "conductor_group", "automated_clean", "protected", "protected_reason", "owner",
+    "description", "allocation_uuid", "retired", "retired_reason", "lessee", "network_data",
+    "boot_mode", "secure_boot", "shard", "parent_node", "firmware_interface", "service_step",
+    "disable_power_off", "instance_name", "health", "conductor",
+)  # fmt: skip
+#: Steps Ironic shows as ``{}`` when none runs.
+STEP_FIELDS: Final = ("clean_step", "deploy_step", "service_step")
+
+
 def _node_record(
     node: Node,
     fields: Sequence[str] | None = None,
     defaults: Mapping[str, str | None] | None = None,
+    conductor: str | None = None,
 ) -> dict[str, Any]:
-    """The node's fields (or the ``--fields`` ones), secrets masked: this is a display.
+    """The node as ``openstack baremetal node show`` prints it (or its ``--fields``), secrets
+    masked: this is a display, so it shows what the API shows, not the record's own layout.
 
     ``defaults``: the name of each interface kind the node's hardware type
     uses by default, shown where the node names none (as the API shows it).
+    ``conductor``: the host doing the node's work (``Conductor.conductor_of``).
     """
     data = node.to_dict(mask=True)
     with_defaults(data, defaults)
-    return data if not fields else {field: data[field] for field in fields}
+    for step in STEP_FIELDS:
+        if data.get(step) is None:
+            data[step] = {}
+    data["reservation"] = data["reservation"] and data["reservation"].split(":", 1)[0]
+    data["conductor"] = conductor
+    shown = {name: data[name] if name in data else _NOT_STORED[name] for name in SHOW_COLUMNS}
+    if not fields:
+        return shown
+    return {name: value for name, value in shown.items() if name in fields}  # the API's order
 
 
 def with_defaults(record: dict[str, Any], defaults: Mapping[str, str | None] | None) -> None:

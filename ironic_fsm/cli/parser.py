@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from ironic_fsm.cli import allocations, chassis, ports, records, volumes
@@ -23,7 +23,7 @@ from ironic_fsm.cli.nodes import (
     _cmd_unset,
     add_node_options,
 )
-from ironic_fsm.cli.output import _CSV_QUOTING, _LIST_FORMATS, _SHOW_FORMATS
+from ironic_fsm.cli.output import _CSV_QUOTING, _LIST_FORMATS, _SHOW_FORMATS, SHOW_COLUMNS
 from ironic_fsm.cli.serve import add_serve_parser
 from ironic_fsm.cli.settings import CONFIG_ENV
 from ironic_fsm.cli.verbs import _VERB_OPTIONS, _VERBS, _cmd_clean_steps, _cmd_verb
@@ -85,14 +85,16 @@ def _add_output(parser: argparse.ArgumentParser, *, many: bool) -> None:
         )
 
 
-def _add_fields(container: argparse._ActionsContainer) -> None:
+def _add_fields(
+    container: argparse._ActionsContainer, choices: Sequence[str] = NODE_FIELDS
+) -> None:
     container.add_argument(
         "--fields",
         nargs="+",
         action="append",
-        choices=NODE_FIELDS,
+        choices=choices,
         metavar="FIELD",
-        help="only these node fields (repeatable); one of: " + ", ".join(NODE_FIELDS),
+        help="only these node fields (repeatable); one of: " + ", ".join(choices),
     )
 
 
@@ -380,7 +382,7 @@ def _build_node(top: _Sub[argparse.ArgumentParser], common: argparse.ArgumentPar
         "Show every field of a node (secrets masked).",
         node=True,
     )
-    _add_fields(p)
+    _add_fields(p, SHOW_COLUMNS)
     _finish(p, _cmd_show, many=False)
     _build_set_unset(sub, common)
 

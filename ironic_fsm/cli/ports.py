@@ -116,7 +116,8 @@ def _create_group(c: Conductor, args: argparse.Namespace, fields: dict[str, Any]
 
 PORT: Final = CliKind(
     noun="port", columns=("uuid", "address"), long=_PORT_LONG,
-    shown=(*_PORT_LONG, "description"), options=_PORT_OPTIONS, get=_port,
+    shown=(*_PORT_LONG, "description", "available_for_dynamic_portgroup"),
+    options=_PORT_OPTIONS, get=_port,
     listing=_port_listing,
     create=lambda c, args, fields: c.create_port(args.address, args.owner, **fields),
     update=lambda c, uuid, fields: c.update_port(uuid, **fields),

@@ -291,6 +291,14 @@ class Conductor:
         """Whether this conductor does the work of that node (see :meth:`.Ownership.owns`)."""
         return self._ownership.owns(node_uuid, driver, conductor_group)
 
+    def conductor_of(self, node: Any) -> str | None:
+        """The host of the conductor doing the node's work (see :meth:`.Ownership.host_of`).
+
+        ``node``: a :class:`~ironic_fsm.node.Node`, or anything with its ``uuid``,
+        ``driver`` and ``conductor_group`` (a listing's row).
+        """
+        return self._ownership.host_of(node.uuid, node.driver, node.conductor_group)
+
     def _owns(self, node_uuid: str, driver: str, conductor_group: str) -> bool:
         return self.owns(node_uuid, driver, conductor_group)
 

@@ -85,6 +85,28 @@ class Ownership:
             self.rings = HashRings(members)
             self._orphans_told = frozenset()
 
+    def host_of(self, node_uuid: str, driver: str, conductor_group: str) -> str | None:
+        """The host of the conductor doing the node's work: Ironic's node ``conductor`` field.
+
+        By the same rings as :meth:`owns`: a registered conductor reads its
+        own (kept fresh every heartbeat interval); a process that never
+        registers (the command line) reads the registry's live members now.
+        With nobody alive this process works alone, as :meth:`owns` says,
+        so it names its own host; ``None`` when the live conductors serve
+        none of the node's group and hardware type.
+        """
+        fleet = self._fleet
+        if fleet.record is not None:
+            rings = self._current_rings()
+        else:
+            now = self._ctx.clock()
+            live = [record for record in fleet.records() if fleet.alive(record, now)]
+            rings = HashRings((r.holder, r.conductor_group, r.hardware_types) for r in live)
+        if rings is None or not rings.members:
+            return self._ctx.config.host
+        holder = rings.owner(node_uuid, driver, conductor_group)
+        return None if holder is None else holder.split(":", 1)[0]
+
     def live_count(self) -> int:
         """How many live conductors the rings were last built over (1 before any)."""
         return len(self.rings.members) if self.rings is not None else 1
