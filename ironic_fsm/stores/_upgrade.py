@@ -2,7 +2,7 @@
 
 Imported only when a database must be created or migrated: SQLAlchemy and
 Alembic take about 0.7 s to import on the development box
-(docs/storage.rst), which an up-to-date database never pays
+(docs/architecture.rst), which an up-to-date database never pays
 (:mod:`._migrate` reads its version with the store's own driver first).
 
 The store's DBAPI connection is lent to SQLAlchemy through :class:`_Lent`,
@@ -81,9 +81,16 @@ class _Lent:
 
 
 class Upgrader:
-    """Stamps and upgrades one database, a revision at a time, in the caller's transaction."""
+    """Makes or upgrades one database, all its missing revisions in the caller's transaction.
+
+    It drives Alembic as ``alembic.command.upgrade`` and ``stamp`` do (the same
+    revision walks, ``_upgrade_revs`` and ``_stamp_revs``), on one
+    :class:`ScriptDirectory` read once per process instead of once per call.
+    """
 
     def __init__(self, conn: Any, dialect: str, context: StepContext) -> None:
+        self._conn = conn
+        self._context = context
         lent = _Lent(conn)
         options = {"use_native_hstore": False} if dialect == "postgresql" else {}
         self._engine = sqlalchemy.create_engine(
@@ -120,9 +127,9 @@ class Upgrader:
     def _create(self, target: int) -> None:
         """A new database: the same revision files in the same order, then one stamp.
 
-        Alembic's own run would update ``alembic_version`` after each revision,
+        Alembic's own run updates ``alembic_version`` after each revision,
         and on SQLite every such ``UPDATE`` after DDL re-reads the schema: it
-        tripled the cost of a new database (41 -> 124 ms; docs/storage.rst).
+        tripled the cost of a new database (41 -> 124 ms; docs/architecture.rst).
         Made in one transaction, a new database has no state in between
         worth recording.
         """
@@ -134,9 +141,8 @@ class Upgrader:
                 for revision in reversed(chain):
                     revision.module.upgrade()
             context.stamp(script, revision_of(target))
-        store = self._config.attributes[CONTEXT_KEY]
-        self._config.attributes[RAW_KEY].execute(
-            f"UPDATE ironic_fsm_schema SET version = {store.q} WHERE id = 1", (target,)
+        self._conn.execute(
+            f"UPDATE ironic_fsm_schema SET version = {self._context.q} WHERE id = 1", (target,)
         )
 
     def _stamp(self, version: int) -> None:
