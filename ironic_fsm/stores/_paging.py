@@ -120,7 +120,7 @@ class Paging:
                     break
                 tail = f" ORDER BY {order}" + ("" if left is None else f" LIMIT {int(left)}")
                 terms = [*where, *cond]
-                if sort_key in _FREE_SORTED and order.startswith(sort_key):
+                if sort_key in _FREE_SORTED:
                     found += self._free_and_held(
                         conn, selected, terms, [*params, *extra], order, left
                     )
@@ -145,16 +145,17 @@ class Paging:
         limit: int | None,
     ) -> builtins.list[Any]:
         """One range in ``order`` read in two parts and merged: the free nodes on the sort
-        key's index (which holds only them), the held ones on the reservation index.
+        key's index (which holds only them; its unset rows too, in ``seq`` order),
+        the held ones on the reservation index.
 
-        Each part is sorted and cut to the page by itself, carrying its three
-        sort columns first; the merge takes them off. The held nodes are the
+        Each part is sorted and cut to the page by itself, carrying its sort
+        columns first; the merge takes them off. The held nodes are the
         flows in progress: a few, whatever the size of the fleet, sorted by the
         database (the one part that is).
         """
-        key, seq, uuid = (part.split()[0] for part in order.split(", "))
+        keys = [part.split()[0] for part in order.split(", ")]
         tail = f" ORDER BY {order}" + ("" if limit is None else f" LIMIT {int(limit)}")
-        head = f"SELECT {key}, {seq}, {uuid}, {selected} FROM nodes"
+        head = f"SELECT {', '.join(keys)}, {selected} FROM nodes"
         parts = []
         for hint, held in (
             ("", "reservation IS NULL"),
@@ -165,8 +166,9 @@ class Paging:
             if self._sql.echo:
                 self._sql.log(sql)
             parts.append(conn.execute(sql, params).fetchall())
-        merged = heapq.merge(*parts, key=lambda row: row[:3], reverse=order.endswith(" DESC"))
-        return [row[3:] for row in itertools.islice(merged, limit)]
+        width = len(keys)
+        merged = heapq.merge(*parts, key=lambda row: row[:width], reverse=order.endswith(" DESC"))
+        return [row[width:] for row in itertools.islice(merged, limit)]
 
     def _fields_of(self, row: Sequence[Any], columns: Sequence[str]) -> NodeFields:
         """A row of columns as the node's fields: timestamps and flags as the node has them."""
