@@ -354,14 +354,28 @@ CHANGED_BY_V12: Final = frozenset({
 ADDED_BY_V13: Final = frozenset({"nodes_maintenance_idx"})
 
 
+#: The indexes the step after the records step drops (``nodes_name_idx``) or makes hold only
+#: the free nodes (the timestamps' sort indexes).
+CHANGED_BY_FREE_SORTED: Final = frozenset({
+    "nodes_name_idx", "nodes_created_at_idx", "nodes_updated_at_idx",
+    "nodes_provision_updated_at_idx",
+})  # fmt: skip
+
+
+def kept_by_free_sorted(indexes: dict[str, str]) -> dict[str, str]:
+    """``indexes`` (name: definition) but those the free-sorted step drops or changes."""
+    return {name: text for name, text in indexes.items() if name not in CHANGED_BY_FREE_SORTED}
+
+
 def before_v13(indexes: dict[str, str]) -> dict[str, str]:
-    """``indexes`` (name: definition) but those schema 13 and later add."""
-    return {name: text for name, text in indexes.items() if name not in ADDED_BY_V13}
+    """``indexes`` (name: definition) but those schema 13 and later add or change."""
+    return {name: text for name, text in kept_by_free_sorted(indexes).items()
+            if name not in ADDED_BY_V13}  # fmt: skip
 
 
 def kept_by_v9(indexes: dict[str, str]) -> dict[str, str]:
-    """``indexes`` (name: definition) but those later schemas change (9, and 12)."""
-    changed = CHANGED_BY_V9 | CHANGED_BY_V12
+    """``indexes`` (name: definition) but those later schemas change (9, 12, free-sorted)."""
+    changed = CHANGED_BY_V9 | CHANGED_BY_V12 | CHANGED_BY_FREE_SORTED
     return {name: text for name, text in indexes.items() if name not in changed}
 
 

@@ -51,7 +51,7 @@ v10_url = release_fixture(10, fill_since_v9(_COLUMNS))
 
 
 def test_v10_database_is_upgraded_to_v11_losing_nothing(v10_url: str) -> None:
-    before, defined = _v10_rows(v10_url), indexes(v10_url)
+    before, defined = _v10_rows(v10_url), before_v13(indexes(v10_url))
     assert "WHERE" not in defined[INDEX].upper()
     with SQLStore(v10_url) as store:
         assert schema_version(v10_url) == sql.SCHEMA_VERSION >= 11
