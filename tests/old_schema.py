@@ -24,7 +24,7 @@ from ironic_fsm.history import HistoryEntry
 from ironic_fsm.node import Node
 from ironic_fsm.stores import SQLStore, sql
 from ironic_fsm.stores.base import ConductorRecord
-from ironic_fsm.stores.sql import MIGRATIONS
+from ironic_fsm.stores.sql import _COLUMNS, MIGRATIONS
 
 UTC = timezone.utc
 T0 = datetime(2026, 3, 1, 8, 0, 0, 125000, tzinfo=UTC)
@@ -233,6 +233,10 @@ COLUMNS_BEFORE_V8: Final = (*COLUMNS_BEFORE_V6, "conductor_group")
 
 #: The node columns of schema 8 (all of today's but the history count of schema 9).
 COLUMNS_BEFORE_V9: Final = (*COLUMNS_BEFORE_V8, "owner", "lessee", "instance_uuid")
+
+
+#: The node columns of schemas 9 to 14, before the resources step added ``instance_name``.
+COLUMNS_BEFORE_RESOURCES: Final = _COLUMNS[: _COLUMNS.index("instance_name")]
 
 
 def create_before_v6(store: SQLStore, *nodes: Node) -> None:

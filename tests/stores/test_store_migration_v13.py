@@ -13,6 +13,7 @@ from functools import partial
 import pytest
 from old_schema import (
     ADDED_BY_V13,
+    COLUMNS_BEFORE_RESOURCES,
     assert_failed_then_upgraded,
     assert_old_records_kept,
     assert_reopening_keeps,
@@ -26,11 +27,10 @@ from old_schema import (
 from test_store_migration_v7 import indexes
 
 from ironic_fsm.stores import SQLStore, sql
-from ironic_fsm.stores._schema import _COLUMNS
 from ironic_fsm.stores.capabilities import StoreCapabilities
 
-_v12_rows = partial(every_row, nodes=nodes_since_v9(_COLUMNS))
-v12_url = release_fixture(12, fill_since_v9(_COLUMNS))
+_v12_rows = partial(every_row, nodes=nodes_since_v9(COLUMNS_BEFORE_RESOURCES))
+v12_url = release_fixture(12, fill_since_v9(COLUMNS_BEFORE_RESOURCES))
 
 
 def test_v12_database_is_upgraded_to_v13_losing_nothing(v12_url: str) -> None:
