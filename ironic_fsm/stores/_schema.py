@@ -798,10 +798,6 @@ MIGRATIONS: Final[dict[int, Callable[[str], builtins.list[_Step]]]] = {
 MIGRATIONS[max(MIGRATIONS) + 1] = lambda timestamp: [
     *_records_ddl(timestamp), _records_triggers,
 ]  # fmt: skip
-#: The resources step (issue 20): after every step above, whatever their number.
-MIGRATIONS[max(MIGRATIONS) + 1] = lambda timestamp: [
-    *_resources_ddl(timestamp), _resources_fill, _resources_triggers,
-]  # fmt: skip
 
 
 #: The sort indexes on the columns that hold only the nodes nobody holds (the step after the
@@ -842,6 +838,10 @@ def _free_sorted_ddl(timestamp: str) -> list[str]:
 
 #: The step after the records step, whatever their numbers (see the records step's note).
 MIGRATIONS[max(MIGRATIONS) + 1] = lambda timestamp: [*_free_sorted_ddl(timestamp)]
+#: The resources step (issue 20): after the free-sorted indexes.
+MIGRATIONS[max(MIGRATIONS) + 1] = lambda timestamp: [
+    *_resources_ddl(timestamp), _resources_fill, _resources_triggers,
+]  # fmt: skip
 
 #: The schema version this code writes and understands.
 SCHEMA_VERSION: Final = 1 + len(MIGRATIONS)

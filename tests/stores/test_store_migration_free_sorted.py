@@ -20,6 +20,7 @@ from functools import partial
 import pytest
 from old_schema import (
     CHANGED_BY_FREE_SORTED,
+    COLUMNS_BEFORE_RESOURCES,
     HELD,
     HOLDER,
     T0,
@@ -38,13 +39,14 @@ from test_store_migration_v7 import indexes
 from ironic_fsm.node import Node
 from ironic_fsm.stores import MemoryStore, SQLStore, sql
 from ironic_fsm.stores._query import SORT_KEYS
-from ironic_fsm.stores._schema import _COLUMNS, FREE_SORTED
+from ironic_fsm.stores._schema import FREE_SORTED
 
 #: The schema of the records step, the one this step upgrades (the lead renumbers steps).
 RECORDS = 14
 
-_rows = partial(every_row, nodes=nodes_since_v9(_COLUMNS))
-v14_url = release_fixture(RECORDS, fill_since_v9(_COLUMNS))
+# Nodes as the records step wrote them: the resources step, after this one, adds instance_name.
+_rows = partial(every_row, nodes=nodes_since_v9(COLUMNS_BEFORE_RESOURCES))
+v14_url = release_fixture(RECORDS, fill_since_v9(COLUMNS_BEFORE_RESOURCES))
 
 
 def test_the_changed_indexes_are_the_ones_old_tests_set_aside() -> None:
