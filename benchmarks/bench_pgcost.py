@@ -260,9 +260,19 @@ def one_run(
     """N lifecycles by ``conductors`` worker processes on a fresh database; the figures."""
     database = f"pgcost_{rival.replace('-', '_')}_{conductors}"
     url = fresh_database(server, database)
+    env = None
+    if rival == "ours-before" and BEFORE_TREE:  # that checkout's package, not ours
+        env = {**os.environ, "PYTHONPATH": BEFORE_TREE}
     with tempfile.TemporaryDirectory() as tmp:
-        if rival.startswith("ours"):
+        if rival == "ours-before":  # its own schema: the nodes are created by that checkout
+            created = subprocess.run(
+                [sys.executable, __file__, "--create", url, str(n)],
+                env=env, cwd=HERE.parent, check=True, capture_output=True, text=True,
+            )  # fmt: skip
+            uuids = json.loads(created.stdout.splitlines()[-1])
+        elif rival.startswith("ours"):
             uuids = _create_nodes(url, n, full_indexes=rival == BEFORE)
+        if rival.startswith("ours"):
             commands = []
             for i in range(conductors):
                 share = Path(tmp) / f"uuids-{i}.json"
@@ -273,9 +283,6 @@ def one_run(
             commands = [
                 [str(IRONIC_VENV / "bin" / "python"), str(HERE / "_ironic_pg.py"), url, str(n), tmp]
             ]
-        env = None
-        if rival == "ours-before" and BEFORE_TREE:  # that checkout's package, not ours
-            env = {**os.environ, "PYTHONPATH": BEFORE_TREE}
         procs = [_spawn(c, env) for c in commands]
         try:
             stats_before = table_stats(url)
@@ -638,7 +645,9 @@ def run(quick: bool = False) -> Section:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+    if len(sys.argv) > 1 and sys.argv[1] == "--create":  # nodes of the checkout imported
+        print(json.dumps(_create_nodes(sys.argv[2], int(sys.argv[3]))))
+    elif len(sys.argv) > 1 and sys.argv[1] == "--worker":
         threshold = int(sys.argv[4]) if len(sys.argv) > 4 else None
         ours(sys.argv[2], json.loads(Path(sys.argv[3]).read_text()), threshold)
     else:

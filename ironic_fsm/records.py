@@ -1,5 +1,5 @@
 """The records beside nodes: ports, port groups, chassis, allocations, volume connectors
-and targets.
+and targets, inspection rules, and a node's firmware components and BIOS settings.
 
 Field names are Ironic's, so that data moves between the two without a
 mapping. Each record is plain data (an attrs class) that converts to and
@@ -18,7 +18,10 @@ import attrs
 __all__ = [
     "RECORD_TYPES",
     "Allocation",
+    "BiosSetting",
     "Chassis",
+    "FirmwareComponent",
+    "InspectionRule",
     "Port",
     "Portgroup",
     "Record",
@@ -184,7 +187,67 @@ class VolumeTarget(Record):
     extra: dict[str, Any] = attrs.field(factory=dict)
 
 
+@attrs.define
+class InspectionRule(Record):
+    """A rule run on what inspection found: ``actions`` where every ``conditions`` holds.
+
+    Rules of one ``phase`` run in ``priority`` order, highest first; a
+    ``sensitive`` rule's conditions and actions are never shown.
+    """
+
+    kind: ClassVar[str] = "inspection_rules"
+    word: ClassVar[str] = "Inspection rule"
+
+    description: str | None = None
+    phase: str = "main"
+    priority: int = 0
+    sensitive: bool = False
+    conditions: list[dict[str, Any]] = attrs.field(factory=list)
+    actions: list[dict[str, Any]] = attrs.field(factory=list)
+
+
+@attrs.define
+class FirmwareComponent(Record):
+    """One firmware component of a node (``bios``, ``bmc``...), as its firmware interface
+    last read it. Ironic keys it by node and component; the UUID is derived from both."""
+
+    kind: ClassVar[str] = "firmware_components"
+    word: ClassVar[str] = "Firmware component"
+
+    node_uuid: str = ""
+    component: str = ""
+    initial_version: str | None = None
+    current_version: str | None = None
+    last_version_flashed: str | None = None
+
+
+@attrs.define
+class BiosSetting(Record):
+    """One BIOS setting of a node, as its BIOS interface last read or applied it (keyed by
+    node and name, as Ironic keys it; the UUID is derived from both)."""
+
+    kind: ClassVar[str] = "bios_settings"
+    word: ClassVar[str] = "BIOS setting"
+
+    node_uuid: str = ""
+    name: str = ""
+    value: str | None = None
+    attribute_type: str | None = None
+    allowable_values: list[str] | None = None
+    lower_bound: int | None = None
+    max_length: int | None = None
+    min_length: int | None = None
+    read_only: bool | None = None
+    reset_required: bool | None = None
+    unique: bool | None = None
+    upper_bound: int | None = None
+
+
 #: Every record type, by kind.
 RECORD_TYPES: Final[dict[str, type[Record]]] = {
-    t.kind: t for t in (Port, Portgroup, Chassis, Allocation, VolumeConnector, VolumeTarget)
-}
+    t.kind: t
+    for t in (
+        Port, Portgroup, Chassis, Allocation, VolumeConnector, VolumeTarget,
+        InspectionRule, FirmwareComponent, BiosSetting,
+    )
+}  # fmt: skip

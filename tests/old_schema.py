@@ -25,6 +25,7 @@ from ironic_fsm.node import Node
 from ironic_fsm.stores import SQLStore, sql
 from ironic_fsm.stores._upgrade import revision_of, scripts
 from ironic_fsm.stores.base import ConductorRecord
+from ironic_fsm.stores.sql import _COLUMNS
 
 UTC = timezone.utc
 T0 = datetime(2026, 3, 1, 8, 0, 0, 125000, tzinfo=UTC)
@@ -233,6 +234,10 @@ COLUMNS_BEFORE_V8: Final = (*COLUMNS_BEFORE_V6, "conductor_group")
 COLUMNS_BEFORE_V9: Final = (*COLUMNS_BEFORE_V8, "owner", "lessee", "instance_uuid")
 
 
+#: The node columns of schemas 9 to 14, before the resources step added ``instance_name``.
+COLUMNS_BEFORE_RESOURCES: Final = _COLUMNS[: _COLUMNS.index("instance_name")]
+
+
 def create_before_v6(store: SQLStore, *nodes: Node) -> None:
     """Create ``nodes`` (version 1, next ``seq``) with the columns schemas 2 to 5 had."""
     create_with(store, COLUMNS_BEFORE_V6, *nodes)
@@ -362,14 +367,28 @@ CHANGED_BY_V12: Final = frozenset({
 ADDED_BY_V13: Final = frozenset({"nodes_maintenance_idx"})
 
 
+#: The indexes the step after the records step drops (``nodes_name_idx``) or makes hold only
+#: the free nodes (the timestamps' sort indexes).
+CHANGED_BY_FREE_SORTED: Final = frozenset({
+    "nodes_name_idx", "nodes_created_at_idx", "nodes_updated_at_idx",
+    "nodes_provision_updated_at_idx",
+})  # fmt: skip
+
+
+def kept_by_free_sorted(indexes: dict[str, str]) -> dict[str, str]:
+    """``indexes`` (name: definition) but those the free-sorted step drops or changes."""
+    return {name: text for name, text in indexes.items() if name not in CHANGED_BY_FREE_SORTED}
+
+
 def before_v13(indexes: dict[str, str]) -> dict[str, str]:
-    """``indexes`` (name: definition) but those schema 13 and later add."""
-    return {name: text for name, text in indexes.items() if name not in ADDED_BY_V13}
+    """``indexes`` (name: definition) but those schema 13 and later add or change."""
+    return {name: text for name, text in kept_by_free_sorted(indexes).items()
+            if name not in ADDED_BY_V13}  # fmt: skip
 
 
 def kept_by_v9(indexes: dict[str, str]) -> dict[str, str]:
-    """``indexes`` (name: definition) but those later schemas change (9, and 12)."""
-    changed = CHANGED_BY_V9 | CHANGED_BY_V12
+    """``indexes`` (name: definition) but those later schemas change (9, 12, free-sorted)."""
+    changed = CHANGED_BY_V9 | CHANGED_BY_V12 | CHANGED_BY_FREE_SORTED
     return {name: text for name, text in indexes.items() if name not in changed}
 
 

@@ -142,6 +142,7 @@ _TEXT_FILTERS: Final = (
     ("provision_state", (1, 9)), ("driver", (1, 16)), ("resource_class", (1, 21)),
     ("fault", (1, 42)), ("instance_uuid", (1, 1)), ("chassis_uuid", (1, 1)),
     ("conductor_group", (1, 46)), ("owner", (1, 50)), ("lessee", (1, 65)),
+    ("instance_name", (1, 104)),
 )  # fmt: skip
 _BOOLEAN_FIELDS: Final = frozenset(
     {"maintenance", "retired", "protected", "automated_clean", "disable_power_off"}

@@ -77,7 +77,9 @@ def _interface_defaults(conductor: Conductor, driver: str) -> dict[str, str | No
 
 def _cmd_list(args: argparse.Namespace) -> int:
     filters: dict[str, Any] = {}
-    for name in ("retired", "maintenance", "provision_state", "driver", "conductor_group"):
+    for name in (
+        "retired", "maintenance", "provision_state", "driver", "conductor_group", "instance_name",
+    ):  # fmt: skip
         value = getattr(args, name, None)
         if value is not None:
             filters[name] = value
@@ -144,6 +146,7 @@ _UNSETTABLE: tuple[str, ...] = (
     "name",
     "resource_class",
     "automated_clean",
+    "instance_name",
 )
 _INTERFACE_FIELDS: Final = tuple(f"{kind}_interface" for kind in INTERFACE_KINDS)
 _UNSETTABLE = (*_UNSETTABLE, *_INTERFACE_FIELDS)

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from ironic_fsm.cli import allocations, chassis, ports, records, volumes
+from ironic_fsm.cli import allocations, chassis, inspection_rules, ports, records, volumes
 from ironic_fsm.cli.apply import _cmd_apply
 from ironic_fsm.cli.argtypes import _boolean, _key_value, _limit, _provision_state, _sort, _timeout
 from ironic_fsm.cli.conductors import _cmd_conductor_list
@@ -263,6 +263,7 @@ def _build_list(sub: _Sub[argparse.ArgumentParser], common: argparse.ArgumentPar
         help="only nodes in this provision state (see 'ironic-fsm states')",
     )
     p.add_argument("--driver", help="only nodes of this hardware type")
+    p.add_argument("--instance-name", metavar="NAME", help="only nodes with this instance name")
     p.add_argument(
         "--limit",
         metavar="N",
@@ -307,6 +308,7 @@ def _build_set_unset(sub: _Sub[argparse.ArgumentParser], common: argparse.Argume
     p.add_argument("--name", help="a new name")
     p.add_argument("--driver", help="a new hardware type")
     p.add_argument("--resource-class", help="a new resource class")
+    p.add_argument("--instance-name", metavar="NAME", help="the name of the node's instance")
     p.add_argument(
         "--automated-clean",
         metavar="true|false",
@@ -351,6 +353,7 @@ def _build_set_unset(sub: _Sub[argparse.ArgumentParser], common: argparse.Argume
             "unset_automated_clean",
             "follow the conductor's automated_clean setting again",
         ),
+        ("--instance-name", "unset_instance_name", "clear the instance name"),
         ("--target-raid-config", None, "clear the target RAID configuration"),
         *(
             (f"--{kind}-interface", f"unset_{kind}_interface", f"reset the {kind} interface")
@@ -517,6 +520,9 @@ _RESOURCES: Final = (
     (("volume", "connector"), "manage volume connectors", "Manage volume connectors.",
      volumes.CONNECTOR),
     (("volume", "target"), "manage volume targets", "Manage volume targets.", volumes.TARGET),
+    (("inspection",), "manage inspection rules", "Manage inspection rules.", None),
+    (("inspection", "rule"), "manage inspection rules",
+     "Manage the rules run on what inspection finds.", inspection_rules.INSPECTION_RULE),
 )  # fmt: skip
 
 

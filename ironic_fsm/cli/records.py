@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
-from ironic_fsm.cli.argtypes import _key_value
+from ironic_fsm.cli.argtypes import _boolean, _key_value, _load_json_arg
 from ironic_fsm.cli.database import _open_conductor
 from ironic_fsm.cli.output import emit_list, emit_one
 from ironic_fsm.conductor import Conductor
 from ironic_fsm.records import Record
 
 __all__ = ["CliKind", "Option", "add_options", "commands", "record_fields"]
+
+#: How a value option's text is read, by its kind (text otherwise).
+_TYPES: Final[dict[str, Callable[[str], Any]]] = {"int": int, "bool": _boolean}
 
 
 @attrs.frozen
@@ -30,8 +33,9 @@ class Option:
 
     ``kind`` is ``text`` (a value; ``unset`` clears it), ``dict`` (``K=V``,
     repeatable; merged by ``set``, keys removed by ``unset``), ``list`` (a
-    value, repeatable: ``--trait``), ``int`` (a number), or a constant
-    (``const``: the flag stores ``value``, as ``--pxe-disabled``).
+    value, repeatable: ``--trait``), ``int`` (a number), ``bool`` (``true`` or
+    ``false``), ``json`` (inline JSON, ``@FILE``, ``FILE`` or ``-``), or a
+    constant (``const``: the flag stores ``value``, as ``--pxe-disabled``).
     """
 
     flag: str
@@ -105,6 +109,8 @@ def _given(kind: CliKind, args: argparse.Namespace, stage: str) -> dict[str, Any
             value = dict(value)
         elif option.kind == "const":
             value = option.value
+        elif option.kind == "json":
+            value = _load_json_arg(value, option.flag)
         fields[option.field] = value
     return fields
 
@@ -167,7 +173,7 @@ def _unset(kind: CliKind, args: argparse.Namespace) -> int:
                 kept = getattr(record, option.field)
                 fields[option.field] = {k: v for k, v in kept.items() if k not in value}
             else:
-                fields[option.field] = None if option.kind == "text" else not option.value
+                fields[option.field] = not option.value if option.kind == "const" else None
         if fields:
             kind.update(conductor, record.uuid, fields)
     return 0
@@ -218,4 +224,4 @@ def add_options(p: argparse.ArgumentParser, kind: CliKind, stage: str) -> None:
                            action="append", help=option.help)  # fmt: skip
         else:
             p.add_argument(option.flag, metavar=option.field.upper(), help=option.help,
-                           type=int if option.kind == "int" else str)  # fmt: skip
+                           type=_TYPES.get(option.kind, str))  # fmt: skip

@@ -43,6 +43,7 @@ from ironic_fsm.conductor.engine import StepEngine
 from ironic_fsm.conductor.fleet import ConductorInfo, FleetRecord
 from ironic_fsm.conductor.flows import Flows
 from ironic_fsm.conductor.history import History
+from ironic_fsm.conductor.inspection_rules import InspectionRules
 from ironic_fsm.conductor.jobs import LOG, Job
 from ironic_fsm.conductor.launcher import Executor, Launcher
 from ironic_fsm.conductor.nodes import Nodes
@@ -71,10 +72,19 @@ from ironic_fsm.events import (
 from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.hardware import HardwareType
 from ironic_fsm.history import HistoryEntry
+from ironic_fsm.inspection_rules import RuleOutcome
 from ironic_fsm.interfaces import INTERFACE_KINDS
 from ironic_fsm.machine import LIFECYCLE, Lifecycle
 from ironic_fsm.node import Node
-from ironic_fsm.records import Allocation, Chassis, Port, Portgroup, VolumeConnector, VolumeTarget
+from ironic_fsm.records import (
+    Allocation,
+    Chassis,
+    InspectionRule,
+    Port,
+    Portgroup,
+    VolumeConnector,
+    VolumeTarget,
+)
 from ironic_fsm.stores import MemoryStore, Store
 from ironic_fsm.stores.base import CatalogEntry, NodeFields
 from ironic_fsm.stores.capabilities import StoreCapabilities
@@ -155,6 +165,7 @@ class Conductor:
         self._ramdisk = Ramdisk(ctx, reservations, engine, ports)
         self._portgroups = Portgroups(ctx)
         self._chassis = ChassisPart(ctx)
+        self._rules = InspectionRules(ctx)
         self._allocations = Allocations(ctx, reservations)
         self._volumes = Volumes(ctx)
         self._vifs = Vifs(ctx, reservations)
@@ -817,6 +828,34 @@ class Conductor:
     def list_chassis_nodes(self, uuid: str) -> list[Node]:
         """The nodes in the chassis, in creation order."""
         return self._chassis.chassis_nodes(uuid)
+
+    # -- Inspection rules (inspection_rules.py) ----------------------------------------------
+
+    def create_inspection_rule(self, **fields: Any) -> InspectionRule:
+        """A new rule: ``actions`` (required), ``conditions``, ``description``, ``phase``,
+        ``priority`` (0 to 9999), ``sensitive``, ``uuid``; checked as Ironic checks them."""
+        return self._rules.create_rule(**fields)
+
+    def get_inspection_rule(self, uuid: str) -> InspectionRule:
+        return self._rules.get_rule(uuid)
+
+    def list_inspection_rules(self, **query: Any) -> list[InspectionRule]:
+        """One page of rules (``phase``, ``limit``, ``marker``, ``sort_key``, ``sort_dir``)."""
+        return self._rules.list_rules(**query)
+
+    def update_inspection_rule(self, uuid: str, **fields: Any) -> InspectionRule:
+        """Change a rule's fields (a sensitive rule stays sensitive)."""
+        return self._rules.update_rule(uuid, **fields)
+
+    def delete_inspection_rule(self, uuid: str) -> None:
+        self._rules.delete_rule(uuid)
+
+    def run_inspection_rules(
+        self, node: Node, inventory: Mapping[str, Any], plugin_data: dict[str, Any] | None = None
+    ) -> RuleOutcome:
+        """Every ``main`` rule run on ``node`` and ``inventory``; the node is not saved
+        (the outcome holds the changed copy). ``RuleFailed`` for a rule's ``fail``."""
+        return self._rules.run_rules(node, inventory, plugin_data)
 
     def _chassis_checked(self, fields: dict[str, Any]) -> dict[str, Any]:
         """A node's fields with ``chassis_uuid`` checked: an existing chassis, or None."""

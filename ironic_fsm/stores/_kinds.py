@@ -6,6 +6,7 @@ from typing import Final
 
 from ironic_fsm.stores._allocations import ALLOCATIONS
 from ironic_fsm.stores._chassis import CHASSIS
+from ironic_fsm.stores._node_settings import BIOS_SETTINGS, FIRMWARE_COMPONENTS, INSPECTION_RULES
 from ironic_fsm.stores._portgroups import PORTGROUPS
 from ironic_fsm.stores._ports import PORTS
 from ironic_fsm.stores._records import Kind
@@ -15,5 +16,15 @@ __all__ = ["KINDS"]
 
 KINDS: Final[dict[str, Kind]] = {
     kind.table: kind
-    for kind in (PORTS, PORTGROUPS, CHASSIS, ALLOCATIONS, VOLUME_CONNECTORS, VOLUME_TARGETS)
+    for kind in (
+        PORTS,
+        PORTGROUPS,
+        CHASSIS,
+        ALLOCATIONS,
+        VOLUME_CONNECTORS,
+        VOLUME_TARGETS,
+        INSPECTION_RULES,
+        FIRMWARE_COMPONENTS,
+        BIOS_SETTINGS,
+    )
 }

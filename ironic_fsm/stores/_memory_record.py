@@ -58,6 +58,7 @@ class Record:
         self.lessee = node.lessee
         self.instance_uuid = node.instance_uuid
         self.shard = node.shard
+        self.instance_name = node.instance_name
         self.parent_node = node.parent_node
         self.updated_at = node.updated_at
         self.provision_updated_at = node.provision_updated_at

@@ -3,7 +3,10 @@
 A page after a marker is a range of ``(key, seq, uuid)``, never an offset,
 so it reads ``limit`` rows wherever it starts. A nullable key is read in
 two ranges, its unset rows (first ascending, last descending) and the
-others, each on the index.
+others, each on the index. The timestamps' sort indexes hold only the free
+nodes (see :mod:`._schema`): a range in their order is read in two parts,
+the free nodes on that index and the held ones on the reservation index,
+and merged.
 
 With ``fields``, a page whose fields are all columns
 (:data:`~ironic_fsm.stores.base.COLUMN_FIELDS`) selects just those columns
@@ -13,6 +16,8 @@ and decodes no record; any other field reads ``data`` and decodes the page.
 from __future__ import annotations
 
 import builtins
+import heapq
+import itertools
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -27,12 +32,16 @@ from ironic_fsm.stores._query import (
     project,
 )
 from ironic_fsm.stores._scans import where_terms
+from ironic_fsm.stores._schema import FREE_SORTED
 from ironic_fsm.stores._statements import Statements, to_node
 
 #: The columns that hold timestamps (read back through the dialect).
 _TIMES: Final = frozenset({"created_at", "updated_at", "provision_updated_at"})
 #: The columns a page of whole nodes reads.
 _RECORD: Final = "data, reservation, version"
+#: Sort keys whose index holds only the nodes nobody holds: a range in their order is read
+#: in two parts, the free nodes on that index and the held ones on the reservation index.
+_FREE_SORTED: Final = frozenset(column for _, column in FREE_SORTED)
 
 #: One range: its conditions, their parameters, its ``ORDER BY``.
 Range = tuple[list[str], list[Any], str]
@@ -110,9 +119,14 @@ class Paging:
                 if left == 0:
                     break
                 tail = f" ORDER BY {order}" + ("" if left is None else f" LIMIT {int(left)}")
+                terms = [*where, *cond]
+                if sort_key in _FREE_SORTED:
+                    found += self._free_and_held(
+                        conn, selected, terms, [*params, *extra], order, left
+                    )
+                    continue
                 sql = f"SELECT {selected} FROM nodes"
-                if where or cond:
-                    sql += " WHERE " + " AND ".join([*where, *cond])
+                sql += " WHERE " + " AND ".join(terms) if terms else ""
                 if self._sql.echo:
                     self._sql.log(sql + tail)
                 found.extend(conn.execute(sql + tail, [*params, *extra]).fetchall())
@@ -120,6 +134,41 @@ class Paging:
             return [self._fields_of(row, columns) for row in found]
         nodes = [to_node(r[0], r[1], r[2]) for r in found]
         return nodes if names is None else [project(node, names) for node in nodes]
+
+    def _free_and_held(
+        self,
+        conn: Any,
+        selected: str,
+        terms: builtins.list[str],
+        params: builtins.list[Any],
+        order: str,
+        limit: int | None,
+    ) -> builtins.list[Any]:
+        """One range in ``order`` read in two parts and merged: the free nodes on the sort
+        key's index (which holds only them; its unset rows too, in ``seq`` order),
+        the held ones on the reservation index.
+
+        Each part is sorted and cut to the page by itself, carrying its sort
+        columns first; the merge takes them off. The held nodes are the
+        flows in progress: a few, whatever the size of the fleet, sorted by the
+        database (the one part that is).
+        """
+        keys = [part.split()[0] for part in order.split(", ")]
+        tail = f" ORDER BY {order}" + ("" if limit is None else f" LIMIT {int(limit)}")
+        head = f"SELECT {', '.join(keys)}, {selected} FROM nodes"
+        parts = []
+        for hint, held in (
+            ("", "reservation IS NULL"),
+            ("nodes_reservation_idx", "reservation >= ''"),
+        ):
+            sql = f"{head}{self._sql.index_hint(hint) if hint else ''} WHERE "
+            sql += " AND ".join([*terms, held]) + tail
+            if self._sql.echo:
+                self._sql.log(sql)
+            parts.append(conn.execute(sql, params).fetchall())
+        width = len(keys)
+        merged = heapq.merge(*parts, key=lambda row: row[:width], reverse=order.endswith(" DESC"))
+        return [row[width:] for row in itertools.islice(merged, limit)]
 
     def _fields_of(self, row: Sequence[Any], columns: Sequence[str]) -> NodeFields:
         """A row of columns as the node's fields: timestamps and flags as the node has them."""

@@ -54,6 +54,7 @@ STRING_FILTERS: Final = frozenset(
         "instance_uuid",
         "shard",
         "parent_node",
+        "instance_name",
     }
 )
 #: Filters that take ``True`` or ``False``.

@@ -71,6 +71,7 @@ class Rows:
             node.instance_uuid,
             node.shard,
             node.parent_node,
+            node.instance_name,
         )
 
     def row(self, node: Node) -> tuple[str, tuple[Any, ...]]:

@@ -1,6 +1,6 @@
 """The SQL layout of :class:`~ironic_fsm.stores.sql.SQLStore`: tables, columns, migrations.
 
-Layout (schema version 14; a database of an earlier version is upgraded in
+Layout (schema version 16; a database of an earlier version is upgraded in
 place when opened, see :mod:`._migrate`):
 
 * ``nodes``: one row per node. ``data`` holds
@@ -32,6 +32,7 @@ place when opened, see :mod:`._migrate`):
   ``shard`` and ``parent_node`` (version 10) are columns for their filters
   (``sharded`` is ``shard IS [NOT] NULL``; listings leave out child nodes
   with ``parent_node IS NULL``) and for counting the nodes of each shard.
+  ``instance_name`` (version 16) is a column for its filter.
 * ``deploy_templates`` and ``runbooks`` (version 8): one row per template or
   runbook, ``uuid``, unique ``name``, ``seq`` (creation order, the listing's
   tie-break), timestamps, and ``data``: the rest (steps, extra, ...) as JSON.
@@ -43,6 +44,10 @@ place when opened, see :mod:`._migrate`):
   found, filtered or kept unique by (a port's unique ``address``, its
   ``node_uuid`` on an index...), and ``data``, the rest as JSON. A trigger
   on ``nodes`` deletes a node's rows with it.
+* ``inspection_rules``, ``firmware_components`` and ``bios_settings``
+  (version 16): the same shape; rules by ``phase`` and ``priority``, a
+  node's components and settings unique by ``(node_uuid, component)`` and
+  ``(node_uuid, name)``, dropped with their node by a trigger of their own.
 * ``holders``: the last heartbeat of each reservation holder (crash recovery).
 * ``conductors`` (version 3): the conductor registry, one row per conductor,
   keyed by its holder token: ``hostname``, ``conductor_group``,
@@ -79,7 +84,13 @@ indexes on columns most nodes leave unset (``resource_class``,
 indexed column (state, timestamps), so PostgreSQL enters each saved row
 version in every index the row is in, and vacuum removes the old one
 from each. On PostgreSQL its pages are filled to 70% (``fillfactor``), so
-that a saved row version mostly stays on its page.
+that a saved row version mostly stays on its page. Since version 15 the
+sort indexes of ``created_at``, ``updated_at`` and ``provision_updated_at``
+hold only the nodes nobody holds (``WHERE reservation IS NULL``): the saves
+a flow makes while it holds its node leave them alone, and a page sorted on
+them reads the held nodes through the reservation index and merges
+(:mod:`._paging`). Name order reads the unique constraint's index;
+``nodes_name_idx`` is gone.
 
 Defined once, as SQLAlchemy tables, in :mod:`._tables` (imported by the
 migrations and the tests only; the hot statements of :mod:`._statements`
@@ -100,14 +111,15 @@ from ironic_fsm.node import Node
 __all__ = ["SCHEMA_VERSION"]
 
 #: The schema version this code writes and understands: the number of the last revision of
-#: :mod:`.migrations` (``versions/v0014_*.py``; a test holds the two equal).
-SCHEMA_VERSION: Final = 14
+#: :mod:`.migrations` (``versions/v0016_*.py``; a test holds the two equal).
+SCHEMA_VERSION: Final = 16
 
 #: Column widths of the v1 layout; checked for both databases (SQLite does not).
 _WIDTHS: Final = {"uuid": 36, "name": 255, "driver": 255, "provision_state": 64, "reservation": 255}
 _NULLABLE: Final = frozenset(
-    {"name", "reservation", "owner", "lessee", "instance_uuid", "shard", "parent_node"}
-)
+    {"name", "reservation", "owner", "lessee", "instance_uuid", "shard", "parent_node",
+     "instance_name"}
+)  # fmt: skip
 #: Text columns of v2: any length, may be unset.
 _FREE_TEXT: Final = ("target_provision_state", "power_state", "resource_class", "fault")
 _CHECKED: Final[tuple[tuple[str, int | None], ...]] = (
@@ -119,6 +131,7 @@ _CHECKED: Final[tuple[tuple[str, int | None], ...]] = (
     ("instance_uuid", 36),
     ("shard", 255),  # v10
     ("parent_node", 36),
+    ("instance_name", 255),  # v16
 )
 #: The columns a write sets from the node, in statement order (``data`` and ``version`` apart).
 _COLUMNS: Final = (
@@ -142,6 +155,7 @@ _COLUMNS: Final = (
     "instance_uuid",
     "shard",
     "parent_node",
+    "instance_name",
 )
 _RESERVATION: Final = _COLUMNS.index("reservation")
 #: Index of ``created_at`` in a row's values (after :data:`_COLUMNS`).
@@ -212,3 +226,17 @@ V12_SPARSE: Final = (
 RECORDS_BY_NODE: Final = (
     "ports", "portgroups", "allocations", "volume_connectors", "volume_targets",
 )  # fmt: skip
+
+
+#: The sort indexes that hold only the nodes nobody holds (schema 15):
+#: ``(key, seq, uuid) WHERE reservation IS NULL``. A page sorted on one of them reads the
+#: held nodes apart, through the reservation index (:mod:`._paging`).
+FREE_SORTED: Final = (
+    ("nodes_created_at_idx", "created_at"),
+    ("nodes_updated_at_idx", "updated_at"),
+    ("nodes_provision_updated_at_idx", "provision_updated_at"),
+)
+
+
+#: The tables of schema 16 whose rows go with their node (its own trigger).
+SETTINGS_BY_NODE: Final = ("firmware_components", "bios_settings")

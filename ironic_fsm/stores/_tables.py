@@ -1,7 +1,7 @@
 """The SQL store's layout, defined once: SQLAlchemy tables of the current schema version.
 
 What :data:`~._schema.SCHEMA_VERSION` looks like, read in one place rather
-than pieced together from fourteen revision files. It is not how a database
+than pieced together from sixteen revision files. It is not how a database
 is made (the revision files of :mod:`.migrations` make every one, new or
 old, so that there is one path to the layout); it is what they must end at:
 a test builds a database from :data:`METADATA` (``create_all``) and compares
@@ -43,7 +43,14 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Connection
 
-from ironic_fsm.stores._schema import HISTORY_INDEXED_OVER, RECORDS_BY_NODE, V7_WAITING, V12_SPARSE
+from ironic_fsm.stores._schema import (
+    FREE_SORTED,
+    HISTORY_INDEXED_OVER,
+    RECORDS_BY_NODE,
+    SETTINGS_BY_NODE,
+    V7_WAITING,
+    V12_SPARSE,
+)
 
 __all__ = ["METADATA"]
 
@@ -99,7 +106,7 @@ nodes: Final = Table(
     Column("provision_updated_at", _TIME),
     Column("updated_at", _TIME),
     Column("wait_until", _TIME),
-    # Schema 6, 8, 9, 10.
+    # Schema 6, 8, 9, 10, 16.
     Column("conductor_group", String(255), nullable=False, server_default=""),
     Column("owner", String(255)),
     Column("lessee", String(255)),
@@ -108,11 +115,16 @@ nodes: Final = Table(
     Column("history_last_seq", BigInteger, nullable=False, server_default=text("0")),
     Column("shard", String(255)),
     _uuid("parent_node", nullable=True),
+    Column("instance_name", String(255)),
     PrimaryKeyConstraint("uuid"),
     UniqueConstraint("name", name="uniq_nodes0name"),
     Index("nodes_seq_idx", "seq"),
-    *(_keyset("nodes", key) for key in ("created_at", "updated_at", "name", "provision_state")),
-    _keyset("nodes", "provision_updated_at"),
+    # Name order reads the unique constraint's index; the timestamps' hold the free nodes.
+    *(
+        _partial(index, key, "seq", "uuid", where="reservation IS NULL")
+        for index, key in FREE_SORTED
+    ),
+    _keyset("nodes", "provision_state"),
     _keyset("nodes", "driver"),
     _partial("nodes_state_age_idx", "provision_state", "provision_updated_at", where=V7_WAITING),
     _partial("nodes_reservation_idx", "reservation", where="reservation IS NOT NULL"),
@@ -124,6 +136,7 @@ nodes: Final = Table(
         where=f"history_entries > {HISTORY_INDEXED_OVER}",
     ),
     _partial("nodes_maintenance_idx", "fault", where="maintenance"),
+    _partial("nodes_instance_name_idx", "instance_name", where="instance_name IS NOT NULL"),
 )
 
 holders: Final = Table(
@@ -258,18 +271,40 @@ volume_targets: Final = _records(
     Column("boot_index", Integer, nullable=False),
     UniqueConstraint("node_uuid", "boot_index", name="uniq_volumetargets0node_uuid0boot_index"),
 )
+inspection_rules: Final = _records(
+    "inspection_rules",
+    Column("phase", String(16), nullable=False),
+    Column("priority", Integer, nullable=False),
+)
+firmware_components: Final = _records(
+    "firmware_components",
+    _uuid("node_uuid"),
+    Column("component", String(255), nullable=False),
+    UniqueConstraint("node_uuid", "component", name="uniq_firmwarecomponents0node_uuid0component"),
+)
+bios_settings: Final = _records(
+    "bios_settings",
+    _uuid("node_uuid"),
+    Column("name", String(255), nullable=False),
+    UniqueConstraint("node_uuid", "name", name="uniq_biossettings0node_uuid0name"),
+)
+
+
+def _deletes(tables: tuple[str, ...]) -> str:
+    return " ".join(f"DELETE FROM {table} WHERE node_uuid = OLD.uuid;" for table in tables)
+
 
 #: The rows that go with a node: a ``node_power_sync`` row made and deleted with it, its
-#: records deleted with it.
-_RECORDS_DROP: Final = " ".join(
-    f"DELETE FROM {table} WHERE node_uuid = OLD.uuid;" for table in RECORDS_BY_NODE
-)
+#: records, firmware components and BIOS settings deleted with it.
+_RECORDS_DROP: Final = _deletes(RECORDS_BY_NODE)
+_SETTINGS_DROP: Final = _deletes(SETTINGS_BY_NODE)
 _SQLITE_ONLY: Final = (
     "CREATE TRIGGER nodes_power_sync_add AFTER INSERT ON nodes BEGIN "
     "INSERT INTO node_power_sync (node_uuid, synced_at) VALUES (NEW.uuid, NULL); END",
     "CREATE TRIGGER nodes_power_sync_drop AFTER DELETE ON nodes BEGIN "
     "DELETE FROM node_power_sync WHERE node_uuid = OLD.uuid; END",
     f"CREATE TRIGGER nodes_records_drop AFTER DELETE ON nodes BEGIN {_RECORDS_DROP} END",
+    f"CREATE TRIGGER nodes_settings_drop AFTER DELETE ON nodes BEGIN {_SETTINGS_DROP} END",
 )
 _POSTGRES_ONLY: Final = (
     "ALTER TABLE node_history ADD PRIMARY KEY (uuid)",
@@ -281,12 +316,16 @@ _POSTGRES_ONLY: Final = (
     "DELETE FROM node_power_sync WHERE node_uuid = OLD.uuid; RETURN NULL; END $$",
     "CREATE FUNCTION nodes_records_drop() RETURNS trigger LANGUAGE plpgsql AS $$ "
     f"BEGIN {_RECORDS_DROP} RETURN NULL; END $$",
+    "CREATE FUNCTION nodes_settings_drop() RETURNS trigger LANGUAGE plpgsql AS $$ "
+    f"BEGIN {_SETTINGS_DROP} RETURN NULL; END $$",
     "CREATE TRIGGER nodes_power_sync_add AFTER INSERT ON nodes "
     "FOR EACH ROW EXECUTE FUNCTION nodes_power_sync_add()",
     "CREATE TRIGGER nodes_power_sync_drop AFTER DELETE ON nodes "
     "FOR EACH ROW EXECUTE FUNCTION nodes_power_sync_drop()",
     "CREATE TRIGGER nodes_records_drop AFTER DELETE ON nodes "
     "FOR EACH ROW EXECUTE FUNCTION nodes_records_drop()",
+    "CREATE TRIGGER nodes_settings_drop AFTER DELETE ON nodes "
+    "FOR EACH ROW EXECUTE FUNCTION nodes_settings_drop()",
 )
 
 

@@ -60,11 +60,11 @@ def test_no_access_log_switches_it_off(tmp_path: Path) -> None:
 
 def test_an_endpoint_not_served_says_so_and_where_the_docs_list_them(tmp_path: Path) -> None:
     with _serve(tmp_path / "nodes.sqlite", "--no-access-log") as (url, _):
-        answer = httpx.get(f"{url}/v1/inspection_rules", headers=LATEST, timeout=60)
+        answer = httpx.get(f"{url}/v1/events", headers=LATEST, timeout=60)
         unknown_node = httpx.get(f"{url}/v1/nodes/nope", headers=LATEST, timeout=60)
     assert answer.status_code == 404
     message = answer.json()["error_message"]
-    assert "/v1/inspection_rules is not served" in message
+    assert "/v1/events is not served" in message
     assert "docs/api-server.rst" in message
     # A node that does not exist is still the plain not-found of a served endpoint.
     assert unknown_node.status_code == 404

@@ -32,21 +32,6 @@ SUITE = Path(openstack.__file__).parent / "tests" / "functional" / "baremetal"
 
 #: The suite's tests that do not pass here yet, by ``file::Class::test``, with why.
 KNOWN_GAPS: dict[str, str] = {
-    **{
-        f"test_inspection_rules.py::TestBareMetalInspectionRule::{name}": (
-            "inspection rules (1.96) not served yet (issue 20)"
-        )
-        for name in (
-            "test_baremetal_inspection_rule_create_get_delete",
-            "test_baremetal_inspection_rule_list",
-            "test_baremetal_inspection_rule_list_update_delete",
-            "test_baremetal_inspection_rule_update",
-            "test_inspection_rule_patch",
-        )
-    },
-    "test_node.py::TestBareMetalNodeInstanceName::test_node_instance_name_query": (
-        "the instance_name filter (1.104) needs a store column, not made yet (issue 20)"
-    ),
     "test_node.py::TestBareMetalNodeListFirmware::test_list_firmware": (
         "firmware components (1.86) not served yet (issue 20)"
     ),

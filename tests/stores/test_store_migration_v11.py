@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from old_schema import (
     CHANGED_BY_V12,
+    COLUMNS_BEFORE_RESOURCES,
     HELD,
     T0,
     assert_failed_then_upgraded,
@@ -38,20 +39,20 @@ from test_store_migration_v7 import indexes
 from ironic_fsm.history import HistoryEntry, new_entry
 from ironic_fsm.node import Node
 from ironic_fsm.stores import SQLStore, sql
-from ironic_fsm.stores._schema import _COLUMNS, HISTORY_INDEXED_OVER
+from ironic_fsm.stores._schema import HISTORY_INDEXED_OVER
 
 INDEX = "node_history_counts_entries_idx"
 #: Every column of a node row in schema 10 (11 adds none).
-NODES_OF_V10 = nodes_since_v9(_COLUMNS)
+NODES_OF_V10 = nodes_since_v9(COLUMNS_BEFORE_RESOURCES)
 _v10_rows = partial(every_row, nodes=NODES_OF_V10)
 
 
 #: A v10 database in a SQLite file, or in a private schema of the PostgreSQL server.
-v10_url = release_fixture(10, fill_since_v9(_COLUMNS))
+v10_url = release_fixture(10, fill_since_v9(COLUMNS_BEFORE_RESOURCES))
 
 
 def test_v10_database_is_upgraded_to_v11_losing_nothing(v10_url: str) -> None:
-    before, defined = _v10_rows(v10_url), indexes(v10_url)
+    before, defined = _v10_rows(v10_url), before_v13(indexes(v10_url))
     assert "WHERE" not in defined[INDEX].upper()
     with SQLStore(v10_url) as store:
         assert schema_version(v10_url) == sql.SCHEMA_VERSION >= 11

@@ -18,6 +18,7 @@ from functools import partial
 import pytest
 from old_schema import (
     CHANGED_BY_V12,
+    COLUMNS_BEFORE_RESOURCES,
     FREE,
     HELD,
     SYNCED,
@@ -37,14 +38,14 @@ from test_store_migration_v7 import indexes
 
 from ironic_fsm.node import Node
 from ironic_fsm.stores import SQLStore, sql
-from ironic_fsm.stores._schema import _COLUMNS, V12_SPARSE
+from ironic_fsm.stores._schema import V12_SPARSE
 
 #: Every column of a node row in schema 11 (12 adds none).
-NODES_OF_V11 = nodes_since_v9(_COLUMNS)
+NODES_OF_V11 = nodes_since_v9(COLUMNS_BEFORE_RESOURCES)
 _v11_rows = partial(every_row, nodes=NODES_OF_V11)
 
 #: A v11 database in a SQLite file, or in a private schema of the PostgreSQL server.
-v11_url = release_fixture(11, fill_since_v9(_COLUMNS))
+v11_url = release_fixture(11, fill_since_v9(COLUMNS_BEFORE_RESOURCES))
 
 
 def test_the_sparse_indexes_are_the_ones_old_tests_set_aside() -> None:
@@ -52,7 +53,7 @@ def test_the_sparse_indexes_are_the_ones_old_tests_set_aside() -> None:
 
 
 def test_v11_database_is_upgraded_to_v12_losing_nothing(v11_url: str) -> None:
-    before, defined = _v11_rows(v11_url), indexes(v11_url)
+    before, defined = _v11_rows(v11_url), before_v13(indexes(v11_url))
     assert not any("WHERE" in defined[name].upper() for name in CHANGED_BY_V12)
     with SQLStore(v11_url) as store:
         assert schema_version(v11_url) == sql.SCHEMA_VERSION >= 12

@@ -430,8 +430,19 @@ def test_a_page_of_a_large_fleet_reads_only_its_rows_through_indexes(
                         plan = [
                             row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql_text, blanks)
                         ]
-                        assert all(step.startswith("SEARCH") for step in plan), (sort_key, plan)
-                        assert not any("TEMP B-TREE" in step for step in plan), (sort_key, plan)
+                        # One index search, and a sort only of what it found when that is
+                        # few rows: the held nodes (the timestamps' sort indexes leave them
+                        # out; they are the flows in progress, not the fleet), or each run
+                        # of one name after the unique index on names (one row a run).
+                        search, *sorts = plan
+                        assert search.startswith("SEARCH"), (sort_key, plan)
+                        held = "INDEXED BY nodes_reservation_idx" in sql_text
+                        allowed = (
+                            [["USE TEMP B-TREE FOR ORDER BY"]] if held
+                            else [["USE TEMP B-TREE FOR RIGHT PART OF ORDER BY"]]
+                            if sort_key == "name" else []
+                        )  # fmt: skip
+                        assert sorts in [[], *allowed], (sort_key, plan)
         # And so is every statement of the candidate scans.
         now = T0 + timedelta(days=1)
         caplog.clear()

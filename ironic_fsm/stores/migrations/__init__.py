@@ -21,7 +21,9 @@ from typing import Any, NamedTuple
 
 from ironic_fsm.node import Node
 
-__all__ = ["StepContext", "raw_connection", "run", "step_context"]
+__all__ = [
+    "StepContext", "history_table", "raw_connection", "record_table", "run", "step_context",
+]  # fmt: skip
 
 #: Where :func:`step_context` finds the store's context in Alembic's ``Config.attributes``.
 CONTEXT_KEY = "ironic_fsm.step_context"
@@ -92,4 +94,20 @@ def history_table(table: str, timestamp: str, key: str = "uuid") -> str:
         "\tevent TEXT NOT NULL, \n"
         "\tconductor VARCHAR(255), \n"
         "\tusername VARCHAR(64)" + (f", \n\tPRIMARY KEY ({key})\n)" if key else "\n)")
+    )
+
+
+def record_table(table: str, timestamp: str, columns: str, constraints: str = "") -> str:
+    """A table of records beside nodes as revisions 0014 and 0016 created them: identity,
+    order, times, the kind's own ``columns``, JSON (``constraints`` after the key)."""
+    return (
+        f"CREATE TABLE {table} (\n"
+        "\tuuid VARCHAR(36) NOT NULL, \n"
+        "\tseq BIGINT NOT NULL, \n"
+        f"\tcreated_at {timestamp} NOT NULL, \n"
+        f"\tupdated_at {timestamp}, \n"
+        f"{columns}"
+        "\tdata TEXT NOT NULL, \n"
+        f"\tPRIMARY KEY (uuid){constraints}\n"
+        ")"
     )

@@ -14,7 +14,7 @@ Revises: 0013
 from __future__ import annotations
 
 from ironic_fsm.stores._schema import RECORDS_BY_NODE
-from ironic_fsm.stores.migrations import run, step_context
+from ironic_fsm.stores.migrations import record_table, run, step_context
 
 revision = "0014"
 down_revision = "0013"
@@ -22,27 +22,12 @@ branch_labels = None
 depends_on = None
 
 
-def _record_table(table: str, timestamp: str, columns: str, constraints: str = "") -> str:
-    """A table of records: identity, order, times, its own columns, JSON."""
-    return (
-        f"CREATE TABLE {table} (\n"
-        "\tuuid VARCHAR(36) NOT NULL, \n"
-        "\tseq BIGINT NOT NULL, \n"
-        f"\tcreated_at {timestamp} NOT NULL, \n"
-        f"\tupdated_at {timestamp}, \n"
-        f"{columns}"
-        "\tdata TEXT NOT NULL, \n"
-        f"\tPRIMARY KEY (uuid){constraints}\n"
-        ")"
-    )
-
-
 def upgrade() -> None:
     """Six tables and the trigger that deletes a node's records with it."""
     context = step_context()
     timestamp = context.timestamp
     run([
-        _record_table(
+        record_table(
             "ports", timestamp,
             "\taddress VARCHAR(255) NOT NULL, \n\tname VARCHAR(255), \n"
             "\tnode_uuid VARCHAR(36) NOT NULL, \n\tportgroup_uuid VARCHAR(36), \n",
@@ -53,7 +38,7 @@ def upgrade() -> None:
         "CREATE INDEX ports_portgroup_uuid_idx ON ports (portgroup_uuid) "
         "WHERE portgroup_uuid IS NOT NULL",
         "CREATE INDEX ports_seq_idx ON ports (seq, uuid)",
-        _record_table(
+        record_table(
             "portgroups", timestamp,
             "\taddress VARCHAR(255), \n\tname VARCHAR(255), \n"
             "\tnode_uuid VARCHAR(36) NOT NULL, \n",
@@ -62,9 +47,9 @@ def upgrade() -> None:
         ),
         "CREATE INDEX portgroups_node_uuid_idx ON portgroups (node_uuid)",
         "CREATE INDEX portgroups_seq_idx ON portgroups (seq, uuid)",
-        _record_table("chassis", timestamp, ""),
+        record_table("chassis", timestamp, ""),
         "CREATE INDEX chassis_seq_idx ON chassis (seq, uuid)",
-        _record_table(
+        record_table(
             "allocations", timestamp,
             "\tname VARCHAR(255), \n\tnode_uuid VARCHAR(36), \n"
             "\tstate VARCHAR(15) NOT NULL, \n\tresource_class VARCHAR(80), \n"
@@ -74,7 +59,7 @@ def upgrade() -> None:
         ),
         "CREATE INDEX allocations_state_idx ON allocations (state)",
         "CREATE INDEX allocations_seq_idx ON allocations (seq, uuid)",
-        _record_table(
+        record_table(
             "volume_connectors", timestamp,
             "\tnode_uuid VARCHAR(36) NOT NULL, \n\ttype VARCHAR(32) NOT NULL, \n"
             "\tconnector_id VARCHAR(255) NOT NULL, \n",
@@ -83,7 +68,7 @@ def upgrade() -> None:
         ),
         "CREATE INDEX volume_connectors_node_uuid_idx ON volume_connectors (node_uuid)",
         "CREATE INDEX volume_connectors_seq_idx ON volume_connectors (seq, uuid)",
-        _record_table(
+        record_table(
             "volume_targets", timestamp,
             "\tnode_uuid VARCHAR(36) NOT NULL, \n\tvolume_id VARCHAR(36) NOT NULL, \n"
             "\tboot_index INTEGER NOT NULL, \n",
