@@ -7,7 +7,7 @@ Create Date: ${create_date}
 
 from __future__ import annotations
 
-from ironic_fsm.stores.migrations import run, step_context
+from ironic_fsm.stores.migrations import run
 
 revision = ${repr(up_revision)}
 down_revision = ${repr(down_revision)}
