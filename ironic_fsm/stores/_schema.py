@@ -85,7 +85,8 @@ records step (:func:`_free_sorted_ddl`) the sort indexes of ``created_at``,
 (``WHERE reservation IS NULL``): the saves a flow makes while it holds its
 node leave them alone, and a page sorted on them reads the held nodes
 through the reservation index and merges (:mod:`._paging`). Name order reads
-the unique constraint's index; ``nodes_name_idx`` is gone.
+the unique constraint's index, the unnamed nodes ``nodes_unnamed_idx``
+(``seq, uuid WHERE name IS NULL``); ``nodes_name_idx`` is gone.
 
 Migrations: :data:`MIGRATIONS` maps each version N to the step that makes
 N + 1: DDL statements, and functions for what SQL alone cannot do (filling
@@ -740,10 +741,14 @@ def _free_sorted_ddl(timestamp: str) -> list[str]:
     leave held nodes out, and a page sorted on them reads the few held nodes
     through the reservation index and merges the two. ``nodes_name_idx``
     (``name, seq, uuid``) repeated the unique constraint's index on ``name``,
-    which sorts names as well (unique names have no ties; the unnamed rows are
-    read on ``seq``).
+    which sorts names as well (unique names have no ties); the unnamed nodes,
+    which a page on names reads in ``seq`` order, are on an index of their
+    own (``nodes_unnamed_idx``), which the saves of named nodes leave alone.
     """
-    statements = ["DROP INDEX nodes_name_idx"]
+    statements = [
+        "DROP INDEX nodes_name_idx",
+        "CREATE INDEX nodes_unnamed_idx ON nodes (seq, uuid) WHERE name IS NULL",
+    ]
     for index, column in FREE_SORTED:
         statements += [
             f"DROP INDEX {index}",
