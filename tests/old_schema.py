@@ -367,10 +367,10 @@ CHANGED_BY_V12: Final = frozenset({
 ADDED_BY_V13: Final = frozenset({"nodes_maintenance_idx"})
 
 
-#: The indexes the step after the records step drops (``nodes_name_idx``) or makes hold only
-#: the free nodes (the timestamps' sort indexes).
+#: The indexes the step after the records step drops (``nodes_name_idx``), adds (the
+#: unnamed nodes') or makes hold only the free nodes (the timestamps' sort indexes).
 CHANGED_BY_FREE_SORTED: Final = frozenset({
-    "nodes_name_idx", "nodes_created_at_idx", "nodes_updated_at_idx",
+    "nodes_name_idx", "nodes_unnamed_idx", "nodes_created_at_idx", "nodes_updated_at_idx",
     "nodes_provision_updated_at_idx",
 })  # fmt: skip
 

@@ -126,6 +126,8 @@ class Paging:
                     )
                     continue
                 sql = f"SELECT {selected} FROM nodes"
+                if sort_key == "name" and "name IS NULL" in cond:  # else SQLite takes the unique
+                    sql += self._sql.index_hint("nodes_unnamed_idx")  # index, and sorts them all
                 sql += " WHERE " + " AND ".join(terms) if terms else ""
                 if self._sql.echo:
                     self._sql.log(sql + tail)

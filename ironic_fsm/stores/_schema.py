@@ -89,7 +89,8 @@ sort indexes of ``created_at``, ``updated_at`` and ``provision_updated_at``
 hold only the nodes nobody holds (``WHERE reservation IS NULL``): the saves
 a flow makes while it holds its node leave them alone, and a page sorted on
 them reads the held nodes through the reservation index and merges
-(:mod:`._paging`). Name order reads the unique constraint's index;
+(:mod:`._paging`). Name order reads the unique constraint's index, the
+unnamed nodes ``nodes_unnamed_idx`` (``seq, uuid WHERE name IS NULL``);
 ``nodes_name_idx`` is gone.
 
 Defined once, as SQLAlchemy tables, in :mod:`._tables` (imported by the

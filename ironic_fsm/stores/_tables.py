@@ -119,7 +119,9 @@ nodes: Final = Table(
     PrimaryKeyConstraint("uuid"),
     UniqueConstraint("name", name="uniq_nodes0name"),
     Index("nodes_seq_idx", "seq"),
-    # Name order reads the unique constraint's index; the timestamps' hold the free nodes.
+    # Name order reads the unique constraint's index and, for the unnamed nodes, their own;
+    # the timestamps' hold the free nodes.
+    _partial("nodes_unnamed_idx", "seq", "uuid", where="name IS NULL"),
     *(
         _partial(index, key, "seq", "uuid", where="reservation IS NULL")
         for index, key in FREE_SORTED

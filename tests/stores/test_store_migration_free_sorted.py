@@ -2,13 +2,13 @@
 
 A database of the records step (SQLite file or PostgreSQL schema) is
 upgraded in place: every row is kept, ``nodes_name_idx`` is dropped (the
-unique index on names sorts them), the sort indexes of ``created_at``,
-``updated_at`` and ``provision_updated_at`` keep their names and columns
-and hold only the nodes nobody holds, every other index stays as it was;
-a failed step leaves the database as it was. Then what the step is for:
-pages sorted on those keys still give every node, the held ones too, in
-the order one index of all of them would (the memory store's), page after
-page, both ways.
+unique index on names sorts them, a partial one the unnamed nodes), the
+sort indexes of ``created_at``, ``updated_at`` and ``provision_updated_at``
+keep their names and columns and hold only the nodes nobody holds, every
+other index stays as it was; a failed step leaves the database as it was.
+Then what the step is for: pages sorted on those keys still give every
+node, the held ones too, in the order one index of all of them would (the
+memory store's), page after page, both ways.
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ v14_url = release_fixture(RECORDS, fill_since_v9(COLUMNS_BEFORE_RESOURCES))
 
 
 def test_the_changed_indexes_are_the_ones_old_tests_set_aside() -> None:
-    assert {index for index, _ in FREE_SORTED} | {"nodes_name_idx"} == CHANGED_BY_FREE_SORTED
+    named = {"nodes_name_idx", "nodes_unnamed_idx"}
+    assert {index for index, _ in FREE_SORTED} | named == CHANGED_BY_FREE_SORTED
 
 
 def test_a_records_step_database_is_upgraded_losing_nothing(v14_url: str) -> None:
@@ -62,6 +63,8 @@ def test_a_records_step_database_is_upgraded_losing_nothing(v14_url: str) -> Non
         assert _rows(v14_url) == before  # every row and column
         after = indexes(v14_url)
         assert "nodes_name_idx" not in after
+        assert "(seq, uuid)" in after["nodes_unnamed_idx"]
+        assert "name IS NULL" in after["nodes_unnamed_idx"]
         assert kept_by_free_sorted(after) == kept_by_free_sorted(defined)
         for index, column in FREE_SORTED:
             assert f"({column}, seq, uuid)" in after[index]

@@ -11,8 +11,10 @@ indexes listings sort creation, update and provision-update times on now
 leave held nodes out, and a page sorted on them reads the few held nodes
 through the reservation index and merges the two (``_paging``).
 ``nodes_name_idx`` (``name, seq, uuid``) repeated the unique constraint's
-index on ``name``, which sorts names as well (unique names have no ties; the
-unnamed rows are read on ``seq``).
+index on ``name``, which sorts names as well (unique names have no ties); the
+unnamed nodes, which a page on names reads in ``seq`` order, are on an index
+of their own (``nodes_unnamed_idx``), which the saves of named nodes leave
+alone.
 
 Revision ID: 0015
 Revises: 0014
@@ -30,8 +32,12 @@ depends_on = None
 
 
 def upgrade() -> None:
-    """``nodes_name_idx`` dropped; three sort indexes ``WHERE reservation IS NULL``."""
-    statements = ["DROP INDEX nodes_name_idx"]
+    """``nodes_name_idx`` dropped, ``nodes_unnamed_idx`` made; three sort indexes
+    ``WHERE reservation IS NULL``."""
+    statements = [
+        "DROP INDEX nodes_name_idx",
+        "CREATE INDEX nodes_unnamed_idx ON nodes (seq, uuid) WHERE name IS NULL",
+    ]
     for index, column in FREE_SORTED:
         statements += [
             f"DROP INDEX {index}",
