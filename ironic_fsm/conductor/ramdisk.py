@@ -24,12 +24,13 @@ from urllib.parse import urlsplit
 
 from ironic_fsm import states as s
 from ironic_fsm.agent import token as tokens
-from ironic_fsm.conductor.common import check_ident
+from ironic_fsm.conductor.common import check_ident, scrub_node
 from ironic_fsm.conductor.context import Context
 from ironic_fsm.conductor.engine import PHASE_BY_STATE, StepEngine
 from ironic_fsm.conductor.jobs import Job
 from ironic_fsm.conductor.ports import Ports
 from ironic_fsm.conductor.reservations import Reservations
+from ironic_fsm.events import STEP_FAIL
 from ironic_fsm.exceptions import (
     AgentError,
     InvalidParameterValue,
@@ -230,10 +231,12 @@ class Ramdisk:
         try:
             return bool(hook(job.task))
         except StepFailed as exc:
+            # The driver words an agent's failure as Ironic does: recorded as it is.
+            message = scrub_node(node, str(exc))
+            LOG.warning("%s", message)
             if step:
-                self._engine.fail_step(job, phase, step, exc)
-            else:
-                self._engine.phase_failed(job, phase, str(exc), step=None)
+                job.step_event(STEP_FAIL, step, error=message)
+            self._engine.phase_failed(job, phase, message, step=step)
         except AgentError as exc:
             LOG.warning("Node %s: the agent could not be asked, until its next heartbeat: %s",
                         node.uuid, exc)  # fmt: skip
