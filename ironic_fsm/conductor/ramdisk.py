@@ -197,6 +197,8 @@ class Ramdisk:
                     str(agent_version),
                     agent_verify_ca,
                 )
+                if job.node.provision_state == s.RESCUEWAIT:
+                    self._rescue_heartbeat(job)
                 go_on = self._ask_driver(job)
                 node = job.node
         except NodeLocked:
@@ -214,6 +216,21 @@ class Ramdisk:
                 # heartbeat was accepted all the same; the next one sees the new state.
                 LOG.info("Node %s: not continued after its agent's heartbeat: %s", node.uuid, exc)
         return node
+
+    def _rescue_heartbeat(self, job: Job) -> None:
+        """In ``rescue wait``: the rescue interface finalizes the rescue through the agent."""
+        hook = getattr(job.driver.rescue, "heartbeat", None)
+        if hook is None:
+            return
+        try:
+            if hook(job.task):
+                job.fire(s.RESUME_EVENT)
+                job.fire(s.DONE_EVENT)
+        except StepFailed as exc:
+            job.fire(s.FAIL_EVENT, last_error=scrub_node(job.node, str(exc)))
+        except AgentError as exc:
+            LOG.warning("Node %s: the agent could not be asked, until its next heartbeat: %s",
+                        job.node.uuid, exc)  # fmt: skip
 
     def _ask_driver(self, job: Job) -> bool:
         """What the deploy interface makes of the heartbeat in a wait state: go on or not.

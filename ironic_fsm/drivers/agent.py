@@ -53,7 +53,13 @@ from ironic_fsm.interfaces import DeployInterface
 from ironic_fsm.steps import deploy_step, step_id
 from ironic_fsm.task import Task
 
-__all__ = ["CACHED_CLEAN_STEPS", "CACHED_DEPLOY_STEPS", "AgentDeploy"]
+__all__ = [
+    "CACHED_CLEAN_STEPS",
+    "CACHED_DEPLOY_STEPS",
+    "AgentDeploy",
+    "boot_ramdisk",
+    "power_action",
+]
 
 LOG = logging.getLogger(__name__)
 
@@ -113,6 +119,31 @@ def _error_text(answer: Mapping[str, Any]) -> str:
     if isinstance(error, dict):
         return str(error.get("details") or error.get("message") or error)
     return str(error or "Invalid agent response")
+
+
+def power_action(task: Task, wanted: str) -> None:
+    """A power action through the node's power interface, recorded on the node.
+
+    A power off or reboot ends the agent: its token and URL are wiped.
+    """
+    node = task.node
+    power = task.driver.power
+    if wanted == states.REBOOT:
+        power.reboot(task)
+    else:
+        power.set_power_state(task, wanted)
+    node.power_state = states.POWER_OFF if wanted == states.POWER_OFF else states.POWER_ON
+    if wanted != states.POWER_ON:
+        tokens.wipe(node.driver_internal_info)  # no agent survives its machine's power off
+
+
+def boot_ramdisk(task: Task) -> None:
+    """Reboot (or power on) into the ramdisk the boot interface prepared; a new agent comes."""
+    tokens.wipe(task.node.driver_internal_info)
+    if task.driver.power.get_power_state(task) == states.POWER_ON:
+        power_action(task, states.REBOOT)
+    else:
+        power_action(task, states.POWER_ON)
 
 
 @contextmanager
@@ -175,7 +206,7 @@ class AgentDeploy(DeployInterface):
             LOG.info("Node %s: fast track, its agent is up; the power stays as it is", node.uuid)
             return
         if not node.disable_power_off:
-            self._power(task, states.POWER_OFF)
+            power_action(task, states.POWER_OFF)
         task.driver.boot.prepare_ramdisk(task, {})
 
     def clean_up(self, task: Task) -> None:
@@ -200,7 +231,7 @@ class AgentDeploy(DeployInterface):
                      task.node.uuid)  # fmt: skip
             self.refresh_steps(task, _DEPLOY)
             return None
-        self._boot_ramdisk(task)
+        boot_ramdisk(task)
         return states.DEPLOYWAIT
 
     @deploy_step(priority=80)
@@ -258,7 +289,7 @@ class AgentDeploy(DeployInterface):
         """Power the machine on: it boots the image just written (reset, if it stayed on)."""
         node = task.node
         with _worded(node.uuid, f"Error booting node {node.uuid} after deploy."):
-            self._power(task, states.REBOOT if node.disable_power_off else states.POWER_ON)
+            power_action(task, states.REBOOT if node.disable_power_off else states.POWER_ON)
         return None
 
     def _soft_power_off(self, task: Task) -> None:
@@ -281,7 +312,7 @@ class AgentDeploy(DeployInterface):
             tokens.wipe(node.driver_internal_info)
             return
         LOG.warning("Node %s did not power off through its agent; forcing it off", node.uuid)
-        self._power(task, states.POWER_OFF)
+        power_action(task, states.POWER_OFF)
 
     # -- the agent's steps ------------------------------------------------------------------
 
@@ -472,7 +503,7 @@ class AgentDeploy(DeployInterface):
         """
         if not self._fast_track(task):
             task.driver.boot.prepare_ramdisk(task, {})
-            self._boot_ramdisk(task)
+            boot_ramdisk(task)
         return states.CLEANWAIT
 
     def tear_down_cleaning(self, task: Task) -> None:
@@ -481,30 +512,8 @@ class AgentDeploy(DeployInterface):
         With fast track the agent is left running, for the deploy that may follow.
         """
         if not task.config.fast_track:
-            self._power(task, states.POWER_OFF)
+            power_action(task, states.POWER_OFF)
         task.driver.boot.clean_up_ramdisk(task)
-
-    def _boot_ramdisk(self, task: Task) -> None:
-        """Reboot (or power on) into the ramdisk; the previous agent's token is void."""
-        tokens.wipe(task.node.driver_internal_info)
-        power = task.driver.power
-        if power.get_power_state(task) == states.POWER_ON:
-            self._power(task, states.REBOOT)
-        else:
-            self._power(task, states.POWER_ON)
-
-    @staticmethod
-    def _power(task: Task, wanted: str) -> None:
-        """A power action through the node's power interface, recorded on the node."""
-        node = task.node
-        power = task.driver.power
-        if wanted == states.REBOOT:
-            power.reboot(task)
-        else:
-            power.set_power_state(task, wanted)
-        node.power_state = states.POWER_OFF if wanted == states.POWER_OFF else states.POWER_ON
-        if wanted != states.POWER_ON:
-            tokens.wipe(node.driver_internal_info)  # no agent survives its machine's power off
 
     def _fast_track(self, task: Task) -> bool:
         """Ironic's ``is_fast_track``: enabled, an agent that heartbeated lately, power on."""
@@ -552,7 +561,7 @@ class AgentDeploy(DeployInterface):
             return False
         if self._asks_reboot(task, step, kind):
             LOG.info("Node %s: step %s asks for a reboot", node.uuid, step_id(step))
-            self._boot_ramdisk(task)
+            boot_ramdisk(task)
             node.driver_internal_info[_STEP_REBOOTED] = step_id(step)
             return False
         return True

@@ -20,14 +20,17 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import bcrypt
 import pytest
 from api_helpers import cli_env, openstack
 from ipa_harness import HEARTBEAT_TIMEOUT, MAC, Peer, running_peer
 from ipa_sandbox import Sandbox, SandboxManagement, SandboxPower
 
 from ironic_fsm import Config
+from ironic_fsm.agent.client import AgentClient
 from ironic_fsm.api import start_api
 from ironic_fsm.conductor.common import utcnow
+from ironic_fsm.drivers.agent_rescue import AgentRescue
 from ironic_fsm.drivers.generic import PXEBoot
 from ironic_fsm.events import STEP_END
 from ironic_fsm.node import Node
@@ -112,7 +115,10 @@ def deployer(
     )
 
     def kinds(power: SandboxPower) -> dict[str, Any]:
-        return {"management": SandboxManagement(power), "boot": PXEBoot()}
+        return {
+            "management": SandboxManagement(power), "boot": PXEBoot(),
+            "rescue": AgentRescue(AgentClient(60)),
+        }  # fmt: skip
 
     try:
         with running_peer(tmp_path, sandbox, ipa, config=config, kinds=kinds) as peer:
@@ -272,3 +278,27 @@ def test_fast_track_deploys_through_the_agent_left_up_by_cleaning(deployer: Depl
     assert deployer.power.boots[node.uuid] == 1  # one ramdisk boot for the clean and the deploy
     waited = [e for e in deployer.events if e.node == node.uuid and e.state == "wait call-back"]
     assert all(e.step.get("step") != "deploy" for e in waited if e.step)
+
+
+def test_rescue_through_the_agent_then_unrescue(deployer: Deployer) -> None:
+    node = deployer.deployable()
+    deployer.conductor.do_provisioning_action(node.uuid, "deploy")
+    assert deployer.wait_for(node.uuid, _settled).provision_state == "active"
+    deployer.conductor.do_provisioning_action(node.uuid, "rescue", rescue_password="p4ss-w0rd!")
+    rescued = deployer.wait_for(node.uuid, lambda n: n.provision_state != "rescue wait"
+                                and n.provision_state != "rescuing")  # fmt: skip
+    assert rescued.provision_state == "rescue", rescued.last_error
+    # The agent has the password's hash (for its rescue user); the node keeps neither.
+    assert not {"rescue_password", "hashed_rescue_password"} & set(rescued.instance_info)
+    assert deployer.power.boots[node.uuid] == 2  # the deploy's ramdisk, then the rescue's
+    hashed = (deployer.sandbox.work / "ipa-rescue-password").read_text()
+    assert hashed.startswith("$2b$")
+    assert bcrypt.checkpw(b"p4ss-w0rd!", hashed.encode())
+    assert "p4ss-w0rd!" not in deployer.sandbox.ipa_log()  # only the hash travelled
+
+    deployer.conductor.do_provisioning_action(node.uuid, "unrescue")
+    back = deployer.wait_for(node.uuid, lambda n: n.provision_state != "unrescuing")
+    assert back.provision_state == "active", back.last_error
+    assert deployer.power.boot_device[node.uuid] == "disk"
+    assert deployer.power.instance_boots[node.uuid] == 2
+    assert back.power_state == "power on"

@@ -232,6 +232,10 @@ def run_agent(settings: dict[str, Any]) -> None:
         os._exit(3)
     # No configuration from virtual media: that means probing the machine's devices.
     utils.copy_config_from_vmedia = lambda: None
+    # A rescue's password hash goes to the work folder: /etc is the machine's (read-only here).
+    from ironic_python_agent.extensions import rescue
+
+    rescue.PASSWORD_FILE = str(Path(settings["work"]) / "ipa-rescue-password")
     sys.argv = ["ironic-python-agent", "--config-file", str(Path(settings["work"]) / "ipa.conf")]
     agent.run()
 
