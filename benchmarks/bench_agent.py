@@ -188,6 +188,78 @@ def one_deploy(tmp: Path, python: Path, window: float, disk_format: str) -> dict
     return _figures(probe, started, ended, cpu, watched=window > 0)
 
 
+def parallel_deploys(tmp: Path, python: Path, window: float, count: int) -> float:
+    """Deploy ``count`` nodes at once, each its own agent and loop device; the wall time.
+
+    One conductor (a pool of ``2 * count`` threads), one API and one image
+    server listening on every sandbox's link; each disk checked afterwards.
+    """
+    probe = Probe()
+    with ExitStack() as stack:
+        served = tmp / "images"
+        served.mkdir()
+        image = _image(served, "raw")
+        checksum = hashlib.sha256(image.read_bytes()).hexdigest()
+        handler = functools.partial(_Quiet, directory=str(served))
+        images = http.server.ThreadingHTTPServer(("0.0.0.0", 0), handler)
+        threading.Thread(target=images.serve_forever, daemon=True).start()
+        stack.callback(images.shutdown)
+        executor = stack.enter_context(ThreadPoolExecutor(2 * count))
+        store = SQLStore(f"sqlite:///{tmp / 'nodes.sqlite'}")
+        stack.callback(store.close)
+        power, client = SandboxPower(), AgentClient(60)
+        config = Config(
+            ramdisk_heartbeat_timeout=30, post_deploy_get_power_state_retry_interval=0.5
+        )
+        conductor = Conductor(store, config, listeners=[probe.listen], executor=executor)
+        conductor.register_hardware_type(
+            "agent-sandbox",
+            HardwareType(power=power, management=SandboxManagement(power), boot=PXEBoot(),
+                         deploy=AgentDeploy(client, step_poll_window=window)),
+        )  # fmt: skip
+        users = tmp / "htpasswd"
+        users.write_text(f"admin:{bcrypt.hashpw(b'pw', bcrypt.gensalt(rounds=4)).decode()}\n")
+        server = start_api(conductor, host="0.0.0.0", port=0, auth="http_basic",
+                           htpasswd=str(users))  # fmt: skip
+        stack.callback(server.stop)
+        machines = []
+        for index in range(count):
+            disk = stack.enter_context(loop_device(tmp, seed=True))
+            mac = f"52:54:00:be:4d:{index:02x}"
+            sandbox = Sandbox(tmp / f"work-{index}", disk, mac)
+            stack.callback(sandbox.close)
+            node = conductor.create_node(driver="agent-sandbox", provision_state="available",
+                                         power_state="power off", instance_info={
+                "image_source": f"http://{sandbox.host_ip}:{images.server_port}/{image.name}",
+                "image_os_hash_algo": "sha256", "image_os_hash_value": checksum,
+                "image_disk_format": "raw",
+            })  # fmt: skip
+            conductor.create_port(mac, node.uuid)
+            power.attach(node.uuid, sandbox, f"http://{sandbox.host_ip}:{server.port}", python)
+            machines.append((node.uuid, sandbox))
+        started = time.perf_counter()
+        for uuid, _ in machines:
+            conductor.do_provisioning_action(uuid, "deploy")
+        waiting = {uuid for uuid, _ in machines}
+        while waiting:
+            for uuid in list(waiting):
+                node = conductor.get_node(uuid)
+                if node.provision_state == "deploy failed":
+                    raise RuntimeError(f"deploy failed: {node.last_error}")
+                if node.provision_state == "active":
+                    waiting.discard(uuid)
+            if time.perf_counter() - started > 600:
+                raise RuntimeError(f"{len(waiting)} nodes not active after 600 s")
+            time.sleep(0.05)
+        wall = time.perf_counter() - started
+        raw = image.read_bytes()
+        for _, sandbox in machines:
+            with open(sandbox.disk, "rb") as disk:
+                if disk.read(len(raw)) != raw:
+                    raise RuntimeError(f"{sandbox.disk} does not hold the image")
+    return wall
+
+
 class _Quiet(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         return None
@@ -260,8 +332,14 @@ def run(quick: bool = False, runs: int | None = None) -> Section:
         for mode, (window, disk_format) in DEPLOY_MODES.items():
             with tempfile.TemporaryDirectory(prefix="bench-agent-") as tmp:
                 deploys[mode].append(one_deploy(Path(tmp), python, window, disk_format))
+    fleet = {(mode, count): [] for mode in ("heartbeats", "watched") for count in (1, FLEET)}
+    for (mode, count), walls in fleet.items():
+        with tempfile.TemporaryDirectory(prefix="bench-agent-") as tmp:
+            walls.append(parallel_deploys(Path(tmp), python, MODES[mode], count))
     section = Section("Ramdisk agent: one node's clean and deploy with the real IPA 13.0.0")
-    section.tables += [_clean_table(cleans, runs), _deploy_table(deploys, runs)]
+    section.tables += [
+        _clean_table(cleans, runs), _deploy_table(deploys, runs), _fleet_table(fleet),
+    ]  # fmt: skip
     best = {mode: min(r["wall"] for r in rs) for mode, rs in cleans.items()}
     best_deploy = {mode: min(r["wall"] for r in rs) for mode, rs in deploys.items()}
     every = [r for rs in (*cleans.values(), *deploys.values()) for r in rs]
@@ -296,6 +374,10 @@ def run(quick: bool = False, runs: int | None = None) -> Section:
             "direct deploy, qcow2, steps watched, deploy→active (best)",
             f"{best_deploy['qcow2, watched']:.2f} s", "-", None,
         ),
+        *(SummaryRow(
+            f"{FLEET} nodes deployed at once, {mode}: wall time against one node's",
+            f"{min(fleet[mode, FLEET]) / min(fleet[mode, 1]):.2f}x", "-", None,
+        ) for mode in ("heartbeats", "watched")),
         SummaryRow("conductor CPU per agent heartbeat", f"{cpu * 1000:.1f} ms", "-", None),
         SummaryRow("heartbeat → next agent command (median)", f"{median:.0f} ms", "-", None),
     ]  # fmt: skip
@@ -360,6 +442,25 @@ def _deploy_table(results: dict[str, list[dict[str, Any]]], runs: int) -> Table:
         f"Ironic 39.0.0, same IPA and sandbox, raw: {IRONIC_DEPLOY_SECONDS[0]}-"
         f"{IRONIC_DEPLOY_SECONDS[1]} s (qcow2: 8.4 s; reference/ipa-peer.md)",
     ]
+    return table
+
+
+#: How many nodes deploy at once in the fleet measurement (the issue's eight).
+FLEET = 8
+
+
+def _fleet_table(fleet: dict[tuple[str, int], list[float]]) -> Table:
+    table = Table(
+        f"{FLEET} nodes, {FLEET} agents, {FLEET} loop devices deployed at once, against one",
+        ["mode", "nodes", "deploy→all active", "against one node"],
+    )
+    for (mode, count), walls in fleet.items():
+        one = min(fleet[mode, 1])
+        table.add(mode, count, f"{min(walls):.2f} s", f"{min(walls) / one:.2f}x")
+    table.notes.append(
+        "one conductor (a pool of two threads per node), one API and one image server on "
+        "every sandbox's link; every disk checked byte for byte afterwards"
+    )
     return table
 
 
