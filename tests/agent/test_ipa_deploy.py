@@ -280,13 +280,19 @@ def test_fast_track_deploys_through_the_agent_left_up_by_cleaning(deployer: Depl
     assert all(e.step.get("step") != "deploy" for e in waited if e.step)
 
 
-def test_rescue_through_the_agent_then_unrescue(deployer: Deployer) -> None:
+def _rescued(deployer: Deployer) -> Node:
+    """A node deployed, then sent to rescue: as it is once the rescue ended, well or not."""
     node = deployer.deployable()
     deployer.conductor.do_provisioning_action(node.uuid, "deploy")
     assert deployer.wait_for(node.uuid, _settled).provision_state == "active"
     deployer.conductor.do_provisioning_action(node.uuid, "rescue", rescue_password="p4ss-w0rd!")
-    rescued = deployer.wait_for(node.uuid, lambda n: n.provision_state != "rescue wait"
-                                and n.provision_state != "rescuing")  # fmt: skip
+    return deployer.wait_for(node.uuid, lambda n: n.provision_state != "rescue wait"
+                             and n.provision_state != "rescuing")  # fmt: skip
+
+
+def test_rescue_through_the_agent_then_unrescue(deployer: Deployer) -> None:
+    rescued = _rescued(deployer)
+    node = rescued
     assert rescued.provision_state == "rescue", rescued.last_error
     # The agent has the password's hash (for its rescue user); the node keeps neither.
     assert not {"rescue_password", "hashed_rescue_password"} & set(rescued.instance_info)
@@ -302,3 +308,13 @@ def test_rescue_through_the_agent_then_unrescue(deployer: Deployer) -> None:
     assert deployer.power.boot_device[node.uuid] == "disk"
     assert deployer.power.instance_boots[node.uuid] == 2
     assert back.power_state == "power on"
+
+
+def test_a_rescue_the_agent_cannot_finish_fails(deployer: Deployer) -> None:
+    # A folder where IPA writes the password's hash: its finalize_rescue fails.
+    (deployer.sandbox.work / "ipa-rescue-password").mkdir()
+    failed = _rescued(deployer)
+    assert failed.provision_state == "rescue failed"
+    assert (failed.last_error or "").startswith("Node failed to perform rescue operation: ")
+    assert "finalize_rescue" in (failed.last_error or "")
+    assert not {"agent_secret_token", "agent_url"} & set(failed.driver_internal_info)
