@@ -350,6 +350,19 @@ class Config:
     #: Whether an agent's lookup finds only nodes in a state that expects an agent
     #: (Ironic's ``[api]restrict_lookup``).
     restrict_lookup: bool = attrs.field(default=True, validator=_boolean)
+    #: Reuse an agent that heartbeated lately instead of booting the ramdisk again, and
+    #: leave it running after cleaning (Ironic's ``[deploy]fast_track``).
+    fast_track: bool = attrs.field(default=False, validator=_boolean)
+    #: Seconds since its last heartbeat within which fast track reuses an agent.
+    fast_track_timeout: float = attrs.field(default=300, validator=_non_negative)
+    #: After the agent was asked to power the machine off at the end of a deploy: how
+    #: many more times to read the power state before forcing it off (Ironic's
+    #: ``[agent]post_deploy_get_power_state_retries``).
+    post_deploy_get_power_state_retries: int = attrs.field(default=6, validator=_count(0))
+    #: Seconds between those reads (``[agent]post_deploy_get_power_state_retry_interval``).
+    post_deploy_get_power_state_retry_interval: float = attrs.field(
+        default=5, validator=_non_negative
+    )
 
     def __init__(self, **options: Any) -> None:
         if "clean_nodes" in options:

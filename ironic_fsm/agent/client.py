@@ -201,7 +201,7 @@ class AgentClient:
         answer = self.execute(
             endpoint, "clean.get_clean_steps", {"node": dict(node), "ports": ports}, wait=True
         )
-        return self._result(endpoint, "clean.get_clean_steps", answer)
+        return self.result_of(endpoint, "clean.get_clean_steps", answer)
 
     # -- one request ----------------------------------------------------------------------
 
@@ -268,7 +268,7 @@ class AgentClient:
             status=status,
         )
 
-    def _result(
+    def result_of(
         self, endpoint: AgentEndpoint, command: str, answer: dict[str, Any]
     ) -> dict[str, Any]:
         """The result of a command that was waited for; its error raised as AgentCommandFailed."""

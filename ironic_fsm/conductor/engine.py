@@ -129,6 +129,8 @@ class PhaseInfo:
     timeout_message: Callable[[Node, Step | None], str]
     #: The event that ends the phase successfully.
     done_event: Callable[[Node], str]
+    #: How a failed ``prepare`` is worded (Ironic's); None: "Failed to prepare node X for ...".
+    prepare_failure: str | None = None
 
 
 CLEAN: Final = PhaseInfo(
@@ -156,6 +158,7 @@ DEPLOY: Final = PhaseInfo(
     cleanup_failed_note=" Also failed to clean up", cleanup_label="deploy clean-up",
     poweroff_option=None, abort_via_fail=False, step_failure=_deploy_step_failure,
     timeout_message=_deploy_timeout, done_event=_done_event,
+    prepare_failure="Failed to prepare to deploy",
 )  # fmt: skip
 SERVICE: Final = PhaseInfo(
     name="service", working=s.SERVICING, wait=s.SERVICEWAIT, hold=s.SERVICEHOLD,
@@ -228,7 +231,9 @@ class StepEngine:
         info = node.driver_internal_info
         if self._needs_prepare(phase, info):
             job.checkpoint()
-            failure = f"Failed to prepare node {node.uuid} for {phase.doing}"
+            failure = (
+                phase.prepare_failure or f"Failed to prepare node {node.uuid} for {phase.doing}"
+            )
             prepared = self.attempt(job, phase, getattr(job.driver.deploy, phase.prepare), failure)
             if prepared is FAILED:
                 return

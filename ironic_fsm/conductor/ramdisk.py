@@ -24,12 +24,13 @@ from urllib.parse import urlsplit
 
 from ironic_fsm import states as s
 from ironic_fsm.agent import token as tokens
-from ironic_fsm.conductor.common import check_ident
+from ironic_fsm.conductor.common import check_ident, scrub_node
 from ironic_fsm.conductor.context import Context
 from ironic_fsm.conductor.engine import PHASE_BY_STATE, StepEngine
 from ironic_fsm.conductor.jobs import Job
 from ironic_fsm.conductor.ports import Ports
 from ironic_fsm.conductor.reservations import Reservations
+from ironic_fsm.events import STEP_FAIL
 from ironic_fsm.exceptions import (
     AgentError,
     InvalidParameterValue,
@@ -196,6 +197,8 @@ class Ramdisk:
                     str(agent_version),
                     agent_verify_ca,
                 )
+                if job.node.provision_state == s.RESCUEWAIT:
+                    self._rescue_heartbeat(job)
                 go_on = self._ask_driver(job)
                 node = job.node
         except NodeLocked:
@@ -214,6 +217,21 @@ class Ramdisk:
                 LOG.info("Node %s: not continued after its agent's heartbeat: %s", node.uuid, exc)
         return node
 
+    def _rescue_heartbeat(self, job: Job) -> None:
+        """In ``rescue wait``: the rescue interface finalizes the rescue through the agent."""
+        hook = getattr(job.driver.rescue, "heartbeat", None)
+        if hook is None:
+            return
+        try:
+            if hook(job.task):
+                job.fire(s.RESUME_EVENT)
+                job.fire(s.DONE_EVENT)
+        except StepFailed as exc:
+            job.fire(s.FAIL_EVENT, last_error=scrub_node(job.node, str(exc)))
+        except AgentError as exc:
+            LOG.warning("Node %s: the agent could not be asked, until its next heartbeat: %s",
+                        job.node.uuid, exc)  # fmt: skip
+
     def _ask_driver(self, job: Job) -> bool:
         """What the deploy interface makes of the heartbeat in a wait state: go on or not.
 
@@ -230,10 +248,12 @@ class Ramdisk:
         try:
             return bool(hook(job.task))
         except StepFailed as exc:
+            # The driver words an agent's failure as Ironic does: recorded as it is.
+            message = scrub_node(node, str(exc))
+            LOG.warning("%s", message)
             if step:
-                self._engine.fail_step(job, phase, step, exc)
-            else:
-                self._engine.phase_failed(job, phase, str(exc), step=None)
+                job.step_event(STEP_FAIL, step, error=message)
+            self._engine.phase_failed(job, phase, message, step=step)
         except AgentError as exc:
             LOG.warning("Node %s: the agent could not be asked, until its next heartbeat: %s",
                         node.uuid, exc)  # fmt: skip

@@ -1,4 +1,4 @@
-"""Places for the ramdisk agent's implementations until they land: the ``agent`` ones.
+"""Places for the ramdisk agent's implementations until they land: ``agent`` inspect and RAID.
 
 Ironic's generic hardware types list ``direct`` deploy and ``agent``
 inspect, RAID and rescue, and clients create nodes naming them
@@ -6,7 +6,8 @@ inspect, RAID and rescue, and clients create nodes naming them
 that such nodes are accepted; using one raises
 :class:`~ironic_fsm.exceptions.UnsupportedOperation` saying the agent is
 not available yet. The ramdisk agent's own classes replace these entry
-points (``direct`` deploy is :class:`ironic_fsm.drivers.agent.AgentDeploy`).
+points (``direct`` deploy is :class:`ironic_fsm.drivers.agent.AgentDeploy`, ``agent``
+rescue :class:`ironic_fsm.drivers.agent_rescue.AgentRescue`).
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 from ironic_fsm.exceptions import UnsupportedOperation
-from ironic_fsm.interfaces import InspectInterface, RAIDInterface, RescueInterface
+from ironic_fsm.interfaces import InspectInterface, RAIDInterface
 from ironic_fsm.task import Task
 
-__all__ = ["PendingAgentInspect", "PendingAgentRAID", "PendingAgentRescue"]
+__all__ = ["PendingAgentInspect", "PendingAgentRAID"]
 
 
 def _pending(kind: str, name: str, operation: str) -> UnsupportedOperation:
@@ -47,13 +48,3 @@ class PendingAgentRAID(RAIDInterface):
 
     def delete_configuration(self, task: Task) -> str | None:
         raise _pending("raid", "agent", "delete_configuration")
-
-
-class PendingAgentRescue(RescueInterface):
-    """``agent`` rescue: the ramdisk agent as the rescue system (not available yet)."""
-
-    def rescue(self, task: Task) -> str:
-        raise _pending("rescue", "agent", "rescue")
-
-    def unrescue(self, task: Task) -> str:
-        raise _pending("rescue", "agent", "unrescue")

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from ironic_fsm import states
-from ironic_fsm.interfaces import PowerInterface
+from ironic_fsm.interfaces import ManagementInterface, PowerInterface
 from ironic_fsm.task import Task
 
 IPA_VERSION = "13.0.0"
@@ -171,6 +171,9 @@ class Sandbox:
             f"advertise_host = {self.agent_ip}\nadvertise_port = {AGENT_PORT}\n"
             "lookup_timeout = 600\nlookup_interval = 1\n"
             "collect_lldp = false\ndisk_wait_attempts = 1\n"
+            # One download: a wrong checksum fails at once (IPA's default retries 9 x 10 s).
+            "image_download_connection_retries = 0\n"
+            "image_download_connection_retry_interval = 1\n"
             f"debug = {str(heartbeat_log).lower()}\nlog_file = {work / 'ipa.log'}\n"
         )
         shims = work / "shims"
@@ -250,12 +253,17 @@ class SandboxPower(PowerInterface):
     That is what a real BMC does to a ramdisk: a reboot or power-off ends the
     agent, and the next boot starts a fresh one that looks the node up again.
     ``attach`` names each node's sandbox and the API its agent should call.
+    A machine whose boot device was set to ``disk`` (:class:`SandboxManagement`)
+    boots its instance instead: it is on, and no agent runs.
     """
 
     def __init__(self) -> None:
         super().__init__()
         self._machines: dict[str, tuple[Sandbox, str, Path]] = {}
         self.boots: dict[str, int] = {}
+        self.boot_device: dict[str, str] = {}
+        self.instance_boots: dict[str, int] = {}
+        self._instance_on: set[str] = set()
 
     def attach(self, node_uuid: str, sandbox: Sandbox, api_url: str, python: Path) -> None:
         self._machines[node_uuid] = (sandbox, api_url, python)
@@ -265,17 +273,40 @@ class SandboxPower(PowerInterface):
 
     def get_power_state(self, task: Task) -> str:
         sandbox, _, _ = self._machine(task)
-        return states.POWER_ON if sandbox.running() else states.POWER_OFF
+        on = sandbox.running() or task.node.uuid in self._instance_on
+        return states.POWER_ON if on else states.POWER_OFF
 
     def set_power_state(self, task: Task, power_state: str, timeout: float | None = None) -> None:
         sandbox, api_url, python = self._machine(task)
-        if power_state == states.POWER_ON:
-            if not sandbox.running():
-                self.boots[task.node.uuid] = self.boots.get(task.node.uuid, 0) + 1
-                sandbox.start(api_url, python)
-        else:
+        uuid = task.node.uuid
+        if power_state != states.POWER_ON:
             sandbox.stop()
+            self._instance_on.discard(uuid)
+        elif self.boot_device.get(uuid) == "disk":
+            if uuid not in self._instance_on:
+                self.instance_boots[uuid] = self.instance_boots.get(uuid, 0) + 1
+                self._instance_on.add(uuid)
+        elif not sandbox.running():
+            self.boots[uuid] = self.boots.get(uuid, 0) + 1
+            sandbox.start(api_url, python)
 
     def reboot(self, task: Task, timeout: float | None = None) -> None:
         self.set_power_state(task, states.POWER_OFF)
         self.set_power_state(task, states.POWER_ON)
+
+
+class SandboxManagement(ManagementInterface):
+    """The sandboxed machines' boot device, as :class:`SandboxPower` reads it at power on."""
+
+    def __init__(self, power: SandboxPower) -> None:
+        super().__init__()
+        self._power = power
+
+    def get_supported_boot_devices(self, task: Task) -> list[str]:
+        return ["pxe", "disk"]
+
+    def get_boot_device(self, task: Task) -> dict[str, Any]:
+        return {"boot_device": self._power.boot_device.get(task.node.uuid), "persistent": True}
+
+    def set_boot_device(self, task: Task, device: str, persistent: bool = False) -> None:
+        self._power.boot_device[task.node.uuid] = device

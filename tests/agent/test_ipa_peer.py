@@ -15,78 +15,21 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
-import attrs
-import bcrypt
-import httpx
+import ipa_harness
 import pytest
 from api_helpers import error_text
+from ipa_harness import HEARTBEAT_TIMEOUT, MAC, V168, Peer, running_peer
 from ipa_sandbox import Sandbox, SandboxPower
 
-from ironic_fsm import Conductor, Config, HardwareType
+from ironic_fsm import HardwareType
 from ironic_fsm.agent.client import AgentClient, AgentEndpoint
 from ironic_fsm.api import start_api
 from ironic_fsm.conductor.common import utcnow
-from ironic_fsm.drivers.agent import AgentDeploy
 from ironic_fsm.events import STEP_END, Event
 from ironic_fsm.exceptions import AgentBusy, AgentTokenRejected, AgentUnreachable
 from ironic_fsm.node import Node
 from ironic_fsm.stores import SQLStore
-
-MAC = "52:54:00:1f:5a:01"
-V168 = {"X-OpenStack-Ironic-API-Version": "1.68"}
-#: Seconds the agent may stay silent: it heartbeats every 0.3-0.6 of it.
-HEARTBEAT_TIMEOUT = 6
-
-
-@attrs.define
-class Peer:
-    conductor: Conductor
-    sandbox: Sandbox
-    power: SandboxPower
-    api_url: str
-    client: httpx.Client
-    events: list[Event]
-    ipa: Path
-    window: float
-
-    def node(self, **fields: Any) -> Node:
-        """A node of the sandbox's machine, its port carrying the sandbox NIC's MAC."""
-        node = self.conductor.create_node(**{"driver": "agent-sandbox", **fields})
-        self.conductor.create_port(MAC, node.uuid)
-        self.power.attach(node.uuid, self.sandbox, self.api_url, self.ipa)
-        return node
-
-    def wait_for(self, uuid: str, check: Callable[[Node], bool], timeout: float = 120) -> Node:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            node = self.conductor.get_node(uuid)
-            if check(node):
-                return node
-            time.sleep(0.05)
-        raise AssertionError(
-            f"node {uuid} never got there: {self.conductor.get_node(uuid)!r}\n"
-            f"{self.sandbox.launcher_log()[-2000:]}\n{self.sandbox.ipa_log()[-4000:]}"
-        )
-
-
-def _users(tmp_path: Path) -> Path:
-    users = tmp_path / "htpasswd"
-    users.write_text(f"admin:{bcrypt.hashpw(b'pw', bcrypt.gensalt(rounds=4)).decode()}\n")
-    return users
-
-
-def _conductor(
-    store: SQLStore, power: SandboxPower, executor: ThreadPoolExecutor, events: list[Event],
-    window: float = 0.0,
-) -> Conductor:  # fmt: skip
-    """A conductor whose ``agent-sandbox`` machines boot IPA in their sandboxes."""
-    config = Config(ramdisk_heartbeat_timeout=HEARTBEAT_TIMEOUT)
-    conductor = Conductor(store, config, listeners=[events.append], executor=executor)
-    deploy = AgentDeploy(AgentClient(60), step_poll_window=window)
-    conductor.register_hardware_type("agent-sandbox", HardwareType(power=power, deploy=deploy))
-    return conductor
 
 
 @pytest.fixture
@@ -97,26 +40,10 @@ def peer(
     ipa: Path,
 ) -> Iterator[Peer]:
     """Our conductor and API (http_basic) on the host's end of a sandbox's link."""
-    sandbox = make_sandbox(MAC, seed=True)
-    users = _users(tmp_path)
-    store = SQLStore(f"sqlite:///{tmp_path / 'nodes.sqlite'}")
-    events: list[Event] = []
-    power = SandboxPower()
     # Steps left to the heartbeats (Ironic's way) unless a test asks for the watch window.
     window = getattr(request, "param", 0.0)
-    with ThreadPoolExecutor(4) as executor:
-        conductor = _conductor(store, power, executor, events, window)
-        server = start_api(
-            conductor, host=sandbox.host_ip, port=0, auth="http_basic", htpasswd=str(users)
-        )
-        api_url = f"http://{sandbox.host_ip}:{server.port}"
-        try:
-            with httpx.Client(base_url=api_url, timeout=60, auth=("admin", "pw")) as client:
-                yield Peer(conductor, sandbox, power, api_url, client, events, ipa, window)
-        finally:
-            sandbox.stop()
-            server.stop()
-            store.close()
+    with running_peer(tmp_path, make_sandbox(MAC, seed=True), ipa, window=window) as peer:
+        yield peer
 
 
 def _agent_up(node: Node) -> bool:
@@ -322,12 +249,12 @@ def test_two_nodes_two_agents_two_disks_at_once(
 ) -> None:
     macs = ["52:54:00:1f:5a:11", "52:54:00:1f:5a:12"]
     sandboxes = [make_sandbox(mac, seed=True) for mac in macs]
-    users = _users(tmp_path)
+    users = ipa_harness.users(tmp_path)
     store = SQLStore(f"sqlite:///{tmp_path / 'nodes.sqlite'}")
     events: list[Event] = []
     power = SandboxPower()
     with ThreadPoolExecutor(8) as executor:
-        conductor = _conductor(store, power, executor, events)
+        conductor = ipa_harness.conductor(store, power, executor, events)
         # One API listener per machine's link (each sandbox sees only its own).
         servers = [
             start_api(conductor, host=sb.host_ip, port=0, auth="http_basic", htpasswd=str(users))
@@ -363,3 +290,20 @@ def test_two_nodes_two_agents_two_disks_at_once(
             for server in servers:
                 server.stop()
             store.close()
+
+
+def test_a_clean_step_that_asks_for_a_reboot_gets_one(peer: Peer) -> None:
+    node = peer.node(provision_state="manageable", power_state="power off")
+    steps = [{"interface": "deploy", "step": "ifsm_mark_and_reboot"},
+             {"interface": "deploy", "step": "erase_devices_metadata"}]  # fmt: skip
+    peer.conductor.do_provisioning_action(node.uuid, "clean", clean_steps=steps)
+    done = peer.wait_for(node.uuid, lambda n: n.provision_state in ("manageable", "clean failed"))
+    assert done.provision_state == "manageable", done.last_error
+    ran = [e.step["step"] for e in peer.events if e.name == STEP_END and e.node == node.uuid]
+    assert ran == ["ifsm_mark_and_reboot", "erase_devices_metadata"]
+    assert (peer.sandbox.work / "marks.log").read_text() == "ifsm_mark_and_reboot\n"
+    # The step's reboot: a second ramdisk boot, whose agent ran the next step.
+    assert peer.power.boots[node.uuid] == 2
+    assert peer.sandbox.ipa_log().count("Lookup succeeded") == 2
+    with open(peer.sandbox.disk, "rb") as disk:
+        assert disk.read(512) == bytes(512)

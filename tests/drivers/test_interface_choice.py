@@ -227,7 +227,7 @@ def test_ramdisk_deploy_with_pxe_boot_network_boots_for_good() -> None:
     assert node.power_state == states.POWER_OFF
 
 
-def test_direct_deploy_cleans_through_the_agent_and_cannot_write_images_yet() -> None:
+def test_direct_deploy_cleans_through_the_agent_and_needs_an_image_to_deploy() -> None:
     conductor = Conductor()
     node = conductor.create_node(driver="fake-hardware", deploy_interface="direct")
     assert isinstance(_driver(conductor, node.uuid).deploy, AgentDeploy)
@@ -239,10 +239,15 @@ def test_direct_deploy_cleans_through_the_agent_and_cannot_write_images_yet() ->
     uncleaned = conductor.create_node(
         driver="fake-hardware", deploy_interface="direct", automated_clean=False
     )
-    for verb in ("manage", "provide", "deploy"):
+    for verb in ("manage", "provide"):
         uncleaned = conductor.do_provisioning_action(uncleaned.uuid, verb)
-    assert uncleaned.provision_state == states.DEPLOYFAIL
-    assert "writing an image through it is not implemented yet" in (uncleaned.last_error or "")
+    # The image is written by the agent (tests/agent); without one, the request is refused.
+    with pytest.raises(
+        InvalidParameterValue, match=r"Missing are: \['instance_info.image_source'\]"
+    ):
+        conductor.do_provisioning_action(uncleaned.uuid, "deploy")
+    assert conductor.get_node(uncleaned.uuid).provision_state == states.AVAILABLE
+    assert conductor.get_node(uncleaned.uuid).reservation is None
 
 
 def test_manual_management_is_ironics() -> None:

@@ -124,6 +124,21 @@ class SandboxHardwareManager(hardware.GenericHardwareManager):
     def get_usb_devices(self) -> list[object]:
         return []
 
+    # -- a step of the tests' own ----------------------------------------------------------
+
+    def get_clean_steps(self, node, ports):  # type: ignore[no-untyped-def]
+        """IPA's steps, and ``ifsm_mark_and_reboot`` (0: on request), which asks for a reboot."""
+        return [
+            *super().get_clean_steps(node, ports),
+            {"step": "ifsm_mark_and_reboot", "priority": 0, "interface": "deploy",
+             "reboot_requested": True, "abortable": True},
+        ]  # fmt: skip
+
+    def ifsm_mark_and_reboot(self, node, ports):  # type: ignore[no-untyped-def]
+        """Notes that it ran (in the work folder, never on a disk); the conductor reboots."""
+        with open(os.path.join(os.environ["HOME"], "marks.log"), "a") as marks:
+            marks.write("ifsm_mark_and_reboot\n")
+
     # -- what IPA would do to the machine -------------------------------------------------
 
     def erase_pstore(self, node, ports):  # type: ignore[no-untyped-def]

@@ -44,7 +44,7 @@ _HARMLESS = {"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full
 _ALLOWED_COMMANDS = {
     "lsblk", "blkid", "wipefs", "sgdisk", "parted", "partprobe", "dd", "qemu-img", "blockdev",
     "shred", "hdparm", "sync", "udevadm", "hwclock", "poweroff", "reboot", "findmnt", "sfdisk",
-    "fuser", "ip",
+    "fuser", "ip", "hexdump",
 }  # fmt: skip
 _DEVICE_ARG = re.compile(r"/dev/[\w./:-]+")
 
@@ -144,6 +144,14 @@ class Refused(PermissionError):
     pass
 
 
+def _limited(words: list[str]) -> str:
+    """The command run, also under IPA's own ``python -m oslo_concurrency.prlimit ... --``
+    (how it runs ``qemu-img convert`` with a memory limit)."""
+    if words[0] == sys.executable and words[1:3] == ["-m", "oslo_concurrency.prlimit"]:
+        return words[words.index("--") + 1] if "--" in words[:-1] else words[0]
+    return words[0]
+
+
 def install_guard(disk: str, log: Path) -> None:
     def refuse(what: str) -> None:
         with log.open("a") as out:
@@ -157,7 +165,7 @@ def install_guard(disk: str, log: Path) -> None:
         words = [a.decode() if isinstance(a, bytes) else str(a) for a in argv]
         if kwargs.get("shell") or not words:
             refuse(f"shell command {words!r}")
-        command = os.path.basename(words[0])
+        command = os.path.basename(_limited(words))
         if command not in _ALLOWED_COMMANDS:
             refuse(f"command {words!r}")
         for word in words[1:]:
@@ -224,6 +232,10 @@ def run_agent(settings: dict[str, Any]) -> None:
         os._exit(3)
     # No configuration from virtual media: that means probing the machine's devices.
     utils.copy_config_from_vmedia = lambda: None
+    # A rescue's password hash goes to the work folder: /etc is the machine's (read-only here).
+    from ironic_python_agent.extensions import rescue
+
+    rescue.PASSWORD_FILE = str(Path(settings["work"]) / "ipa-rescue-password")
     sys.argv = ["ironic-python-agent", "--config-file", str(Path(settings["work"]) / "ipa.conf")]
     agent.run()
 
