@@ -6,6 +6,7 @@ import socket
 import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 import attrs
 
@@ -94,6 +95,17 @@ def _count(minimum: int) -> Any:
             )
 
     return check
+
+
+def _optional_url(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is None:
+        return
+    parts = urlsplit(value) if isinstance(value, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
+        raise InvalidParameterValue(
+            f"Config.{attribute.name} must be an http(s) URL, not {value!r}",
+            option=attribute.name,
+        )
 
 
 #: The longest ``host``: a reservation holder (host, pid, start time, instance) fits 255.
@@ -362,6 +374,17 @@ class Config:
     #: Seconds between those reads (``[agent]post_deploy_get_power_state_retry_interval``).
     post_deploy_get_power_state_retry_interval: float = attrs.field(
         default=5, validator=_non_negative
+    )
+
+    #: Where agents reach this service's API, e.g. ``http://192.0.2.1:6385`` (Ironic's
+    #: ``[conductor]api_url``): ``agent`` inspection tells its ramdisk to post the
+    #: inventory to ``{api_url}/v1/continue_inspection``.
+    api_url: str | None = attrs.field(default=None, validator=_optional_url)
+    #: Which of the inventory's interfaces ``agent`` inspection makes ports of: ``all``,
+    #: ``active`` (with an IP address), ``pxe`` (the one it booted from) or ``disabled``
+    #: (Ironic's ``[inspector]add_ports``).
+    inspector_add_ports: str = attrs.field(
+        default="pxe", validator=attrs.validators.in_(("all", "active", "pxe", "disabled"))
     )
 
     def __init__(self, **options: Any) -> None:

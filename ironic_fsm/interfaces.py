@@ -377,9 +377,20 @@ class InspectInterface(BaseInterface):
         """Stop an asynchronous inspection."""
         raise _unsupported(self, "abort")
 
-    def continue_inspection(self, task: Task, inventory: Mapping[str, Any]) -> str | None:
-        """Take the data an asynchronous inspection reported."""
+    def continue_inspection(
+        self,
+        task: Task,
+        inventory: Mapping[str, Any],
+        plugin_data: Mapping[str, Any] | None = None,
+    ) -> str | None:
+        """Take the data an asynchronous inspection reported (``plugin_data``: the rest of
+        what the ramdisk posted beside its inventory)."""
         return None
+
+    def ports_from(self, task: Task, inventory: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The ports (``address``, ``pxe_enabled``, ``extra``) the conductor makes from the
+        inventory once inspection finished; none unless the interface asks."""
+        return []
 
 
 class RescueInterface(BaseInterface):

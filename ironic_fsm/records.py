@@ -243,11 +243,24 @@ class BiosSetting(Record):
     upper_bound: int | None = None
 
 
+@attrs.define
+class NodeInventory(Record):
+    """What the ramdisk agent found on a node at its last inspection (Ironic's node
+    inventory): one per node, its UUID the node's, replaced at each inspection."""
+
+    kind: ClassVar[str] = "node_inventory"
+    word: ClassVar[str] = "Node inventory"
+
+    node_uuid: str = ""
+    inventory: dict[str, Any] = attrs.field(factory=dict)
+    plugin_data: dict[str, Any] = attrs.field(factory=dict)
+
+
 #: Every record type, by kind.
 RECORD_TYPES: Final[dict[str, type[Record]]] = {
     t.kind: t
     for t in (
         Port, Portgroup, Chassis, Allocation, VolumeConnector, VolumeTarget,
-        InspectionRule, FirmwareComponent, BiosSetting,
+        InspectionRule, FirmwareComponent, BiosSetting, NodeInventory,
     )
 }  # fmt: skip

@@ -435,7 +435,9 @@ class FlakyInspect(FakeInspect):
         wait = _misbehave(task, "inspect", "no inventory", states.INSPECTWAIT)
         return wait or super().inspect_hardware(task)
 
-    def continue_inspection(self, task: Task, inventory: Any) -> str | None:
+    def continue_inspection(
+        self, task: Task, inventory: Any, plugin_data: Any = None
+    ) -> str | None:
         task.node.properties.update(inventory)
         return None
 

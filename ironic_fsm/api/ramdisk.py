@@ -1,10 +1,14 @@
-"""``GET /v1/lookup`` and ``POST /v1/heartbeat/{node}``: the ramdisk agent's two calls (1.22).
+"""``GET /v1/lookup``, ``POST /v1/heartbeat/{node}`` (1.22) and ``POST /v1/continue_inspection``
+(1.84, or 1.1 as ironic-inspector's stand-in): the ramdisk agent's calls.
 
-Both are public (``auth._PUBLIC``, as Ironic's ``acl_public_routes``): a
+All are public (``auth._PUBLIC``, as Ironic's ``acl_public_routes``): a
 ramdisk booted on a machine holds no API credentials. What guards them is
 the agent token: the lookup gives it out once, to the first agent that
 finds a node expecting one, and every heartbeat must carry it. A lookup
 reveals only a node that expects an agent, and only what the agent needs.
+An inventory is taken, as Ironic takes it, only for a node waiting in
+``inspect wait`` with one of its MAC addresses; it carries no token (IPA
+posts it before its lookup).
 
 The version an agent speaks decides what it may send: ``agent_version``
 from 1.36, the token from 1.62, ``agent_verify_ca`` from 1.68, and
@@ -23,6 +27,7 @@ from ironic_fsm.api.common import read_json, send, version_of
 from ironic_fsm.api.errors import ApiError
 from ironic_fsm.api.views import node_view
 from ironic_fsm.conductor import Conductor
+from ironic_fsm.conductor.ramdisk import AgentLookup
 from ironic_fsm.exceptions import NodeNotFound
 from ironic_fsm.masking import mask_secrets
 
@@ -33,6 +38,8 @@ _AGENT_VERSION: Final = (1, 36)
 _AGENT_TOKEN: Final = (1, 62)
 _VERIFY_CA: Final = (1, 68)
 _STATUS: Final = (1, 72)
+_BASE: Final = (1, 1)
+_CONTINUE_INSPECTION: Final = (1, 84)
 #: What an agent may report of itself from 1.72 (the anaconda deploy's ramdisk does).
 _AGENT_STATES: Final = ("start", "end", "error")
 #: The node's fields a lookup shows (Ironic's), beside ``uuid`` and links.
@@ -68,27 +75,35 @@ class Lookup:
             )
         except NodeNotFound:
             raise ApiError(404, _NOT_FOUND) from None
-        view = node_view(found.node, version, req.prefix, fields=_LOOKUP_FIELDS, links=False)
-        view["driver_internal_info"] = mask_secrets(found.node.driver_internal_info)
-        view["links"] = [
-            {"href": f"{req.prefix}/v1/nodes/{found.node.uuid}", "rel": "self"},
-            {"href": f"{req.prefix}/nodes/{found.node.uuid}", "rel": "bookmark"},
-        ]
-        send(resp, {"node": view, "config": self._config(found.token)})
+        send(resp, _lookup_answer(req, found, self._conductor.config.ramdisk_heartbeat_timeout))
 
-    def _config(self, token: str) -> dict[str, Any]:
-        """What the agent configures itself with (the keys IPA 13 reads; the rest its defaults)."""
-        return {
-            "heartbeat_timeout": self._conductor.config.ramdisk_heartbeat_timeout,
-            "agent_token": token,
-            "agent_token_required": True,
-            "agent_md5_checksum_enable": False,
-            "disable_deep_image_inspection": False,
-            "permitted_image_formats": ["raw", "gpt", "qcow2", "iso"],
-            # The conductor knows the node's BMC already: the agent need not probe for it.
-            "agent_skip_bmc_detect": True,
-            "enable_bios_bootloader_install": False,
-        }
+
+def _lookup_answer(
+    req: falcon.Request, found: AgentLookup, heartbeat_timeout: float
+) -> dict[str, Any]:
+    """A lookup's answer: the node as the agent needs it, and its configuration."""
+    view = node_view(found.node, version_of(req), req.prefix, fields=_LOOKUP_FIELDS, links=False)
+    view["driver_internal_info"] = mask_secrets(found.node.driver_internal_info)
+    view["links"] = [
+        {"href": f"{req.prefix}/v1/nodes/{found.node.uuid}", "rel": "self"},
+        {"href": f"{req.prefix}/nodes/{found.node.uuid}", "rel": "bookmark"},
+    ]
+    return {"node": view, "config": _config(found.token, heartbeat_timeout)}
+
+
+def _config(token: str, heartbeat_timeout: float) -> dict[str, Any]:
+    """What the agent configures itself with (the keys IPA 13 reads; the rest its defaults)."""
+    return {
+        "heartbeat_timeout": heartbeat_timeout,
+        "agent_token": token,
+        "agent_token_required": True,
+        "agent_md5_checksum_enable": False,
+        "disable_deep_image_inspection": False,
+        "permitted_image_formats": ["raw", "gpt", "qcow2", "iso"],
+        # The conductor knows the node's BMC already: the agent need not probe for it.
+        "agent_skip_bmc_detect": True,
+        "enable_bios_bootloader_install": False,
+    }
 
 
 class Heartbeat:
@@ -139,8 +154,47 @@ class Heartbeat:
             raise ApiError(400, 'Field "agent_token" not recognised in this version')
 
 
+class ContinueInspection:
+    """``POST /v1/continue_inspection[?node_uuid=U]``: the agent's inventory (202).
+
+    IPA posts it before its lookup, with no version header: the answer is
+    then ``{"uuid": ...}`` (what ironic-inspector answered, which version
+    1.1 stands in for). From 1.84 the answer is a lookup's, with the token
+    (given out once, as a lookup gives it). Only a node waiting in ``inspect
+    wait`` is found; any other answer is the lookup's 404.
+    """
+
+    def __init__(self, conductor: Conductor) -> None:
+        self._conductor = conductor
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        version = version_of(req)
+        if version != _BASE and version < _CONTINUE_INSPECTION:
+            raise ApiError(404, "API version 1.84 or newer is required")
+        node_uuid = req.get_param("node_uuid")
+        if node_uuid is not None and version < _CONTINUE_INSPECTION:
+            raise ApiError(404, "API version 1.84 or newer is required")
+        body = read_json(req)
+        if not isinstance(body, dict) or not isinstance(body.get("inventory"), dict):
+            raise ApiError(400, "The body must be a JSON object with an inventory object")
+        plugin_data = {key: value for key, value in body.items() if key != "inventory"}
+        new = version >= _CONTINUE_INSPECTION
+        try:
+            found = self._conductor.agent_continue_inspection(
+                body["inventory"], plugin_data, node_uuid, with_token=new
+            )
+        except NodeNotFound:
+            raise ApiError(404, _NOT_FOUND) from None
+        if not new:
+            send(resp, {"uuid": found.node.uuid}, 202)
+            return
+        timeout = self._conductor.config.ramdisk_heartbeat_timeout
+        send(resp, _lookup_answer(req, found, timeout), 202)
+
+
 def routes(conductor: Conductor) -> list[tuple[str, Any, dict[str, str]]]:
     return [
         ("/v1/lookup", Lookup(conductor), {}),
         ("/v1/heartbeat/{ident}", Heartbeat(conductor), {}),
+        ("/v1/continue_inspection", ContinueInspection(conductor), {}),
     ]

@@ -12,6 +12,7 @@ from ironic_fsm.cli.argtypes import _boolean, _key_value, _limit, _provision_sta
 from ironic_fsm.cli.conductors import _cmd_conductor_list
 from ironic_fsm.cli.database import DB_ENV
 from ironic_fsm.cli.history import _cmd_history_get, _cmd_history_list
+from ironic_fsm.cli.inventory import _cmd_inventory
 from ironic_fsm.cli.lifecycle import _cmd_diagram, _cmd_states
 from ironic_fsm.cli.nodes import (
     _cmd_create,
@@ -435,6 +436,17 @@ def _build_node(top: _Sub[argparse.ArgumentParser], common: argparse.ArgumentPar
     )
     _finish(p, _cmd_clean_steps, many=True)
     _build_history(sub, common)
+    p = _leaf(
+        sub,
+        "inventory",
+        [common],
+        "save a node's inventory",
+        "Write what the node's last inspection reported (its inventory and plugin data) "
+        "as JSON, as 'openstack baremetal node inventory save' does.",
+        node=True,
+    )
+    p.add_argument("--file", metavar="FILE", help="write it here instead of standard output")
+    _finish(p, _cmd_inventory)
 
 
 def _build_history(sub: _Sub[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:

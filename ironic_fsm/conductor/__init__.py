@@ -20,8 +20,8 @@ every one getting the parts it calls at construction (see
 drain), ``catalog`` (templates, runbooks), ``plans``, ``engine`` (the step
 engine), ``flows``, ``nodes``, ``verbs``, ``fleet`` (the registry record),
 ``ownership`` (the hash rings of ``ring``), ``recovery``, ``power_sync``,
-``work``, ``reconcile``, ``history`` and ``ramdisk`` (the agent's lookup and
-heartbeat). An operation on one node is a
+``work``, ``reconcile``, ``history``, ``ramdisk`` (the agent's lookup and
+heartbeat) and ``inventories`` (what inspection reported). An operation on one node is a
 :class:`~.jobs.Job`, which fires events, checkpoints, records history and
 calls the driver. Each public method here delegates to one part.
 """
@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, overload
 
+from ironic_fsm.agent.token import MASK
 from ironic_fsm.conductor.allocations import Allocations
 from ironic_fsm.conductor.catalog import Catalog
 from ironic_fsm.conductor.chassis import ChassisPart
@@ -44,6 +45,7 @@ from ironic_fsm.conductor.fleet import ConductorInfo, FleetRecord
 from ironic_fsm.conductor.flows import Flows
 from ironic_fsm.conductor.history import History
 from ironic_fsm.conductor.inspection_rules import InspectionRules
+from ironic_fsm.conductor.inventory import Inventories
 from ironic_fsm.conductor.jobs import LOG, Job
 from ironic_fsm.conductor.launcher import Executor, Launcher
 from ironic_fsm.conductor.nodes import Nodes
@@ -80,6 +82,7 @@ from ironic_fsm.records import (
     Allocation,
     Chassis,
     InspectionRule,
+    NodeInventory,
     Port,
     Portgroup,
     VolumeConnector,
@@ -147,7 +150,8 @@ class Conductor:
         self._catalog = catalog = Catalog(ctx)
         self._plans = plans = Plans(ctx, catalog)
         self._engine = engine = StepEngine(ctx, reservations, launcher, plans)
-        self._flows = flows = Flows(ctx, reservations, launcher, plans, engine)
+        self._inventories = inventories = Inventories(ctx)
+        self._flows = flows = Flows(ctx, reservations, launcher, plans, engine, inventories)
         self._nodes = Nodes(ctx, reservations)
         self._verbs = verbs = Verbs(ctx, reservations, launcher, plans, engine, flows)
         self._fleet = fleet = FleetRecord(ctx)
@@ -485,9 +489,19 @@ class Conductor:
 
     # -- Flows (flows.py) -------------------------------------------------------
 
-    def continue_node_inspect(self, ident: str, inventory: Mapping[str, Any] | None = None) -> Node:
-        """An asynchronous inspection reported back; finish it."""
-        return self._flows.continue_node_inspect(ident, inventory)
+    def continue_node_inspect(
+        self,
+        ident: str,
+        inventory: Mapping[str, Any] | None = None,
+        plugin_data: Mapping[str, Any] | None = None,
+    ) -> Node:
+        """An asynchronous inspection reported back; finish it (the inventory kept, see
+        :meth:`get_node_inventory`, and the ports the inspect interface asks for made)."""
+        return self._flows.continue_node_inspect(ident, inventory, plugin_data)
+
+    def get_node_inventory(self, ident: str) -> NodeInventory:
+        """What the node's last inspection reported (1.81); ``ResourceNotFound`` if none."""
+        return self._inventories.get_inventory(ident)
 
     def continue_node_rescue(self, ident: str) -> Node:
         """The rescue ramdisk is up: finish rescuing."""
@@ -746,6 +760,26 @@ class Conductor:
             agent_version=agent_version,
             agent_verify_ca=agent_verify_ca,
         )
+
+    def agent_continue_inspection(
+        self,
+        inventory: Mapping[str, Any],
+        plugin_data: Mapping[str, Any] | None = None,
+        node_uuid: str | None = None,
+        *,
+        with_token: bool = False,
+    ) -> AgentLookup:
+        """An agent posts its inventory (``/v1/continue_inspection``): the node waiting in
+        ``inspect wait`` with one of its MAC addresses (or ``node_uuid``) finishes
+        inspecting. ``with_token`` (API 1.84): the answer carries the token, given out
+        once as a lookup gives it. NodeNotFound for a node not waiting for inspection.
+        """
+        node = self._ramdisk.inspection_node(inventory, node_uuid)
+        token = MASK
+        if with_token:
+            token = self._ramdisk.lookup(node_uuid=node.uuid, with_token=True).token
+        done = self._flows.continue_node_inspect(node.uuid, inventory, plugin_data)
+        return AgentLookup(done, token)
 
     # -- Ports (ports.py) -------------------------------------------------------
 

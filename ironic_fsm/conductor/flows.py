@@ -30,6 +30,7 @@ from ironic_fsm.conductor.engine import (
     PhaseInfo,
     StepEngine,
 )
+from ironic_fsm.conductor.inventory import Inventories
 from ironic_fsm.conductor.jobs import Job
 from ironic_fsm.conductor.launcher import Launcher
 from ironic_fsm.conductor.plans import Plans
@@ -68,9 +69,9 @@ class Flows:
     """The work behind each verb, run in the caller or in the executor."""
 
     def __init__(self, ctx: Context, reservations: Reservations, launcher: Launcher,
-                 plans: Plans, engine: StepEngine) -> None:  # fmt: skip
+                 plans: Plans, engine: StepEngine, inventories: Inventories) -> None:  # fmt: skip
         self._ctx, self._reservations, self._launcher = ctx, reservations, launcher
-        self._plans, self._engine = plans, engine
+        self._plans, self._engine, self._inventories = plans, engine, inventories
 
     def validate_interface(self, job: Job, kind: str) -> None:
         job.call(kind, "validate")
@@ -199,17 +200,27 @@ class Flows:
             {s.INSPECTWAIT: s.WAIT_EVENT, s.MANAGEABLE: s.DONE_EVENT, None: s.DONE_EVENT},
         )
 
-    def continue_node_inspect(self, ident: str, inventory: Mapping[str, Any] | None = None) -> Node:
-        """An asynchronous inspection reported back; finish it."""
+    def continue_node_inspect(
+        self,
+        ident: str,
+        inventory: Mapping[str, Any] | None = None,
+        plugin_data: Mapping[str, Any] | None = None,
+    ) -> Node:
+        """An asynchronous inspection reported back; finish it.
+
+        Once the inspect interface took it, the inventory is kept (with
+        ``plugin_data``) and the ports the interface asks for are made.
+        """
         ident = check_ident(ident)
-        if inventory is not None:
-            if not isinstance(inventory, dict):
+        for name, given in (("inventory", inventory), ("plugin data", plugin_data)):
+            if given is None:
+                continue
+            if not isinstance(given, dict):
                 raise InvalidParameterValue(
-                    f"Node {ident}: the inventory must be a dictionary, not "
-                    f"{type(inventory).__name__}",
+                    f"Node {ident}: the {name} must be a dictionary, not {type(given).__name__}",
                     node=ident,
                 )
-            check_json(inventory, "The inventory")
+            check_json(given, f"The {name}")
         current = self._ctx.caps.store.get(ident)
         if current.reservation is None:  # held mid-flow: busy (NodeLocked), checked once free
             self._engine.require_state_of(current, s.INSPECTWAIT, "continue inspection")
@@ -217,7 +228,11 @@ class Flows:
             self._engine.require_state_of(job.node, s.INSPECTWAIT, "continue inspection")
             node = job.node
             try:
-                result = job.driver.inspect.continue_inspection(job.task, inventory or {})
+                result = job.driver.inspect.continue_inspection(
+                    job.task, inventory or {}, plugin_data or {}
+                )
+                if result != s.INSPECTWAIT and inventory is not None:
+                    self._keep_inventory(job, inventory, plugin_data or {})
             except Exception as exc:
                 job.fire(
                     s.FAIL_EVENT,
@@ -228,6 +243,14 @@ class Flows:
             if result != s.INSPECTWAIT:
                 job.fire(s.DONE_EVENT)
             return job.node
+
+    def _keep_inventory(
+        self, job: Job, inventory: Mapping[str, Any], plugin_data: Mapping[str, Any]
+    ) -> None:
+        """The inventory kept, and the ports the inspect interface asks for made."""
+        uuid = job.node.uuid
+        self._inventories.keep(uuid, inventory, plugin_data)
+        self._inventories.add_ports(uuid, job.driver.inspect.ports_from(job.task, inventory))
 
     def _do_adopt(self, job: Job) -> None:
         self._operation(

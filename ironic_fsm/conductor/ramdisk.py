@@ -17,13 +17,14 @@ API). A refused heartbeat changes nothing on the node.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterable
 from typing import Final
 from urllib.parse import urlsplit
 
 from ironic_fsm import states as s
 from ironic_fsm.agent import token as tokens
+from ironic_fsm.agent.inventory import check_inventory
+from ironic_fsm.agent.macs import normalize_mac
 from ironic_fsm.conductor.common import check_ident, scrub_node
 from ironic_fsm.conductor.context import Context
 from ironic_fsm.conductor.engine import PHASE_BY_STATE, StepEngine
@@ -54,8 +55,6 @@ LOOKUP_ALLOWED_STATES: Final = frozenset(
     }
 )  # fmt: skip
 
-_MAC: Final = re.compile(r"^[0-9a-f]{2}([:-]?)[0-9a-f]{2}(?:\1[0-9a-f]{2}){4}$")
-
 #: Ironic's texts, which agents and operators' tools know.
 INCOMPLETE_LOOKUP: Final = "At least one of 'addresses' and 'node_uuid' parameters is required"
 BAD_CALLBACK_URL: Final = 'An issue with the supplied "callback_url" has been detected.'
@@ -67,15 +66,6 @@ NO_VERSION: Final = (
     "Agent did not transmit a version, and a version is required. "
     "Please update the agent being used."
 )
-
-
-def normalize_mac(address: str) -> str | None:
-    """``address`` as ``aa:bb:cc:dd:ee:ff``, or None when it is no MAC address."""
-    lowered = address.strip().lower()
-    if not _MAC.match(lowered):
-        return None
-    digits = lowered.replace(":", "").replace("-", "")
-    return ":".join(digits[i : i + 2] for i in range(0, 12, 2))
 
 
 class AgentLookup:
@@ -146,6 +136,30 @@ class Ramdisk:
         with self._reservations.reserved(node.uuid, checked=True) as job:
             token = tokens.issue(job.node.driver_internal_info)
             return AgentLookup(job.node, token)
+
+    def inspection_node(self, inventory: object, node_uuid: str | None = None) -> Node:
+        """The node an agent's inventory belongs to: found by ``node_uuid`` or by the
+        inventory's MAC addresses, and waiting in ``inspect wait`` (Ironic's lookup).
+
+        Raises:
+            InvalidParameterValue: no valid inventory, or nothing to find the node by.
+            NodeNotFound: no such node, or not waiting for inspection (one error for both).
+        """
+        checked = check_inventory(node_uuid, inventory)
+        addresses = (str(iface["mac_address"]) for iface in checked["interfaces"])
+        macs = [mac for mac in map(normalize_mac, addresses) if mac is not None]
+        if node_uuid is not None and not is_uuid_like(node_uuid):
+            raise InvalidParameterValue(
+                f"Expected a UUID for node_uuid, got {node_uuid!r}", node=None
+            )
+        if not macs and not node_uuid:
+            raise InvalidParameterValue("No lookup information provided", node=None)
+        node = self._find(macs, node_uuid)
+        if node.provision_state != s.INSPECTWAIT:
+            LOG.error("Node %s: an inventory was posted in provision state %r",
+                      node.uuid, node.provision_state)  # fmt: skip
+            raise self._not_found(macs, node_uuid)
+        return node
 
     def _find(self, macs: list[str], node_uuid: str | None) -> Node:
         """By ``node_uuid`` when given (as Ironic), else by the ports with these addresses."""

@@ -323,6 +323,8 @@ class Recovery:
                 f"{node.uuid}",
             )  # fmt: skip
         elif state == s.INSPECTWAIT:
+            # An agent may be up and waiting: the inspect interface ends it.
+            self._engine.call_quietly(job, job.driver.inspect.abort, "inspection abort")
             job.fire(s.FAIL_EVENT,
                 last_error=f"Timeout reached while inspecting node {node.uuid}",
             )  # fmt: skip

@@ -1,13 +1,14 @@
-"""Places for the ramdisk agent's implementations until they land: ``agent`` inspect and RAID.
+"""A place for the ramdisk agent's implementation until it lands: ``agent`` RAID.
 
 Ironic's generic hardware types list ``direct`` deploy and ``agent``
 inspect, RAID and rescue, and clients create nodes naming them
-(gophercloud's test: ``raid_interface: agent``). The names exist here so
-that such nodes are accepted; using one raises
+(gophercloud's test: ``raid_interface: agent``). The RAID name exists here so
+that such nodes are accepted; using it raises
 :class:`~ironic_fsm.exceptions.UnsupportedOperation` saying the agent is
 not available yet. The ramdisk agent's own classes replace these entry
 points (``direct`` deploy is :class:`ironic_fsm.drivers.agent.AgentDeploy`, ``agent``
-rescue :class:`ironic_fsm.drivers.agent_rescue.AgentRescue`).
+rescue :class:`ironic_fsm.drivers.agent_rescue.AgentRescue`, ``agent`` inspect
+:class:`ironic_fsm.drivers.agent_inspect.AgentInspect`).
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 from ironic_fsm.exceptions import UnsupportedOperation
-from ironic_fsm.interfaces import InspectInterface, RAIDInterface
+from ironic_fsm.interfaces import RAIDInterface
 from ironic_fsm.task import Task
 
-__all__ = ["PendingAgentInspect", "PendingAgentRAID"]
+__all__ = ["PendingAgentRAID"]
 
 
 def _pending(kind: str, name: str, operation: str) -> UnsupportedOperation:
@@ -28,16 +29,6 @@ def _pending(kind: str, name: str, operation: str) -> UnsupportedOperation:
         interface=kind,
         operation=operation,
     )
-
-
-class PendingAgentInspect(InspectInterface):
-    """``agent`` inspection: the ramdisk agent reports the inventory (not available yet)."""
-
-    def inspect_hardware(self, task: Task) -> str:
-        raise _pending("inspect", "agent", "inspect_hardware")
-
-    def abort(self, task: Task) -> None:
-        return None
 
 
 class PendingAgentRAID(RAIDInterface):

@@ -6,7 +6,12 @@ from typing import Final
 
 from ironic_fsm.stores._allocations import ALLOCATIONS
 from ironic_fsm.stores._chassis import CHASSIS
-from ironic_fsm.stores._node_settings import BIOS_SETTINGS, FIRMWARE_COMPONENTS, INSPECTION_RULES
+from ironic_fsm.stores._node_settings import (
+    BIOS_SETTINGS,
+    FIRMWARE_COMPONENTS,
+    INSPECTION_RULES,
+    NODE_INVENTORY,
+)
 from ironic_fsm.stores._portgroups import PORTGROUPS
 from ironic_fsm.stores._ports import PORTS
 from ironic_fsm.stores._records import Kind
@@ -26,5 +31,6 @@ KINDS: Final[dict[str, Kind]] = {
         INSPECTION_RULES,
         FIRMWARE_COMPONENTS,
         BIOS_SETTINGS,
+        NODE_INVENTORY,
     )
 }

@@ -48,6 +48,9 @@ place when opened, see :mod:`._migrate`):
   (version 16): the same shape; rules by ``phase`` and ``priority``, a
   node's components and settings unique by ``(node_uuid, component)`` and
   ``(node_uuid, name)``, dropped with their node by a trigger of their own.
+* ``node_inventory`` (version 17): the same shape, one row per node (unique
+  ``node_uuid``): what the ramdisk agent reported at its last inspection,
+  dropped with its node by a trigger of its own.
 * ``holders``: the last heartbeat of each reservation holder (crash recovery).
 * ``conductors`` (version 3): the conductor registry, one row per conductor,
   keyed by its holder token: ``hostname``, ``conductor_group``,
@@ -113,7 +116,7 @@ __all__ = ["SCHEMA_VERSION"]
 
 #: The schema version this code writes and understands: the number of the last revision of
 #: :mod:`.migrations` (``versions/v0016_*.py``; a test holds the two equal).
-SCHEMA_VERSION: Final = 16
+SCHEMA_VERSION: Final = 17
 
 #: Column widths of the v1 layout; checked for both databases (SQLite does not).
 _WIDTHS: Final = {"uuid": 36, "name": 255, "driver": 255, "provision_state": 64, "reservation": 255}
@@ -241,3 +244,7 @@ FREE_SORTED: Final = (
 
 #: The tables of schema 16 whose rows go with their node (its own trigger).
 SETTINGS_BY_NODE: Final = ("firmware_components", "bios_settings")
+
+
+#: The table of schema 17 whose rows go with their node (its own trigger).
+INVENTORY_BY_NODE: Final = ("node_inventory",)

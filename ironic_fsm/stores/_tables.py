@@ -46,6 +46,7 @@ from sqlalchemy.engine import Connection
 from ironic_fsm.stores._schema import (
     FREE_SORTED,
     HISTORY_INDEXED_OVER,
+    INVENTORY_BY_NODE,
     RECORDS_BY_NODE,
     SETTINGS_BY_NODE,
     V7_WAITING,
@@ -291,6 +292,12 @@ bios_settings: Final = _records(
     UniqueConstraint("node_uuid", "name", name="uniq_biossettings0node_uuid0name"),
 )
 
+node_inventory: Final = _records(
+    "node_inventory",
+    _uuid("node_uuid"),
+    UniqueConstraint("node_uuid", name="uniq_nodeinventory0node_uuid"),
+)
+
 
 def _deletes(tables: tuple[str, ...]) -> str:
     return " ".join(f"DELETE FROM {table} WHERE node_uuid = OLD.uuid;" for table in tables)
@@ -300,6 +307,7 @@ def _deletes(tables: tuple[str, ...]) -> str:
 #: records, firmware components and BIOS settings deleted with it.
 _RECORDS_DROP: Final = _deletes(RECORDS_BY_NODE)
 _SETTINGS_DROP: Final = _deletes(SETTINGS_BY_NODE)
+_INVENTORY_DROP: Final = _deletes(INVENTORY_BY_NODE)
 _SQLITE_ONLY: Final = (
     "CREATE TRIGGER nodes_power_sync_add AFTER INSERT ON nodes BEGIN "
     "INSERT INTO node_power_sync (node_uuid, synced_at) VALUES (NEW.uuid, NULL); END",
@@ -307,6 +315,7 @@ _SQLITE_ONLY: Final = (
     "DELETE FROM node_power_sync WHERE node_uuid = OLD.uuid; END",
     f"CREATE TRIGGER nodes_records_drop AFTER DELETE ON nodes BEGIN {_RECORDS_DROP} END",
     f"CREATE TRIGGER nodes_settings_drop AFTER DELETE ON nodes BEGIN {_SETTINGS_DROP} END",
+    f"CREATE TRIGGER nodes_inventory_drop AFTER DELETE ON nodes BEGIN {_INVENTORY_DROP} END",
 )
 _POSTGRES_ONLY: Final = (
     "ALTER TABLE node_history ADD PRIMARY KEY (uuid)",
@@ -320,6 +329,8 @@ _POSTGRES_ONLY: Final = (
     f"BEGIN {_RECORDS_DROP} RETURN NULL; END $$",
     "CREATE FUNCTION nodes_settings_drop() RETURNS trigger LANGUAGE plpgsql AS $$ "
     f"BEGIN {_SETTINGS_DROP} RETURN NULL; END $$",
+    "CREATE FUNCTION nodes_inventory_drop() RETURNS trigger LANGUAGE plpgsql AS $$ "
+    f"BEGIN {_INVENTORY_DROP} RETURN NULL; END $$",
     "CREATE TRIGGER nodes_power_sync_add AFTER INSERT ON nodes "
     "FOR EACH ROW EXECUTE FUNCTION nodes_power_sync_add()",
     "CREATE TRIGGER nodes_power_sync_drop AFTER DELETE ON nodes "
@@ -328,6 +339,8 @@ _POSTGRES_ONLY: Final = (
     "FOR EACH ROW EXECUTE FUNCTION nodes_records_drop()",
     "CREATE TRIGGER nodes_settings_drop AFTER DELETE ON nodes "
     "FOR EACH ROW EXECUTE FUNCTION nodes_settings_drop()",
+    "CREATE TRIGGER nodes_inventory_drop AFTER DELETE ON nodes "
+    "FOR EACH ROW EXECUTE FUNCTION nodes_inventory_drop()",
 )
 
 

@@ -6,6 +6,7 @@ Shared by the tests of cleaning (``test_ipa_peer``) and deployment
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -97,12 +98,19 @@ def running_peer(
     events: list[Event] = []
     power = SandboxPower()
     extra = kinds(power) if kinds is not None else {}
+    # The API's address is known before the conductor is made: inspection tells the agent
+    # where to post its inventory (Config.api_url).
+    with socket.socket() as probe:
+        probe.bind((sandbox.host_ip, 0))
+        port = probe.getsockname()[1]
+    api_url = f"http://{sandbox.host_ip}:{port}"
+    config = attrs.evolve(config or Config(ramdisk_heartbeat_timeout=HEARTBEAT_TIMEOUT),
+                          api_url=api_url)  # fmt: skip
     with ThreadPoolExecutor(4) as executor:
         made = conductor(store, power, executor, events, window, config, **extra)
         server = start_api(
-            made, host=sandbox.host_ip, port=0, auth="http_basic", htpasswd=str(htpasswd)
+            made, host=sandbox.host_ip, port=port, auth="http_basic", htpasswd=str(htpasswd)
         )
-        api_url = f"http://{sandbox.host_ip}:{server.port}"
         try:
             with httpx.Client(base_url=api_url, timeout=60, auth=("admin", "pw")) as client:
                 yield Peer(made, sandbox, power, api_url, client, events, ipa, window)

@@ -36,13 +36,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from ironic_fsm import states
-from ironic_fsm.interfaces import ManagementInterface, PowerInterface
+from ironic_fsm.interfaces import BootInterface, ManagementInterface, PowerInterface
 from ironic_fsm.task import Task
 
 IPA_VERSION = "13.0.0"
@@ -129,6 +129,8 @@ class Sandbox:
         self.disk = disk
         self.mac = mac
         self.leave_visible = list(leave_visible)
+        #: More NICs the agent reports (no address, no link): inspection makes ports of them.
+        self.extra_macs: list[str] = []
         self.work.mkdir(parents=True, exist_ok=True)
         tag = secrets.token_hex(3)
         self.netns = f"ifsm-{tag}"
@@ -158,8 +160,21 @@ class Sandbox:
 
     # -- IPA --------------------------------------------------------------------------------
 
-    def start(self, api_url: str, python: Path, *, heartbeat_log: bool = True) -> None:
-        """Start the launcher (and so IPA) in the sandbox, pointed at ``api_url``."""
+    def start(
+        self, api_url: str, python: Path, *, heartbeat_log: bool = True,
+        kernel_params: Mapping[str, str] | None = None,
+    ) -> None:  # fmt: skip
+        """Start the launcher (and so IPA) in the sandbox, pointed at ``api_url``.
+
+        ``kernel_params``: what the boot interface put on the ramdisk's command line;
+        ``ipa-inspection-callback-url`` has IPA post its inventory there first.
+        """
+        callback = (kernel_params or {}).get("ipa-inspection-callback-url")
+        inspection = (
+            f"inspection_callback_url = {callback}\ninspection_collectors = default\n"
+            if callback
+            else ""
+        )
         work = self.work
         (work / "tmp").mkdir(exist_ok=True)
         settings = {"work": str(work), "disk": self.disk, "leave_visible": self.leave_visible}
@@ -175,6 +190,7 @@ class Sandbox:
             "image_download_connection_retries = 0\n"
             "image_download_connection_retry_interval = 1\n"
             f"debug = {str(heartbeat_log).lower()}\nlog_file = {work / 'ipa.log'}\n"
+            f"{inspection}"
         )
         shims = work / "shims"
         shims.mkdir(exist_ok=True)
@@ -193,6 +209,7 @@ class Sandbox:
             "PYTHONDONTWRITEBYTECODE": "1",
             "IFSM_SANDBOX_DISK": self.disk, "IFSM_SANDBOX_MAC": self.mac,
             "IFSM_SANDBOX_IP": self.agent_ip,
+            "IFSM_SANDBOX_EXTRA_MACS": ",".join(self.extra_macs),
         }  # fmt: skip
         with (work / "launcher.log").open("ab") as log:
             self.proc = subprocess.Popen(
@@ -260,6 +277,8 @@ class SandboxPower(PowerInterface):
     def __init__(self) -> None:
         super().__init__()
         self._machines: dict[str, tuple[Sandbox, str, Path]] = {}
+        #: Each node's ramdisk command line, as :class:`SandboxBoot` prepared it.
+        self.kernel_params: dict[str, dict[str, str]] = {}
         self.boots: dict[str, int] = {}
         self.boot_device: dict[str, str] = {}
         self.instance_boots: dict[str, int] = {}
@@ -288,7 +307,7 @@ class SandboxPower(PowerInterface):
                 self._instance_on.add(uuid)
         elif not sandbox.running():
             self.boots[uuid] = self.boots.get(uuid, 0) + 1
-            sandbox.start(api_url, python)
+            sandbox.start(api_url, python, kernel_params=self.kernel_params.get(uuid))
 
     def reboot(self, task: Task, timeout: float | None = None) -> None:
         self.set_power_state(task, states.POWER_OFF)
@@ -310,3 +329,20 @@ class SandboxManagement(ManagementInterface):
 
     def set_boot_device(self, task: Task, device: str, persistent: bool = False) -> None:
         self._power.boot_device[task.node.uuid] = device
+
+
+class SandboxBoot(BootInterface):
+    """The sandboxed machines' ramdisk command line, as :class:`SandboxPower` reads it at
+    power on (what PXE or virtual media would hand a real ramdisk)."""
+
+    def __init__(self, power: SandboxPower) -> None:
+        super().__init__()
+        self._power = power
+
+    def prepare_ramdisk(self, task: Task, ramdisk_params: Mapping[str, Any]) -> None:
+        self._power.kernel_params[task.node.uuid] = {
+            str(key): str(value) for key, value in ramdisk_params.items()
+        }
+
+    def clean_up_ramdisk(self, task: Task) -> None:
+        self._power.kernel_params.pop(task.node.uuid, None)

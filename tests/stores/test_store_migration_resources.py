@@ -34,8 +34,8 @@ from ironic_fsm.records import BiosSetting, FirmwareComponent, InspectionRule
 from ironic_fsm.stores import SQLStore, sql
 from ironic_fsm.stores._records import RecordQuery
 
-#: The step before the resources step (the last one).
-BEFORE: int = sql.SCHEMA_VERSION - 1
+#: The step before the resources step (16; the inventory step, 17, came after it).
+BEFORE: int = 15
 NAMED = "cccccccc-0000-4000-8000-000000000001"
 _rows = partial(every_row, nodes=nodes_since_v9(COLUMNS_BEFORE_RESOURCES))
 
@@ -48,8 +48,7 @@ def _fill(store: SQLStore) -> None:
 
 @pytest.fixture(params=["sqlite", "postgres"], name="old_url")
 def _old_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A database as the step before left it (the fixture's version is not a fixed number:
-    the resources step is the last, whatever steps land before it)."""
+    """A database as the step before left it."""
     yield from release_urls(request, tmp_path, BEFORE, _fill)
 
 

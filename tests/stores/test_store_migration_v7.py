@@ -59,7 +59,7 @@ everything = partial(every_row, nodes=NODES_BEFORE_V8)
 #: the earlier steps' tests compare the indexes of the tables those steps knew).
 _RECORD_TABLES: Final = (
     "('ports', 'portgroups', 'chassis', 'allocations', 'volume_connectors', 'volume_targets', "
-    "'inspection_rules', 'firmware_components', 'bios_settings')"
+    "'inspection_rules', 'firmware_components', 'bios_settings', 'node_inventory')"
 )
 #: The index the resources step adds on ``nodes`` (its own test's business, likewise).
 _RESOURCES_INDEX: Final = "nodes_instance_name_idx"

@@ -22,7 +22,8 @@ from typing import Any, NamedTuple
 from ironic_fsm.node import Node
 
 __all__ = [
-    "StepContext", "history_table", "raw_connection", "record_table", "run", "step_context",
+    "StepContext", "drop_with_node", "history_table", "raw_connection", "record_table", "run",
+    "step_context",
 ]  # fmt: skip
 
 #: Where :func:`step_context` finds the store's context in Alembic's ``Config.attributes``.
@@ -111,3 +112,16 @@ def record_table(table: str, timestamp: str, columns: str, constraints: str = ""
         f"\tPRIMARY KEY (uuid){constraints}\n"
         ")"
     )
+
+
+def drop_with_node(name: str, tables: Sequence[str], dialect: str) -> list[str]:
+    """A trigger ``name`` that deletes the rows of ``tables`` naming a node (``node_uuid``)
+    with the node, in the dialect's words (revisions 0016 and 0017)."""
+    deletes = " ".join(f"DELETE FROM {table} WHERE node_uuid = OLD.uuid;" for table in tables)
+    if dialect != "postgresql":
+        return [f"CREATE TRIGGER {name} AFTER DELETE ON nodes BEGIN {deletes} END"]
+    return [
+        f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ "
+        f"BEGIN {deletes} RETURN NULL; END $$",
+        f"CREATE TRIGGER {name} AFTER DELETE ON nodes FOR EACH ROW EXECUTE FUNCTION {name}()",
+    ]

@@ -59,6 +59,9 @@ class SandboxHardwareManager(hardware.GenericHardwareManager):
         return {}  # lshw would describe the machine; the methods below say all there is
 
     def list_network_interfaces(self) -> list[hardware.NetworkInterface]:
+        # eth0 is the link to the host; IFSM_SANDBOX_EXTRA_MACS names more NICs (no
+        # address, no link), which inspection reports for ports to be made of.
+        extra = [mac for mac in os.environ.get("IFSM_SANDBOX_EXTRA_MACS", "").split(",") if mac]
         return [
             hardware.NetworkInterface(
                 "eth0",
@@ -67,7 +70,11 @@ class SandboxHardwareManager(hardware.GenericHardwareManager):
                 has_carrier=True,
                 vendor="0x1af4",
                 product="0x0001",
-            )
+            ),
+            *(
+                hardware.NetworkInterface(f"eth{n}", mac, has_carrier=False)
+                for n, mac in enumerate(extra, start=1)
+            ),
         ]
 
     def collect_lldp_data(self, interface_names=None):  # type: ignore[no-untyped-def]

@@ -21,6 +21,7 @@ from ironic_fsm.node import Node
 from ironic_fsm.stores._schema import SETTINGS_BY_NODE
 from ironic_fsm.stores.migrations import (
     StepContext,
+    drop_with_node,
     raw_connection,
     record_table,
     run,
@@ -65,16 +66,7 @@ def upgrade() -> None:
         "CREATE INDEX bios_settings_seq_idx ON bios_settings (seq, uuid)",
     ])  # fmt: skip
     _fill(context, raw_connection())
-    name = "nodes_settings_drop"
-    deletes = " ".join(f"DELETE FROM {t} WHERE node_uuid = OLD.uuid;" for t in SETTINGS_BY_NODE)
-    if context.dialect != "postgresql":
-        run([f"CREATE TRIGGER {name} AFTER DELETE ON nodes BEGIN {deletes} END"])
-        return
-    run([
-        f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ "
-        f"BEGIN {deletes} RETURN NULL; END $$",
-        f"CREATE TRIGGER {name} AFTER DELETE ON nodes FOR EACH ROW EXECUTE FUNCTION {name}()",
-    ])  # fmt: skip
+    run(drop_with_node("nodes_settings_drop", SETTINGS_BY_NODE, context.dialect))
 
 
 def _fill(context: StepContext, conn: Any) -> None:
