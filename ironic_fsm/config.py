@@ -108,6 +108,14 @@ def _optional_url(instance: Any, attribute: attrs.Attribute[Any], value: Any) ->
         )
 
 
+def _add_ports(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value not in ("all", "active", "pxe", "disabled"):
+        raise InvalidParameterValue(
+            f"Config.{attribute.name} must be all, active, pxe or disabled, not {value!r}",
+            option=attribute.name,
+        )
+
+
 #: The longest ``host``: a reservation holder (host, pid, start time, instance) fits 255.
 _HOST_MAX: Final = 200
 
@@ -383,9 +391,7 @@ class Config:
     #: Which of the inventory's interfaces ``agent`` inspection makes ports of: ``all``,
     #: ``active`` (with an IP address), ``pxe`` (the one it booted from) or ``disabled``
     #: (Ironic's ``[inspector]add_ports``).
-    inspector_add_ports: str = attrs.field(
-        default="pxe", validator=attrs.validators.in_(("all", "active", "pxe", "disabled"))
-    )
+    inspector_add_ports: str = attrs.field(default="pxe", validator=_add_ports)
 
     def __init__(self, **options: Any) -> None:
         if "clean_nodes" in options:

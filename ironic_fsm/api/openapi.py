@@ -213,6 +213,11 @@ def _node_paths() -> dict[str, Any]:
         },
         f"{item}/history": {"parameters": [_IDENT],
                             "get": _op("Node history", _answer("200", "entries", _OBJECT))},
+        f"{item}/inventory": {
+            "parameters": [_IDENT],
+            "get": _op("Inventory of the last inspection (1.81+)",
+                       _answer("200", "inventory and plugin data", _OBJECT)),
+        },
         f"{item}/children": {
             "parameters": [_IDENT],
             "get": _op("Child nodes (1.83+)", _answer("200", "children", _ref("Children"))),

@@ -26,7 +26,7 @@ from ironic_fsm import Conductor, Config, HardwareType, states
 from ironic_fsm.api import start_api
 from ironic_fsm.drivers.agent_inspect import AgentInspect
 from ironic_fsm.drivers.fake import FakeBoot, FakePower
-from ironic_fsm.exceptions import ResourceNotFound
+from ironic_fsm.exceptions import InvalidParameterValue, ResourceNotFound
 from ironic_fsm.stores import SQLStore
 
 PXE = "52:54:00:aa:00:01"
@@ -268,3 +268,13 @@ def test_inspection_needs_the_api_url(tmp_path: Path) -> None:
     assert after.provision_state == states.MANAGEABLE
     assert after.reservation is None
     assert after == before
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("api_url", "ftp://192.0.2.1/"), ("api_url", "192.0.2.1:6385"),
+     ("inspector_add_ports", "some")],
+)  # fmt: skip
+def test_the_inspection_options_are_checked(option: str, value: str) -> None:
+    with pytest.raises(InvalidParameterValue, match=option):
+        Config(**{option: value})
