@@ -19,7 +19,7 @@ from typing import Any
 import bcrypt
 import httpx
 import pytest
-from api_helpers import error_text
+from api_helpers import cli_env, error_text, openstack
 from cli_harness import isolate_cli_env, runner
 
 from ironic_fsm import Conductor, Config, HardwareType, states
@@ -170,6 +170,13 @@ def test_the_library_the_api_and_the_cli_show_the_same_inventory(
     saved = tmp_path / "inventory.json"
     assert run("node", "inventory", uuid, "--file", str(saved)).code == 0
     assert json.loads(saved.read_text()) == expected
+
+    # openstack baremetal's own command reads the same document from the API.
+    env = cli_env(str(served.client.base_url))
+    env.update(OS_AUTH_TYPE="http_basic", OS_USERNAME="admin", OS_PASSWORD="pw")
+    openstack_saved = tmp_path / "openstack.json"
+    openstack("", "node", "inventory", "save", "--file", str(openstack_saved), uuid, env=env)
+    assert json.loads(openstack_saved.read_text()) == expected
 
     # A node never inspected: the same refusal everywhere.
     other = served.conductor.create_node(driver="agent-fake").uuid
