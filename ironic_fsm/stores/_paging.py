@@ -118,24 +118,40 @@ class Paging:
                 left = None if limit is None else limit - len(found)
                 if left == 0:
                     break
-                tail = f" ORDER BY {order}" + ("" if left is None else f" LIMIT {int(left)}")
                 terms = [*where, *cond]
                 if sort_key in _FREE_SORTED:
                     found += self._free_and_held(
                         conn, selected, terms, [*params, *extra], order, left
                     )
-                    continue
-                sql = f"SELECT {selected} FROM nodes"
-                if sort_key == "name" and "name IS NULL" in cond:  # else SQLite takes the unique
-                    sql += self._sql.index_hint("nodes_unnamed_idx")  # index, and sorts them all
-                sql += " WHERE " + " AND ".join(terms) if terms else ""
-                if self._sql.echo:
-                    self._sql.log(sql + tail)
-                found.extend(conn.execute(sql + tail, [*params, *extra]).fetchall())
+                else:
+                    unnamed = sort_key == "name" and "name IS NULL" in cond
+                    found += self._range(conn, selected, terms, [*params, *extra], order, left,
+                                         "nodes_unnamed_idx" if unnamed else "")  # fmt: skip
         if columns is not None:
             return [self._fields_of(row, columns) for row in found]
         nodes = [to_node(r[0], r[1], r[2]) for r in found]
         return nodes if names is None else [project(node, names) for node in nodes]
+
+    def _range(
+        self,
+        conn: Any,
+        selected: str,
+        terms: builtins.list[str],
+        params: builtins.list[Any],
+        order: str,
+        limit: int | None,
+        hint: str,
+    ) -> builtins.list[Any]:
+        """One range in ``order`` on one index; ``hint`` names it where SQLite would choose
+        worse (the unnamed nodes: else it takes the unique index on names and sorts them all)."""
+        tail = f" ORDER BY {order}" + ("" if limit is None else f" LIMIT {int(limit)}")
+        sql = f"SELECT {selected} FROM nodes"
+        if hint:
+            sql += self._sql.index_hint(hint)
+        sql += " WHERE " + " AND ".join(terms) if terms else ""
+        if self._sql.echo:
+            self._sql.log(sql + tail)
+        return conn.execute(sql + tail, params).fetchall()  # type: ignore[no-any-return]
 
     def _free_and_held(
         self,
