@@ -32,6 +32,7 @@ __all__ = [
     "fmt_ratio",
     "measure",
     "measure_abba",
+    "per_call",
     "traced_bytes",
 ]
 
@@ -132,6 +133,20 @@ def autosize(make: Callable[[int], Case], target_ms: float, max_units: int) -> C
     per_unit = _one_pass(probe) * probe.ops / probe_units
     units = max(1, min(max_units, math.ceil(target_ms * 1e6 / max(per_unit, 1.0))))
     return probe if units == probe_units else make(units)
+
+
+def per_call(name: str, call: Callable[[], object]) -> Callable[[int], Case]:
+    """The factory for :func:`autosize` of a case that times ``call`` per call: a pass of
+    ``make(calls)`` calls it ``calls`` times in a bare loop."""
+
+    def make(calls: int) -> Case:
+        def run() -> None:
+            for _ in range(calls):
+                call()
+
+        return Case(name, run, calls)
+
+    return make
 
 
 def traced_bytes(build: Callable[[], object]) -> tuple[int, object]:

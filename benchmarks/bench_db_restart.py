@@ -11,19 +11,26 @@ record's version. From the moment the server accepts connections again, it
 polls (every 10 ms, on a connection of its own) until each of those nodes
 has been saved again or released: the flow moved. Reported per mode: the
 outage itself (stop + start), and the time from the return to the first
-and to the last stalled flow moving.
+and to the last stalled flow moving. A full run (and
+``BENCH_DB_RESTART_HOLDS=5,30,90``, seconds) also keeps the server stopped
+that long before it starts again: the longer outages, once each.
 
 What the figure is made of: each service's connection pool finds its
 connections broken and re-opens them with psycopg_pool's own backoff (1,
-2, 4 ... s after the first failure), and a flow's save retries meanwhile
-with random waits of up to 2 s (``store_retry_timeout`` 30 s here, well above
-the outage, so that no flow stops).
+2, 4 ... s after the first failure; each attempt dropped after the store's
+``RECONNECT_TIMEOUT``, 5 s, and the next caller starts a new one), and a
+flow's save retries meanwhile with random waits of up to 2 s
+(``store_retry_timeout`` 30 s, or twice the longest outage, so that no flow
+stops). With psycopg_pool's default of 5 minutes per attempt, a 90 s outage
+was found 12.9 s after the server's return: the attempt's wait had doubled
+past the outage.
 
 Run alone: ``python benchmarks/bench_db_restart.py [--quick]``.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import tempfile
@@ -67,8 +74,13 @@ def _held(dsn: str) -> dict[str, tuple[int, str | None]]:
     return {row[0]: (row[1], row[2]) for row in rows}
 
 
-def one_trial(server: Any, dsn: str, url: str, tmp: Path, nodes: int, mode: str) -> dict[str, Any]:
-    """One restart while ``nodes`` automated cleans run: the outage and the catch-up times."""
+def one_trial(
+    server: Any, dsn: str, url: str, tmp: Path, nodes: int, mode: str, hold: float = 0.0
+) -> dict[str, Any]:
+    """One restart while ``nodes`` automated cleans run: the outage and the catch-up times.
+
+    ``hold``: seconds the server stays stopped before it starts again.
+    """
     from serve_fleet import fleet_nodes, wait_for
 
     from ironic_fsm import states
@@ -89,6 +101,7 @@ def one_trial(server: Any, dsn: str, url: str, tmp: Path, nodes: int, mode: str)
     conductor.store.close()
     stopped = time.monotonic()
     server.pause(mode)
+    time.sleep(hold)  # the outage itself: nothing to wait for
     server.resume()
     back = time.monotonic()
     # What the database kept: the nodes still held as it returns, at their saved version
@@ -99,7 +112,7 @@ def one_trial(server: Any, dsn: str, url: str, tmp: Path, nodes: int, mode: str)
         kept = _versions(dsn, list(before))
     held = {uuid: seen for uuid, seen in kept.items() if seen[1] is not None}
     moved: dict[str, float] = {}
-    deadline = back + 120
+    deadline = back + 240
     while len(moved) < len(held) and time.monotonic() < deadline:
         now = _versions(dsn, list(held))
         if now is not None:
@@ -111,6 +124,7 @@ def one_trial(server: Any, dsn: str, url: str, tmp: Path, nodes: int, mode: str)
     assert len(moved) == len(held), f"{len(held) - len(moved)} flows never moved"
     return {
         "mode": mode,
+        "hold": hold,
         "stalled": len(held),
         "before": len(before),
         "outage": back - stopped,
@@ -126,12 +140,16 @@ def measure(quick: bool) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
     repeats = 1 if quick else 3
     nodes = 16 if quick else 40
+    holds = _holds(quick)
     with pgserver.PostgresServer() as server, tempfile.TemporaryDirectory() as tmp_dir:
         # A server of its own: its database is the bench's alone. Commits wait for the
         # WAL flush, so that an immediate stop loses nothing it acknowledged.
         for url in [f"{server.url}?options={quote('-csynchronous_commit=on')}"]:
             dsn = url.replace("postgresql+psycopg://", "postgresql://")  # libpq's own URL
-            fleet = ServeFleet(url, Path(tmp_dir), config={"store_retry_timeout": 30})
+            # Flows retry for longer than the longest outage: what is measured is how soon
+            # the pools find the server again, not recover() taking stopped flows back.
+            retry = max(30.0, 2 * max(holds, default=0.0))
+            fleet = ServeFleet(url, Path(tmp_dir), config={"store_retry_timeout": retry})
             try:
                 fleet.start_many(operator(url), 2)
                 for index in range(repeats):
@@ -139,22 +157,36 @@ def measure(quick: bool) -> list[dict[str, Any]]:
                         trial = Path(tmp_dir) / f"{mode}-{index}"
                         trial.mkdir()
                         results.append(one_trial(server, dsn, url, trial, nodes, mode))
+                for hold in holds:  # longer outages, once each
+                    trial = Path(tmp_dir) / f"held-{hold:g}"
+                    trial.mkdir()
+                    results.append(one_trial(server, dsn, url, trial, nodes, "fast", hold))
             finally:
                 fleet.stop_all()
     return results
 
 
+def _holds(quick: bool) -> list[float]:
+    """The longer outages measured: ``BENCH_DB_RESTART_HOLDS`` (seconds, comma-separated),
+    else 5, 30 and 90 s in a full run and none in a quick one."""
+    given = os.environ.get("BENCH_DB_RESTART_HOLDS")
+    if given is not None:
+        return [float(part) for part in given.split(",") if part.strip()]
+    return [] if quick else [5.0, 30.0, 90.0]
+
+
 def run(quick: bool = False) -> Section:
     started = time.perf_counter()
     results = measure(quick)
-    columns = ["mode", "held at the stop", "stalled", "outage (stop + start)"]
+    columns = ["mode", "held stopped", "held at the stop", "stalled", "outage (stop + start)"]
     table = Table(
         "PostgreSQL restarted under 2 serve processes running automated cleans",
         [*columns, "first moved", "last moved"],
     )
     for r in results:
         times = [f"{r[key]:.2f} s" for key in ("outage", "first", "last")]
-        table.rows.append([r["mode"], str(r["before"]), str(r["stalled"]), *times])
+        held = f"{r['hold']:g} s"
+        table.rows.append([r["mode"], held, str(r["before"]), str(r["stalled"]), *times])
     table.notes.append(
         "'stalled': held at the stop and still held when the server returned"
         "; 'moved': saved again or released, timed from the return (pg_isready "

@@ -24,7 +24,6 @@ import time
 from collections.abc import Callable
 
 from _harness import (
-    Case,
     Section,
     SummaryRow,
     Table,
@@ -32,6 +31,7 @@ from _harness import (
     fmt_ns,
     fmt_ratio,
     measure,
+    per_call,
     run_alone,
 )
 
@@ -68,17 +68,9 @@ def run(quick: bool = False) -> Section:
     conductor = Conductor()
     repeats = 3 if quick else 9
     target_ms = 5.0 if quick else 30.0
-    cases = []
-    for name, call in _cases(conductor):
-
-        def make(units: int, name: str = name, call: Callable[[], object] = call) -> Case:
-            def run_pass() -> None:
-                for _ in range(units):
-                    call()
-
-            return Case(name, run_pass, units)
-
-        cases.append(autosize(make, target_ms, 1_000_000))
+    cases = [
+        autosize(per_call(name, call), target_ms, 1_000_000) for name, call in _cases(conductor)
+    ]
     timings = measure(cases, repeats)
     uncached = timings[UNCACHED].best_ns
     table = Table(

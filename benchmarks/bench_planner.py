@@ -36,6 +36,7 @@ from _harness import (
     fmt_ns,
     fmt_ratio,
     measure,
+    per_call,
     run_alone,
 )
 
@@ -148,41 +149,31 @@ def _cases(driver: HardwareType, task: Task) -> list[Callable[[int], Case]]:
     validate = planner.validate_user_steps
     overrides, disallowed = OVERRIDES, DISALLOWED
 
-    def case(name: str, call: Callable[[], object]) -> Callable[[int], Case]:
-        def make(calls: int) -> Case:
-            def run() -> None:
-                for _ in range(calls):
-                    call()
-
-            return Case(name, run, calls)
-
-        return make
-
     return [
-        case(PLAN, lambda: plan(gathered, overrides=overrides, disallowed=disallowed)),
-        case(
+        per_call(PLAN, lambda: plan(gathered, overrides=overrides, disallowed=disallowed)),
+        per_call(
             GATHER_PLAN,
             lambda: plan(
                 gather_steps("clean", driver, task), overrides=overrides, disallowed=disallowed
             ),
         ),
-        case(GATHER, lambda: gather_steps("clean", driver, task)),
-        case(
+        per_call(GATHER, lambda: gather_steps("clean", driver, task)),
+        per_call(
             KNOWN,
             lambda: plan_for(driver, task, overrides=overrides, disallowed=disallowed),
         ),
-        case(
+        per_call(
             NAIVE_PLAN,
             lambda: plan(naive_gather(driver), overrides=overrides, disallowed=disallowed),
         ),
-        case(VALIDATE, lambda: validate("clean", gathered, requested, disallowed=disallowed)),
-        case(
+        per_call(VALIDATE, lambda: validate("clean", gathered, requested, disallowed=disallowed)),
+        per_call(
             GATHER_VALIDATE,
             lambda: validate(
                 "clean", gather_steps("clean", driver, task), requested, disallowed=disallowed
             ),
         ),
-        case(
+        per_call(
             NAIVE_VALIDATE,
             lambda: validate("clean", naive_gather(driver), requested, disallowed=disallowed),
         ),

@@ -14,7 +14,8 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -159,3 +160,45 @@ def api_client(db: Path) -> Iterator[tuple[Conductor, httpx.Client]]:
         httpx.Client(base_url=url, headers=LATEST, timeout=60) as client,
     ):
         yield conductor, client
+
+
+# -- a client's own functional suite, run against the API -----------------------------------
+
+
+def suite_outcomes(report: Path) -> dict[str, str]:
+    """``file::Class::test`` -> passed / failed / skipped, from a JUnit XML report."""
+    found: dict[str, str] = {}
+    for case in ET.parse(report).getroot().iter("testcase"):
+        module, _, cls = case.attrib["classname"].rpartition(".")
+        key = f"{module.rpartition('.')[2]}.py::{cls}::{case.attrib['name']}"
+        if case.find("skipped") is not None:
+            found[key] = "skipped"
+        elif case.find("failure") is not None or case.find("error") is not None:
+            found[key] = "failed"
+        else:
+            found[key] = "passed"
+    return found
+
+
+def check_suite(
+    suite: str,
+    run: subprocess.CompletedProcess[str],
+    report: Path,
+    known_gaps: Mapping[str, str],
+    *,
+    least: int,
+) -> None:
+    """The verdict on a client's suite: at least ``least`` tests ran, every one passed but
+    the ``known_gaps``, and each gap still fails, so that the list shrinks as the API grows
+    (a gap that starts passing, or leaves the suite, fails this until it is taken off)."""
+    assert report.exists(), run.stdout[-3000:] + run.stderr[-3000:]
+    found = suite_outcomes(report)
+    assert len(found) >= least, (len(found), run.stdout[-3000:])
+    missing = sorted(set(known_gaps) - set(found))
+    assert not missing, f"gaps no longer in the suite (take them off the list): {missing}"
+    failing = sorted(k for k, v in found.items() if v != "passed" and k not in known_gaps)
+    closed = sorted(k for k in known_gaps if found[k] == "passed")
+    passed = sum(v == "passed" for v in found.values())
+    print(f"{suite} suite: {passed} passed of {len(found)}; {len(known_gaps)} known gaps")
+    assert not failing, f"{failing}\n{run.stdout[-6000:]}"
+    assert not closed, f"gaps that now pass (take them off KNOWN_GAPS): {closed}"

@@ -739,3 +739,21 @@ def task_for(name: str, hardware: HardwareType, driver_info: dict[str, Any], **f
     """A task on a new node of hardware type ``name``, for driver-level tests."""
     node = Node(driver=name, driver_info=driver_info, **fields)
     return Task(node=node, driver=hardware, config=Config())
+
+
+_T = TypeVar("_T")
+
+
+def once_back(call: Callable[[], _T], timeout: float = 60) -> _T:
+    """``call()`` once the store answers again after an outage (a pool backs off meanwhile)."""
+    import time
+
+    from ironic_fsm.exceptions import StoreError
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return call()
+        except StoreError:
+            assert time.monotonic() < deadline, f"the store never came back for {call}"
+            time.sleep(0.1)

@@ -1,7 +1,10 @@
 """``python -m ironic_fsm.api --db URL --api HOST:PORT``: the API and a conductor, standalone.
 
 Prints the bound port on stdout once listening (so a test can ask for
-port 0), then serves until SIGTERM or SIGINT.
+port 0), then serves until SIGTERM or SIGINT. Logs go to standard error
+(``--log-level``, WARNING by default): the package's own logger has only a
+``NullHandler``, so without a handler of this process's a database outage
+and its end would be logged nowhere.
 """
 
 from __future__ import annotations
@@ -57,11 +60,29 @@ def _parser() -> argparse.ArgumentParser:
         default=_DEFAULTS.connections_per_address,
         help="connections one client address may hold open (default: %(default)s)",
     )  # fmt: skip
+    parser.add_argument(
+        "--log-level", choices=("DEBUG", "INFO", "WARNING", "ERROR"), type=str.upper,
+        default="WARNING", help="the least severe messages logged (default: %(default)s)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--heartbeat-interval", type=float, default=Config().heartbeat_interval,
+        metavar="SECONDS", help="seconds between heartbeats (default: %(default)s)",
+    )  # fmt: skip
     return parser
+
+
+def _log_to_stderr(level: str) -> None:
+    """This process's logs, one ``time level logger message`` line each, to standard error."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(level)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    _log_to_stderr(args.log_level)
     from ironic_fsm.stores import SQLStore  # the database driver loads only here
 
     stop = threading.Event()
@@ -75,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     with ThreadPoolExecutor(args.workers, thread_name_prefix="conductor") as executor:
-        conductor = Conductor(store, Config(), executor=executor)
+        config = Config(heartbeat_interval=args.heartbeat_interval)
+        conductor = Conductor(store, config, executor=executor)
         host, port = args.api
         try:
             server = start_api(

@@ -8,7 +8,7 @@ from typing import Any, Final
 import falcon
 
 from ironic_fsm.api.common import link_pair
-from ironic_fsm.api.records import Collection, Item, ListQuery, Shape, shown_as
+from ironic_fsm.api.records import ListQuery, Route, Shape, kind_routes, shown_as
 from ironic_fsm.conductor import Conductor
 from ironic_fsm.records import Record
 
@@ -51,9 +51,5 @@ SHAPE: Final = Shape(
 )  # fmt: skip
 
 
-def routes(conductor: Conductor) -> list[tuple[str, Any, dict[str, str]]]:
-    return [
-        ("/v1/chassis", Collection(conductor, SHAPE), {}),
-        ("/v1/chassis/detail", Collection(conductor, SHAPE, detail=True), {}),
-        ("/v1/chassis/{ident}", Item(conductor, SHAPE), {}),
-    ]
+def routes(conductor: Conductor) -> list[Route]:
+    return kind_routes(conductor, SHAPE)

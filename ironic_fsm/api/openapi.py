@@ -146,8 +146,65 @@ def _op(summary: str, responses: dict[str, Any], body: dict[str, Any] | None = N
     return op
 
 
+#: A trait in a path (``/v1/nodes/{ident}/traits/{trait}``).
+_TRAIT: Final = {"name": "trait", "in": "path", "required": True, "schema": traits.TRAIT_SCHEMA}
+
+
 def _node_paths() -> dict[str, Any]:
-    item = "/v1/nodes/{ident}"
+    # Every path below one node (``/v1/nodes/{ident}...``) takes its ident, written here once.
+    below: dict[str, dict[str, Any]] = {
+        "": {
+            "get": _op("Show a node", _answer("200", "the node", _NODE)),
+            "patch": _op(
+                "Update a node (RFC 6902)", _answer("200", "the node", _NODE), nodes.PATCH_SCHEMA
+            ),
+            "delete": _op("Delete a node", _answer("204", "deleted")),
+        },
+        "/states": {"get": _op("Node states", _answer("200", "states", _OBJECT))},
+        "/states/provision": {
+            "put": _op("Provisioning verb", _answer("202", "accepted"), actions.PROVISION_SCHEMA),
+        },
+        "/states/power": {"put": _op("Power", _answer("202", "done"), actions.POWER_SCHEMA)},
+        "/states/boot_mode": {
+            "put": _op("Set boot mode (1.76+)", _answer("202", "set"), actions.BOOT_MODE_SCHEMA),
+        },
+        "/states/secure_boot": {
+            "put": _op(
+                "Set secure boot (1.76+)", _answer("202", "set"), actions.SECURE_BOOT_SCHEMA
+            ),
+        },
+        "/management/boot_device": {
+            "get": _op("Boot device", _answer("200", "boot device", _OBJECT)),
+            "put": _op("Set boot device", _answer("204", "set"), actions.BOOT_DEVICE_SCHEMA),
+        },
+        "/management/boot_device/supported": {
+            "get": _op("Supported boot devices", _answer("200", "devices", _OBJECT)),
+        },
+        "/maintenance": {
+            "put": _op("Set maintenance", _answer("202", "set")),
+            "delete": _op("Unset maintenance", _answer("202", "unset")),
+        },
+        "/validate": {"get": _op("Validate interfaces", _answer("200", "results", _OBJECT))},
+        "/traits": {
+            "get": _op("Traits", _answer("200", "traits", _OBJECT)),
+            "put": _op("Replace traits", _answer("204", "set"), traits.TRAITS_SCHEMA),
+            "delete": _op("Remove all traits", _answer("204", "removed")),
+        },
+        "/traits/{trait}": {
+            "put": _op("Add a trait", _answer("204", "added")),
+            "delete": _op("Remove a trait", _answer("204", "removed")),
+        },
+        "/history": {"get": _op("Node history", _answer("200", "entries", _OBJECT))},
+        "/inventory": {
+            "get": _op(
+                "Inventory of the last inspection (1.81+)",
+                _answer("200", "inventory and plugin data", _OBJECT),
+            ),
+        },
+        "/children": {
+            "get": _op("Child nodes (1.83+)", _answer("200", "children", _ref("Children"))),
+        },
+    }
     return {
         "/v1/nodes": {
             "get": _op("List nodes", _answer("200", "nodes", NODE_LIST_SCHEMA)),
@@ -157,70 +214,11 @@ def _node_paths() -> dict[str, Any]:
         "/v1/nodes/detail": {
             "get": _op("List nodes in full", _answer("200", "nodes", NODE_LIST_SCHEMA)),
         },
-        item: {
-            "parameters": [_IDENT],
-            "get": _op("Show a node", _answer("200", "the node", _NODE)),
-            "patch": _op("Update a node (RFC 6902)", _answer("200", "the node", _NODE),
-                         nodes.PATCH_SCHEMA),
-            "delete": _op("Delete a node", _answer("204", "deleted")),
-        },
-        f"{item}/states": {"parameters": [_IDENT],
-                           "get": _op("Node states", _answer("200", "states", _OBJECT))},
-        f"{item}/states/provision": {
-            "parameters": [_IDENT],
-            "put": _op("Provisioning verb", _answer("202", "accepted"), actions.PROVISION_SCHEMA),
-        },
-        f"{item}/states/power": {
-            "parameters": [_IDENT],
-            "put": _op("Power", _answer("202", "done"), actions.POWER_SCHEMA),
-        },
-        f"{item}/states/boot_mode": {
-            "parameters": [_IDENT],
-            "put": _op("Set boot mode (1.76+)", _answer("202", "set"), actions.BOOT_MODE_SCHEMA),
-        },
-        f"{item}/states/secure_boot": {
-            "parameters": [_IDENT],
-            "put": _op("Set secure boot (1.76+)", _answer("202", "set"),
-                       actions.SECURE_BOOT_SCHEMA),
-        },
-        f"{item}/management/boot_device": {
-            "parameters": [_IDENT],
-            "get": _op("Boot device", _answer("200", "boot device", _OBJECT)),
-            "put": _op("Set boot device", _answer("204", "set"), actions.BOOT_DEVICE_SCHEMA),
-        },
-        f"{item}/management/boot_device/supported": {
-            "parameters": [_IDENT],
-            "get": _op("Supported boot devices", _answer("200", "devices", _OBJECT)),
-        },
-        f"{item}/maintenance": {
-            "parameters": [_IDENT],
-            "put": _op("Set maintenance", _answer("202", "set")),
-            "delete": _op("Unset maintenance", _answer("202", "unset")),
-        },
-        f"{item}/validate": {"parameters": [_IDENT],
-                             "get": _op("Validate interfaces", _answer("200", "results", _OBJECT))},
-        f"{item}/traits": {
-            "parameters": [_IDENT],
-            "get": _op("Traits", _answer("200", "traits", _OBJECT)),
-            "put": _op("Replace traits", _answer("204", "set"), traits.TRAITS_SCHEMA),
-            "delete": _op("Remove all traits", _answer("204", "removed")),
-        },
-        f"{item}/traits/{{trait}}": {
-            "parameters": [_IDENT, {"name": "trait", "in": "path", "required": True,
-                                    "schema": traits.TRAIT_SCHEMA}],
-            "put": _op("Add a trait", _answer("204", "added")),
-            "delete": _op("Remove a trait", _answer("204", "removed")),
-        },
-        f"{item}/history": {"parameters": [_IDENT],
-                            "get": _op("Node history", _answer("200", "entries", _OBJECT))},
-        f"{item}/inventory": {
-            "parameters": [_IDENT],
-            "get": _op("Inventory of the last inspection (1.81+)",
-                       _answer("200", "inventory and plugin data", _OBJECT)),
-        },
-        f"{item}/children": {
-            "parameters": [_IDENT],
-            "get": _op("Child nodes (1.83+)", _answer("200", "children", _ref("Children"))),
+        **{
+            f"/v1/nodes/{{ident}}{path}": {
+                "parameters": [_IDENT, _TRAIT] if "{trait}" in path else [_IDENT], **ops
+            }
+            for path, ops in below.items()
         },
     }  # fmt: skip
 

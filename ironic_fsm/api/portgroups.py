@@ -12,7 +12,7 @@ import falcon
 
 from ironic_fsm.api.common import link_pair, text_bool
 from ironic_fsm.api.errors import ApiError
-from ironic_fsm.api.records import Collection, Item, ListQuery, Shape, shown_as
+from ironic_fsm.api.records import ListQuery, Route, Shape, kind_routes, shown_as
 from ironic_fsm.conductor import Conductor
 from ironic_fsm.exceptions import InvalidParameterValue, NodeNotFound
 from ironic_fsm.records import Record
@@ -85,13 +85,5 @@ SHAPE: Final = Shape(
 )  # fmt: skip
 
 
-def routes(conductor: Conductor) -> list[tuple[str, Any, dict[str, str]]]:
-    node = dict(parent="node", parent_since=(1, 24))
-    return [
-        ("/v1/portgroups", Collection(conductor, SHAPE), {}),
-        ("/v1/portgroups/detail", Collection(conductor, SHAPE, detail=True), {}),
-        ("/v1/portgroups/{ident}", Item(conductor, SHAPE), {}),
-        ("/v1/nodes/{ident}/portgroups", Collection(conductor, SHAPE, **node), {}),  # type: ignore[arg-type]
-        ("/v1/nodes/{ident}/portgroups/detail",
-         Collection(conductor, SHAPE, detail=True, **node), {}),  # type: ignore[arg-type]
-    ]  # fmt: skip
+def routes(conductor: Conductor) -> list[Route]:
+    return kind_routes(conductor, SHAPE, ("node", (1, 24)))

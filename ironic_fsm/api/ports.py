@@ -14,7 +14,7 @@ import falcon
 
 from ironic_fsm.api.common import require_version, text_bool
 from ironic_fsm.api.errors import ApiError
-from ironic_fsm.api.records import Collection, Item, ListQuery, Shape, shown_as
+from ironic_fsm.api.records import ListQuery, Route, Shape, kind_routes, shown_as
 from ironic_fsm.conductor import Conductor
 from ironic_fsm.exceptions import InvalidParameterValue, NodeNotFound, ResourceNotFound
 from ironic_fsm.node import is_uuid_like
@@ -123,17 +123,5 @@ SHAPE: Final = Shape(
 )  # fmt: skip
 
 
-def routes(conductor: Conductor) -> list[tuple[str, Any, dict[str, str]]]:
-    return [
-        ("/v1/ports", Collection(conductor, SHAPE), {}),
-        ("/v1/ports/detail", Collection(conductor, SHAPE, detail=True), {}),
-        ("/v1/ports/{ident}", Item(conductor, SHAPE), {}),
-        ("/v1/nodes/{ident}/ports", Collection(conductor, SHAPE, parent="node"), {}),
-        ("/v1/nodes/{ident}/ports/detail",
-         Collection(conductor, SHAPE, detail=True, parent="node"), {}),
-        ("/v1/portgroups/{ident}/ports",
-         Collection(conductor, SHAPE, parent="portgroup", parent_since=(1, 24)), {}),
-        ("/v1/portgroups/{ident}/ports/detail",
-         Collection(conductor, SHAPE, detail=True, parent="portgroup", parent_since=(1, 24)),
-         {}),
-    ]  # fmt: skip
+def routes(conductor: Conductor) -> list[Route]:
+    return kind_routes(conductor, SHAPE, ("node", (1, 1)), ("portgroup", (1, 24)))

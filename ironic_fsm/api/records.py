@@ -264,3 +264,26 @@ def _apply(doc: dict[str, Any], op: dict[str, Any], number: int) -> dict[str, An
         raise ApiError(
             400, f"Cannot apply patch operation {number} ({op['op']} {op['path']}): {error}"
         ) from None
+
+
+#: One route: a path, the resource that serves it, and ``add_route``'s keywords.
+Route = tuple[str, Any, dict[str, str]]
+
+
+def kind_routes(conductor: Conductor, shape: Shape, *parents: tuple[str, Version]) -> list[Route]:
+    """A kind's routes: ``/v1/<path>``, its ``/detail`` and ``/{ident}``; then, for each
+    ``(parent, since)``, the parent's listing of it and its ``/detail``
+    (``("node", (1, 1))``: ``/v1/nodes/{ident}/ports``, filtered on ``node``)."""
+    routes: list[Route] = [
+        (f"/v1/{shape.path}", Collection(conductor, shape), {}),
+        (f"/v1/{shape.path}/detail", Collection(conductor, shape, detail=True), {}),
+        (f"/v1/{shape.path}/{{ident}}", Item(conductor, shape), {}),
+    ]
+    for parent, since in parents:
+        listing = f"/v1/{parent}s/{{ident}}/{shape.path}"
+        routes += [
+            (listing, Collection(conductor, shape, parent=parent, parent_since=since), {}),
+            (f"{listing}/detail",
+             Collection(conductor, shape, detail=True, parent=parent, parent_since=since), {}),
+        ]  # fmt: skip
+    return routes

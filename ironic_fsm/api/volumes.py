@@ -12,7 +12,7 @@ import falcon
 
 from ironic_fsm.api.common import link_pair, require_version, send
 from ironic_fsm.api.errors import ApiError
-from ironic_fsm.api.records import Collection, Item, ListQuery, Shape, shown_as
+from ironic_fsm.api.records import Collection, ListQuery, Route, Shape, kind_routes, shown_as
 from ironic_fsm.conductor import Conductor
 from ironic_fsm.exceptions import InvalidParameterValue, NodeNotFound
 from ironic_fsm.records import Record
@@ -133,17 +133,13 @@ class VolumeRoot:
         })  # fmt: skip
 
 
-def routes(conductor: Conductor) -> list[tuple[str, Any, dict[str, str]]]:
-    out: list[tuple[str, Any, dict[str, str]]] = [
+def routes(conductor: Conductor) -> list[Route]:
+    out: list[Route] = [
         ("/v1/volume", VolumeRoot(conductor), {}),
         ("/v1/nodes/{ident}/volume", VolumeRoot(conductor, node=True), {}),
     ]
     for shape in (CONNECTORS, TARGETS):
-        out += [
-            (f"/v1/volume/{shape.kind}", Collection(conductor, shape), {}),
-            (f"/v1/volume/{shape.kind}/detail", Collection(conductor, shape, detail=True), {}),
-            (f"/v1/volume/{shape.kind}/{{ident}}", Item(conductor, shape), {}),
-            (f"/v1/nodes/{{ident}}/volume/{shape.kind}",
-             Collection(conductor, shape, parent="node"), {}),
-        ]  # fmt: skip
+        out += kind_routes(conductor, shape)
+        node_listing = Collection(conductor, shape, parent="node")  # without /detail
+        out.append((f"/v1/nodes/{{ident}}/{shape.path}", node_listing, {}))
     return out

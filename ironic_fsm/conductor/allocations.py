@@ -27,12 +27,11 @@ from ironic_fsm import states as s
 from ironic_fsm.conductor.common import check_ident, shown
 from ironic_fsm.conductor.context import Context
 from ironic_fsm.conductor.records import (
+    Shelf,
     check_dict,
     check_text,
     check_traits,
-    find,
     new_uuid,
-    records_of,
 )
 from ironic_fsm.conductor.reservations import Reservations
 from ironic_fsm.exceptions import (
@@ -46,7 +45,7 @@ from ironic_fsm.exceptions import (
 )
 from ironic_fsm.node import Node, is_uuid_like
 from ironic_fsm.records import Allocation
-from ironic_fsm.stores.base import RecordQuery, RecordStore
+from ironic_fsm.stores.base import RecordQuery
 
 __all__ = ["ALLOCATING", "Allocations"]
 
@@ -102,20 +101,18 @@ class Allocations:
     def __init__(self, ctx: Context, reservations: Reservations) -> None:
         self._ctx = ctx
         self._reservations = reservations
-
-    def _records(self) -> RecordStore:
-        return records_of(self._ctx, Allocation)
+        self._allocations = Shelf(ctx, Allocation)
 
     # -- reading ---------------------------------------------------------------------
 
     def get_allocation(self, ident: str) -> Allocation:
         """The allocation with this UUID or name; ``ResourceNotFound`` if none."""
-        return find(self._records(), Allocation, ident)
+        return self._allocations.find(ident)
 
     def node_allocation(self, node: str) -> Allocation:
         """The allocation that holds ``node``; ``ResourceNotFound`` if none does."""
         uuid = self._ctx.caps.store.get(check_ident(node)).uuid
-        found = self._records().find_record(Allocation, "node_uuid", uuid)
+        found = self._allocations.records.find_record(Allocation, "node_uuid", uuid)
         if found is None:
             raise _no_allocation(node)
         return found
@@ -137,7 +134,7 @@ class Allocations:
         for name, value in (("resource_class", resource_class), ("owner", owner)):
             if value is not None:
                 filters[name] = value
-        return self._records().list_records(Allocation, RecordQuery(filters, **page))
+        return self._allocations.page(RecordQuery(filters, **page))
 
     # -- writing ---------------------------------------------------------------------
 
@@ -180,7 +177,7 @@ class Allocations:
             extra=check_dict(extra, "extra", "Allocation"),
             owner=check_text(owner, "owner", "Allocation"),
         )
-        records = self._records()
+        records = self._allocations.records
         allocation = records.add_record(allocation)
         if on_created is not None:
             on_created(allocation)
@@ -201,7 +198,7 @@ class Allocations:
             changes["name"] = _checked_name(fields["name"])
         if "extra" in fields:
             changes["extra"] = check_dict(fields["extra"], "extra", "Allocation")
-        return self._records().replace_record(attrs.evolve(allocation, **changes))
+        return self._allocations.replace(attrs.evolve(allocation, **changes))
 
     def delete_allocation(self, ident: str) -> None:
         """Delete the allocation and free its node (``instance_uuid`` cleared).
@@ -212,12 +209,12 @@ class Allocations:
         """
         allocation = self.get_allocation(ident)
         if allocation.node_uuid is None:
-            self._records().delete_record(Allocation, allocation.uuid)
+            self._allocations.delete(allocation)
             return
         with self._reservations.reserved(allocation.node_uuid, checked=True) as job:
             node = job.node
             _check_deallocation(node, allocation)
-            self._records().delete_record(Allocation, allocation.uuid)
+            self._allocations.delete(allocation)
             if node.allocation_uuid == allocation.uuid:
                 node.allocation_uuid = None
                 node.instance_uuid = None
@@ -283,7 +280,7 @@ class Allocations:
             return retrying(self._take_one, allocation, uuids)
         except (AllocationFailed, _AllBusy) as error:
             failed = attrs.evolve(allocation, state=ERROR, node_uuid=None, last_error=str(error))
-            return self._records().replace_record(failed)
+            return self._allocations.replace(failed)
 
     def _take_one(self, allocation: Allocation, uuids: list[str]) -> Allocation:
         """Give ``allocation`` the first of ``uuids`` that suits; busy ones stay for later."""
@@ -303,7 +300,7 @@ class Allocations:
 
     def _give(self, allocation: Allocation, uuid: str) -> Allocation:
         """Reserve the node, check it, record both sides; the node's save releases it."""
-        records = self._records()
+        records = self._allocations.records
         active = attrs.evolve(allocation, state=ACTIVE, node_uuid=uuid, last_error=None)
         try:
             with self._reservations.reserved(uuid, checked=True) as job:
@@ -323,7 +320,7 @@ class Allocations:
 
     def _backfill(self, allocation: Allocation, node: Node) -> Allocation:
         """Record ``allocation`` for the deployed ``node`` (Ironic's backfilling)."""
-        records = self._records()
+        records = self._allocations.records
         try:
             with self._reservations.reserved(node.uuid, checked=True) as job:
                 _check_backfill(job.node, allocation)

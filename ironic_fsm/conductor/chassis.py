@@ -13,11 +13,11 @@ from typing import Any, Final
 import attrs
 
 from ironic_fsm.conductor.context import Context
-from ironic_fsm.conductor.records import check_dict, check_known, check_text, new_uuid, records_of
-from ironic_fsm.exceptions import InvalidParameterValue, ResourceNotFound
-from ironic_fsm.node import Node, is_uuid_like
+from ironic_fsm.conductor.records import Shelf, check_dict, check_known, check_text, new_uuid
+from ironic_fsm.exceptions import InvalidParameterValue
+from ironic_fsm.node import Node
 from ironic_fsm.records import Chassis
-from ironic_fsm.stores.base import RecordQuery, RecordStore
+from ironic_fsm.stores.base import RecordQuery
 
 __all__ = ["CHASSIS_FIELDS", "ChassisPart"]
 
@@ -30,36 +30,26 @@ class ChassisPart:
 
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
-
-    def _records(self) -> RecordStore:
-        return records_of(self._ctx, Chassis)
+        self._chassis = Shelf(ctx, Chassis)
 
     def get_chassis(self, uuid: str) -> Chassis:
         """The chassis with this UUID; ``ResourceNotFound`` if none."""
-        if not is_uuid_like(uuid):
-            raise ResourceNotFound(f"Chassis {uuid} could not be found.", ident=uuid)
-        return self._records().get_record(Chassis, uuid.lower())
+        return self._chassis.get(uuid)
 
     def list_chassis(self, **page: Any) -> list[Chassis]:
         """One page of chassis (``limit``, ``marker``, ``sort_key``, ``sort_dir``)."""
-        return self._records().list_records(Chassis, RecordQuery(**page))
+        return self._chassis.page(RecordQuery(**page))
 
     def create_chassis(self, *, uuid: str | None = None, **fields: Any) -> Chassis:
         chassis = self._apply(Chassis(uuid=new_uuid(Chassis, uuid)), fields)
-        return self._records().add_record(chassis)
+        return self._chassis.add(chassis)
 
     def update_chassis(self, uuid: str, **fields: Any) -> Chassis:
-        return self._records().replace_record(self._apply(self.get_chassis(uuid), fields))
+        return self._chassis.replace(self._apply(self.get_chassis(uuid), fields))
 
     def delete_chassis(self, uuid: str) -> None:
         chassis = self.get_chassis(uuid)
-        if self.chassis_nodes(chassis.uuid):
-            raise InvalidParameterValue(
-                "Cannot complete the requested action because chassis "
-                f"{chassis.uuid} contains nodes.",
-                chassis=chassis.uuid,
-            )
-        self._records().delete_record(Chassis, chassis.uuid)
+        self._chassis.delete(chassis, holding="nodes", held=self.chassis_nodes(chassis.uuid))
 
     def chassis_nodes(self, uuid: str) -> list[Node]:
         """The nodes whose ``chassis_uuid`` is this chassis', in creation order."""

@@ -31,7 +31,7 @@ from ironic_fsm.conductor.common import (
     scrub_node,
 )
 from ironic_fsm.conductor.context import Context
-from ironic_fsm.conductor.outage import RETRYABLE, save_through
+from ironic_fsm.conductor.outage import RETRYABLE, NodeLost, save_through
 from ironic_fsm.events import PROVISION_END, PROVISION_ERROR, PROVISION_START, Event
 from ironic_fsm.exceptions import (
     ConcurrentUpdate,
@@ -175,12 +175,17 @@ class Job:
             self._take(node)  # a verb's first save, which takes the reservation too
         else:
             try:
-                self._save(node)
-            except RETRYABLE as exc:
-                if not self.ran_flow:
-                    raise  # a request's own save: its caller hears of the outage at once
-                # A flow's: the database blinked, which is never the node's failure.
-                save_through(ctx, node, lambda: self._save(node), exc)
+                try:
+                    self._save(node)
+                except RETRYABLE as exc:
+                    if not self.ran_flow:
+                        raise  # a request's own save: its caller hears of the outage at once
+                    # A flow's: the database blinked, which is never the node's failure.
+                    save_through(ctx, node, lambda: self._save(node), exc)
+            except (NodeLocked, ConcurrentUpdate) as exc:
+                if self.ran_flow and ctx.caps.reserving is not None:
+                    raise NodeLost(exc) from exc  # taken over meanwhile: see NodeLost
+                raise
         pending = self.events
         if pending:
             self.events = []
@@ -188,12 +193,26 @@ class Job:
                 emit(ctx, event)
 
     def _save(self, node: Node) -> None:
-        """One try at writing the node, with the history noted for it (cleared once written)."""
-        caps = self.ctx.caps
-        if not self.history:
+        """One try at writing the node, with the history noted for it (cleared once written).
+
+        On a store that can (a :class:`~ironic_fsm.stores.capabilities.ReservingStore`),
+        only while this conductor still holds the node: the same ``UPDATE``, its
+        ``WHERE`` naming the holder too.
+        """
+        ctx = self.ctx
+        caps = ctx.caps
+        reserving = caps.reserving
+        if reserving is not None:
+            if self.history and caps.history is not None:
+                entries = history_entries(ctx, node, self.history, now=node.updated_at)
+                reserving.save_held(node, ctx.holder, history=entries)
+            else:
+                reserving.save_held(node, ctx.holder)
+            self.history = []
+        elif not self.history:
             caps.store.save(node)
         elif caps.history is not None:
-            entries = history_entries(self.ctx, node, self.history, now=node.updated_at)
+            entries = history_entries(ctx, node, self.history, now=node.updated_at)
             caps.history.save(node, history=entries)
             self.history = []
         else:

@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
-from ironic_fsm.exceptions import ConcurrentUpdate, StoreBusy, StoreUnavailable
+from ironic_fsm.exceptions import ConcurrentUpdate, IronicFSMError, StoreBusy, StoreUnavailable
 
 if TYPE_CHECKING:
     from ironic_fsm.conductor.context import Context
     from ironic_fsm.conductor.jobs import Job
     from ironic_fsm.node import Node
 
-__all__ = ["RETRYABLE", "ended_unsaved", "save_through", "stalling"]
+__all__ = ["RETRYABLE", "NodeLost", "ended_unsaved", "lost", "save_through", "stalling"]
 
 LOG = logging.getLogger("ironic_fsm.conductor")
 
@@ -38,6 +38,21 @@ RETRYABLE: Final = (StoreUnavailable, StoreBusy)
 #: The scale of the waits between two tries and the longest (seconds): random, doubling.
 _FIRST_WAIT: Final = 0.05
 _LONGEST_WAIT: Final = 2.0
+
+
+class NodeLost(Exception):
+    """A flow's save found its node no longer held by this conductor: taken over.
+
+    Another conductor took the node over (this one looked dead to it, e.g.
+    while a save waited out a database outage longer than
+    ``heartbeat_timeout``) and goes on with it from its recorded step. The
+    flow stops where it is: nothing is saved, released or failed here
+    (:func:`lost`). ``cause`` is the store's refusal.
+    """
+
+    def __init__(self, cause: IronicFSMError) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
 
 
 def save_through(ctx: Context, node: Node, save: Callable[[], None], error: Exception) -> None:
@@ -126,3 +141,17 @@ def ended_unsaved(uuid: str, what: str, exc: Exception) -> None:
         )  # fmt: skip
     else:
         LOG.error("Node %s: %s ended unsaved", uuid, what, exc_info=exc)
+
+
+def lost(job: Job, exc: NodeLost) -> None:
+    """Stop a flow whose node was taken over (:class:`NodeLost`): logged, nothing else.
+
+    Not the node's failure and not this conductor's to save, release or
+    fail any more: its new holder goes on from the recorded step.
+    """
+    LOG.warning(
+        "Node %s: taken over by another conductor while this flow ran (%s); the flow "
+        "stops here, and its new holder goes on from the recorded step",
+        job.task.node.uuid, exc.cause,
+    )  # fmt: skip
+    job.detached = True

@@ -14,19 +14,18 @@ import attrs
 from ironic_fsm.conductor.common import check_ident, shown
 from ironic_fsm.conductor.context import Context
 from ironic_fsm.conductor.records import (
+    Shelf,
     check_dict,
     check_flag,
     check_known,
     check_text,
-    find,
     new_uuid,
     normalize_mac,
-    records_of,
 )
 from ironic_fsm.exceptions import InvalidParameterValue, InvalidState
 from ironic_fsm.node import is_uuid_like
 from ironic_fsm.records import Port, Portgroup
-from ironic_fsm.stores.base import RecordQuery, RecordStore
+from ironic_fsm.stores.base import RecordQuery
 
 __all__ = ["DEFAULT_PORTGROUP_MODE", "PORTGROUP_FIELDS", "Portgroups"]
 
@@ -46,13 +45,12 @@ class Portgroups:
 
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
-
-    def _records(self) -> RecordStore:
-        return records_of(self._ctx, Portgroup)
+        self._groups = Shelf(ctx, Portgroup)
+        self._ports = Shelf(ctx, Port)
 
     def get_portgroup(self, ident: str) -> Portgroup:
         """The group with this UUID or name; ``ResourceNotFound`` if none."""
-        return find(self._records(), Portgroup, ident)
+        return self._groups.find(ident)
 
     def list_portgroups(
         self, *, node: str | None = None, address: str | None = None, limit: int | None = None,
@@ -65,7 +63,7 @@ class Portgroups:
         if address is not None:
             filters["address"] = normalize_mac(address)
         query = RecordQuery(filters, limit, marker, sort_key, sort_dir)
-        return self._records().list_records(Portgroup, query)
+        return self._groups.page(query)
 
     def create_portgroup(self, node: str, *, uuid: str | None = None, **fields: Any) -> Portgroup:
         """A new group of ``node``; ``mode`` defaults to :data:`DEFAULT_PORTGROUP_MODE`.
@@ -79,7 +77,7 @@ class Portgroups:
         new = self._apply(group, {"node": node, **fields})
         if new.mode is None:
             new.mode = DEFAULT_PORTGROUP_MODE
-        return self._records().add_record(new)
+        return self._groups.add(new)
 
     def update_portgroup(self, ident: str, **fields: Any) -> Portgroup:
         """Change some of a group's fields, all or nothing."""
@@ -97,21 +95,14 @@ class Portgroups:
                 "ports have pxe_enabled set",
                 portgroup=group.uuid,
             )
-        return self._records().replace_record(new)
+        return self._groups.replace(new)
 
     def delete_portgroup(self, ident: str) -> None:
         group = self.get_portgroup(ident)
-        if self._members(group.uuid):
-            raise InvalidParameterValue(
-                "Cannot complete the requested action because portgroup "
-                f"{group.uuid} contains ports.",
-                portgroup=group.uuid,
-            )
-        self._records().delete_record(Portgroup, group.uuid)
+        self._groups.delete(group, holding="ports", held=self._members(group.uuid))
 
     def _members(self, uuid: str) -> list[Port]:
-        query = RecordQuery({"portgroup_uuid": uuid})
-        return records_of(self._ctx, Port).list_records(Port, query)
+        return self._ports.page(RecordQuery({"portgroup_uuid": uuid}))
 
     def _apply(self, group: Portgroup, fields: dict[str, Any]) -> Portgroup:
         check_known(fields, PORTGROUP_FIELDS, "port group")

@@ -15,14 +15,13 @@ import attrs
 from ironic_fsm.conductor.common import check_ident, shown
 from ironic_fsm.conductor.context import Context
 from ironic_fsm.conductor.records import (
+    Shelf,
     check_dict,
     check_flag,
     check_known,
     check_text,
-    find,
     new_uuid,
     normalize_mac,
-    records_of,
 )
 from ironic_fsm.exceptions import (
     InvalidParameterValue,
@@ -32,7 +31,7 @@ from ironic_fsm.exceptions import (
 )
 from ironic_fsm.node import Node, is_uuid_like
 from ironic_fsm.records import Port, Portgroup
-from ironic_fsm.stores.base import RecordQuery, RecordStore
+from ironic_fsm.stores.base import RecordQuery
 
 __all__ = ["PORT_FIELDS", "Ports"]
 
@@ -107,9 +106,8 @@ class Ports:
 
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
-
-    def _records(self) -> RecordStore:
-        return records_of(self._ctx, Port)
+        self._ports = Shelf(ctx, Port)
+        self._groups = Shelf(ctx, Portgroup)
 
     def _node(self, ident: object) -> Node:
         return self._ctx.caps.store.get(check_ident(ident))
@@ -118,7 +116,7 @@ class Ports:
 
     def get_port(self, ident: str) -> Port:
         """The port with this UUID or name; ``ResourceNotFound`` if none."""
-        return find(self._records(), Port, ident)
+        return self._ports.find(ident)
 
     def list_ports(
         self,
@@ -142,8 +140,7 @@ class Ports:
         if node is not None:
             filters["node_uuid"] = self._node(node).uuid
         if portgroup is not None:
-            group = find(records_of(self._ctx, Portgroup), Portgroup, portgroup)
-            filters["portgroup_uuid"] = group.uuid
+            filters["portgroup_uuid"] = self._groups.find(portgroup).uuid
         if address is not None:
             filters["address"] = normalize_mac(address)
         if shard is not None:
@@ -153,7 +150,7 @@ class Ports:
             ]  # fmt: skip
             filters["node_uuid"] = tuple(n.uuid for n in nodes)
         query = RecordQuery(filters, limit, marker, sort_key, sort_dir)
-        return self._records().list_records(Port, query)
+        return self._ports.page(query)
 
     def node_by_addresses(self, addresses: Iterable[str]) -> Node:
         """The node whose ports have these MAC addresses (the agent's lookup).
@@ -166,7 +163,7 @@ class Ports:
         if not macs:
             raise InvalidParameterValue("A lookup needs at least one MAC address")
         query = RecordQuery({"address": tuple(macs)})
-        owners = {port.node_uuid for port in self._records().list_records(Port, query)}
+        owners = {port.node_uuid for port in self._ports.page(query)}
         if not owners:
             raise NodeNotFound(
                 f"Node with MAC address(es) {', '.join(macs)} could not be found.",
@@ -192,17 +189,15 @@ class Ports:
             ResourceExists: another port has the address, name or UUID.
         """
         port = Port(uuid=new_uuid(Port, uuid), address="", node_uuid="")
-        return self._records().add_record(self._apply(port, {"address": address, "node": node,
-                                                             **fields}))  # fmt: skip
+        return self._ports.add(self._apply(port, {"address": address, "node": node, **fields}))
 
     def update_port(self, ident: str, **fields: Any) -> Port:
         """Change some of a port's fields (those of :data:`PORT_FIELDS`); all or nothing."""
         port = self.get_port(ident)
-        return self._records().replace_record(self._apply(port, fields))
+        return self._ports.replace(self._apply(port, fields))
 
     def delete_port(self, ident: str) -> None:
-        port = self.get_port(ident)
-        self._records().delete_record(Port, port.uuid)
+        self._ports.delete(self.get_port(ident))
 
     def _apply(self, port: Port, fields: dict[str, Any]) -> Port:
         """``port`` with ``fields`` set, every one checked, and the combination too."""
@@ -228,8 +223,7 @@ class Ports:
         if field == "portgroup":
             if value is None:
                 return {"portgroup_uuid": None}
-            group = find(records_of(self._ctx, Portgroup), Portgroup, value)
-            return {"portgroup_uuid": group.uuid}
+            return {"portgroup_uuid": self._groups.find(value).uuid}
         if field == "name":
             name = check_text(value, "name", word)
             if name is not None and is_uuid_like(name):
@@ -249,7 +243,7 @@ class Ports:
         ports (Ironic's two rules)."""
         assert port.portgroup_uuid is not None
         try:
-            group = records_of(self._ctx, Portgroup).get_record(Portgroup, port.portgroup_uuid)
+            group = self._groups.records.get_record(Portgroup, port.portgroup_uuid)
         except ResourceNotFound:
             raise InvalidParameterValue(
                 f"Portgroup {port.portgroup_uuid} could not be found.", field="portgroup_uuid"

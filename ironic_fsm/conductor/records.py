@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import re
 import uuid as _uuid
-from collections.abc import Collection, Iterable
-from typing import Any, Final, TypeVar
+from collections.abc import Collection, Iterable, Sized
+from typing import Any, Final, Generic, TypeVar
 
 from ironic_fsm.conductor.common import shown
 from ironic_fsm.conductor.context import Context
 from ironic_fsm.exceptions import InvalidParameterValue, ResourceNotFound, StoreUnsupported
 from ironic_fsm.node import check_json, is_uuid_like
 from ironic_fsm.records import Record
-from ironic_fsm.stores.base import RecordStore
+from ironic_fsm.stores.base import RecordQuery, RecordStore
 
 __all__ = [
     "check_dict",
@@ -31,6 +31,7 @@ __all__ = [
     "new_uuid",
     "normalize_mac",
     "records_of",
+    "Shelf",
 ]
 
 R = TypeVar("R", bound=Record)
@@ -49,6 +50,53 @@ def records_of(ctx: Context, kind: type[Record]) -> RecordStore:
             kind=kind.kind,
         )
     return records
+
+
+class Shelf(Generic[R]):
+    """The store's records of one kind, as the part that keeps that kind uses them.
+
+    Every call asks the store again (:func:`records_of`), so a store that keeps
+    no records refuses each call, not the part's construction.
+    """
+
+    def __init__(self, ctx: Context, kind: type[R]) -> None:
+        self._ctx = ctx
+        self.kind = kind
+
+    @property
+    def records(self) -> RecordStore:
+        return records_of(self._ctx, self.kind)
+
+    def get(self, uuid: str) -> R:
+        """The record with this UUID, for a kind without names: anything else is not found."""
+        if not is_uuid_like(uuid):
+            raise ResourceNotFound(f"{self.kind.word} {uuid} could not be found.", ident=uuid)
+        return self.records.get_record(self.kind, uuid.lower())
+
+    def find(self, ident: object) -> R:
+        """The record with this UUID or name (:func:`find`)."""
+        return find(self.records, self.kind, ident)
+
+    def page(self, query: RecordQuery) -> list[R]:
+        return self.records.list_records(self.kind, query)
+
+    def add(self, record: R) -> R:
+        return self.records.add_record(record)
+
+    def replace(self, record: R) -> R:
+        return self.records.replace_record(record)
+
+    def delete(self, record: R, *, holding: str = "", held: Sized = ()) -> None:
+        """Delete ``record``; refused (Ironic's words) while it holds the ``held`` records
+        (``holding`` names them: a chassis' ``nodes``, a port group's ``ports``)."""
+        if held:
+            name = self.kind.word.lower()  # Ironic's word: "chassis", "portgroup"
+            raise InvalidParameterValue(
+                f"Cannot complete the requested action because {name} {record.uuid} contains "
+                f"{holding}.",
+                **{name: record.uuid},
+            )
+        self.records.delete_record(self.kind, record.uuid)
 
 
 def new_uuid(kind: type[Record], uuid: object) -> str:

@@ -24,6 +24,7 @@ from ironic_fsm.conductor.common import check_ident, describe_exc, scrub_node
 from ironic_fsm.conductor.context import Context
 from ironic_fsm.conductor.holdings import Holdings
 from ironic_fsm.conductor.jobs import Job, NotTaken, check_fields
+from ironic_fsm.conductor.outage import NodeLost, lost
 from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError, NodeNotFound, StoreError
 from ironic_fsm.node import NODE_FIELDS, Node
 from ironic_fsm.task import Task
@@ -177,6 +178,9 @@ class Reservations:
             except InvalidParameterValue:
                 if not (job.ran_flow and self._failed_unstorable(job)):
                     raise
+        except NodeLost as exc:
+            lost(job, exc)  # not ours to release any more
+            return
         except BaseException as exc:
             if not job.taking:  # else never reserved: nothing to release, nothing written
                 self.drop(node.uuid)
@@ -210,6 +214,8 @@ class Reservations:
             work(job)
         except NotTaken:
             raise  # the flow's first save found the node taken or changed: nothing was done
+        except NodeLost as exc:
+            lost(job, exc)  # taken over meanwhile: its new holder goes on with it
         except Exception as exc:
             self.fail_flow(job, exc)
 

@@ -15,12 +15,12 @@ from typing import Any, Final
 
 from ironic_fsm.conductor.common import check_ident
 from ironic_fsm.conductor.context import Context
-from ironic_fsm.conductor.records import records_of
+from ironic_fsm.conductor.records import Shelf
 from ironic_fsm.conductor.reservations import Reservations
 from ironic_fsm.exceptions import InvalidParameterValue, ResourceExists
 from ironic_fsm.node import Node
 from ironic_fsm.records import Port, Portgroup
-from ironic_fsm.stores.base import RecordQuery, RecordStore
+from ironic_fsm.stores.base import RecordQuery
 
 __all__ = ["VIF_KEY", "Vifs"]
 
@@ -42,14 +42,12 @@ class Vifs:
     def __init__(self, ctx: Context, reservations: Reservations) -> None:
         self._ctx = ctx
         self._reservations = reservations
-
-    def _records(self) -> RecordStore:
-        return records_of(self._ctx, Port)
+        self._ports = Shelf(ctx, Port)
 
     def _port_likes(self, node_uuid: str) -> list[PortLike]:
         """The node's port groups, then its ports."""
         query = RecordQuery({"node_uuid": node_uuid})
-        records = self._records()
+        records = self._ports.records
         groups: list[PortLike] = list(records.list_records(Portgroup, query))
         return [*groups, *records.list_records(Port, query)]
 
@@ -84,7 +82,7 @@ class Vifs:
                     )
             target = _free(likes, vif, info)
             target.internal_info = {**target.internal_info, VIF_KEY: vif}
-            self._records().replace_record(target)
+            self._ports.records.replace_record(target)
 
     def detach_vif(self, node: str, vif: str) -> None:
         """Detach ``vif``; ``InvalidParameterValue`` if it is not attached to the node."""
@@ -97,7 +95,7 @@ class Vifs:
                         k: v for k, v in like.internal_info.items() if k != VIF_KEY
                     }
                     like.extra = {k: v for k, v in like.extra.items() if k != "vif_port_id"}
-                    self._records().replace_record(like)
+                    self._ports.records.replace_record(like)
                     return
             raise InvalidParameterValue(
                 f"Unable to detach VIF {vif} from node {job.node.uuid} because it is not "

@@ -9,6 +9,7 @@ can list the keys exactly.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeVar
 
 from ironic_fsm import states
+from ironic_fsm.exceptions import MissingDependency
 from ironic_fsm.hardware import HardwareType
 from ironic_fsm.interfaces import INTERFACE_KINDS, BaseInterface
 from ironic_fsm.masking import MASK, is_secret_key, scrub
@@ -33,6 +35,7 @@ __all__ = [
     "Check",
     "CheckedInfo",
     "DriverInfoValidation",
+    "installed",
     "capabilities",
     "check_driver_info",
     "Choices",
@@ -294,6 +297,15 @@ def positive_seconds(value: Any, info: Mapping[str, Any]) -> float:
     return seconds
 
 
+def installed(module: str) -> bool:
+    """Whether ``module`` (a driver's BMC library) is installed: looked for, not imported,
+    as importing it costs what a conductor that never uses the driver should not pay."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 class DriverInfoValidation:
     """``get_properties`` and ``validate`` for interfaces that all read one ``driver_info``.
 
@@ -303,6 +315,19 @@ class DriverInfoValidation:
     """
 
     driver_info_keys: ClassVar[Mapping[str, str]] = {}
+    #: The BMC library the interfaces need (``pyghmi``): looked for when a node picks one.
+    library: ClassVar[str] = ""
+
+    @classmethod
+    def check_loadable(cls) -> None:
+        """:meth:`missing_library` unless :attr:`library` is installed."""
+        if cls.library and not installed(cls.library):
+            raise cls.missing_library()
+
+    @staticmethod
+    def missing_library() -> MissingDependency:
+        """The error naming the extra that installs :attr:`library`."""
+        raise NotImplementedError
 
     def get_properties(self) -> dict[str, str]:
         return dict(self.driver_info_keys)

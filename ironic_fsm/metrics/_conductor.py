@@ -17,10 +17,10 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Final
 
 from prometheus_client import CollectorRegistry, Counter
-from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
-from ironic_fsm.metrics._flows import Histogram, histogram_family
+from ironic_fsm.metrics._flows import Histogram, counter_family, histogram_family
 
 if TYPE_CHECKING:
     from ironic_fsm.conductor.power_sync import PowerSyncReport
@@ -139,12 +139,9 @@ class ConductorMetrics(Collector):
                 "interface and method.",
                 ["driver", "interface", "method"], self.calls,
             )  # fmt: skip
-            errors = CounterMetricFamily(
+            yield counter_family(
                 "ironic_fsm_driver_call_errors",
                 "Calls of hardware interfaces that raised, by hardware type, interface, "
                 "method and error class.",
-                labels=["driver", "interface", "method", "error"],
+                ["driver", "interface", "method", "error"], self.errors,
             )  # fmt: skip
-            for labels, count in sorted(self.errors.items()):
-                errors.add_metric(list(labels), count)
-            yield errors

@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 from bisect import bisect_left
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import Final, TypeVar
 
@@ -175,13 +175,7 @@ class FlowMetrics(Collector):
         phase, started = flow
         key = (phase, outcome)
         self.outcomes[key] += 1
-        end = event.timestamp
-        if started is not None and end is not None:
-            took = max(0.0, (end - started).total_seconds())
-            histogram = self.durations.get(key)
-            if histogram is None:
-                histogram = self.durations[key] = Histogram(FLOW_BUCKETS)
-            histogram.observe(took)
+        _observe_span(self.durations, key, FLOW_BUCKETS, started, event.timestamp)
 
     def _step_start(self, event: Event) -> None:
         self._steps[event.node] = event.timestamp
@@ -192,13 +186,8 @@ class FlowMetrics(Collector):
         outcome = "succeeded" if event.name == STEP_END else "failed"
         key = (*labels, outcome)
         self.step_outcomes[key] += 1
-        started, end = self._steps.pop(event.node, None), event.timestamp
-        if started is not None and end is not None:
-            took = max(0.0, (end - started).total_seconds())
-            histogram = self.step_durations.get(labels)
-            if histogram is None:
-                histogram = self.step_durations[labels] = Histogram(STEP_BUCKETS)
-            histogram.observe(took)
+        started = self._steps.pop(event.node, None)
+        _observe_span(self.step_durations, labels, STEP_BUCKETS, started, event.timestamp)
 
     # -- the collector: what a scrape reads --------------------------------------------------
 
@@ -208,47 +197,63 @@ class FlowMetrics(Collector):
             yield from self._families()
 
     def _families(self) -> Iterator[Metric]:
-        started = CounterMetricFamily(
+        yield counter_family(
             "ironic_fsm_flows_started", "Flows started, by phase (the working state entered).",
-            labels=["phase"],
+            ["phase"], self.started,
         )  # fmt: skip
-        for phase, count in sorted(self.started.items()):
-            started.add_metric([phase], count)
-        yield started
-        ended = CounterMetricFamily(
+        yield counter_family(
             "ironic_fsm_flows", "Flows ended, by phase and outcome "
-            "(succeeded, failed, aborted, timed_out).", labels=["phase", "outcome"],
+            "(succeeded, failed, aborted, timed_out).", ["phase", "outcome"], self.outcomes,
         )  # fmt: skip
-        for labels, count in sorted(self.outcomes.items()):
-            ended.add_metric(list(labels), count)
-        yield ended
         yield histogram_family(
             "ironic_fsm_flow_duration_seconds",
             "Flow durations from their first working state to a stable or failure state.",
             ["phase", "outcome"], self.durations,
         )  # fmt: skip
-        steps = CounterMetricFamily(
+        yield counter_family(
             "ironic_fsm_steps", "Steps ended, by phase, interface, step and outcome.",
-            labels=["phase", "interface", "step", "outcome"],
+            ["phase", "interface", "step", "outcome"], self.step_outcomes,
         )  # fmt: skip
-        for step_labels, count in sorted(self.step_outcomes.items()):
-            steps.add_metric(list(step_labels), count)
-        yield steps
         yield histogram_family(
             "ironic_fsm_step_duration_seconds",
             "Step durations, asynchronous steps up to their callback.",
             ["phase", "interface", "step"], self.step_durations,
         )  # fmt: skip
-        changes = CounterMetricFamily(
+        yield counter_family(
             "ironic_fsm_provision_state_changes",
-            "Provision-state transitions, by the state entered.", labels=["state"],
+            "Provision-state transitions, by the state entered.", ["state"], self.transitions,
         )  # fmt: skip
-        for state, count in sorted(self.transitions.items()):
-            changes.add_metric([state], count)
-        yield changes
 
 
 _Labels = TypeVar("_Labels", bound=tuple[str, ...])
+
+
+def _observe_span(
+    histograms: dict[_Labels, Histogram], key: _Labels, bounds: tuple[float, ...],
+    started: datetime | None, end: datetime | None,
+) -> None:  # fmt: skip
+    """Add the seconds from ``started`` to ``end`` to ``key``'s histogram (made on its first
+    span); nothing when either time is unknown (a flow or step picked up mid-way)."""
+    if started is None or end is None:
+        return
+    histogram = histograms.get(key)
+    if histogram is None:
+        histogram = histograms[key] = Histogram(bounds)
+    histogram.observe(max(0.0, (end - started).total_seconds()))
+
+
+_Key = TypeVar("_Key", bound=str | tuple[str, ...])
+
+
+def counter_family(
+    name: str, documentation: str, labels: list[str],
+    series: Mapping[_Key, int],
+) -> CounterMetricFamily:  # fmt: skip
+    """A counter per label values: a tuple of them, or the one value of a single label."""
+    family = CounterMetricFamily(name, documentation, labels=labels)
+    for values, count in sorted(series.items()):
+        family.add_metric([values] if isinstance(values, str) else list(values), count)
+    return family
 
 
 def histogram_family(

@@ -19,7 +19,7 @@ import builtins
 import heapq
 import itertools
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from ironic_fsm.node import Node
 from ironic_fsm.stores._query import (
@@ -89,6 +89,16 @@ def _keyed_ranges(
     return valued, (([f"{sort_key} IS NULL"], [], nulls_order) if nullable and desc else None)
 
 
+class _Read(NamedTuple):
+    """What one range of a page reads: columns, conditions and their values, order, limit."""
+
+    selected: str
+    terms: builtins.list[str]
+    params: builtins.list[Any]
+    order: str
+    limit: int | None
+
+
 class Paging:
     """The pages of ``SQLStore.list`` (its arguments checked by :func:`~._query.page_query`),
     one in SQL, on indexes."""
@@ -118,34 +128,32 @@ class Paging:
                 left = None if limit is None else limit - len(found)
                 if left == 0:
                     break
-                tail = f" ORDER BY {order}" + ("" if left is None else f" LIMIT {int(left)}")
                 terms = [*where, *cond]
+                read = _Read(selected, terms, [*params, *extra], order, left)
                 if sort_key in _FREE_SORTED:
-                    found += self._free_and_held(
-                        conn, selected, terms, [*params, *extra], order, left
-                    )
-                    continue
-                sql = f"SELECT {selected} FROM nodes"
-                if sort_key == "name" and "name IS NULL" in cond:  # else SQLite takes the unique
-                    sql += self._sql.index_hint("nodes_unnamed_idx")  # index, and sorts them all
-                sql += " WHERE " + " AND ".join(terms) if terms else ""
-                if self._sql.echo:
-                    self._sql.log(sql + tail)
-                found.extend(conn.execute(sql + tail, [*params, *extra]).fetchall())
+                    found += self._free_and_held(conn, read)
+                else:
+                    unnamed = sort_key == "name" and "name IS NULL" in cond
+                    found += self._range(conn, read, "nodes_unnamed_idx" if unnamed else "")
         if columns is not None:
             return [self._fields_of(row, columns) for row in found]
         nodes = [to_node(r[0], r[1], r[2]) for r in found]
         return nodes if names is None else [project(node, names) for node in nodes]
 
-    def _free_and_held(
-        self,
-        conn: Any,
-        selected: str,
-        terms: builtins.list[str],
-        params: builtins.list[Any],
-        order: str,
-        limit: int | None,
-    ) -> builtins.list[Any]:
+    def _range(self, conn: Any, read: _Read, hint: str) -> builtins.list[Any]:
+        """One range in ``order`` on one index; ``hint`` names it where SQLite would choose
+        worse (the unnamed nodes: else it takes the unique index on names and sorts them all)."""
+        selected, terms, params, order, limit = read
+        tail = f" ORDER BY {order}" + ("" if limit is None else f" LIMIT {int(limit)}")
+        sql = f"SELECT {selected} FROM nodes"
+        if hint:
+            sql += self._sql.index_hint(hint)
+        sql += " WHERE " + " AND ".join(terms) if terms else ""
+        if self._sql.echo:
+            self._sql.log(sql + tail)
+        return conn.execute(sql + tail, params).fetchall()  # type: ignore[no-any-return]
+
+    def _free_and_held(self, conn: Any, read: _Read) -> builtins.list[Any]:
         """One range in ``order`` read in two parts and merged: the free nodes on the sort
         key's index (which holds only them; its unset rows too, in ``seq`` order),
         the held ones on the reservation index.
@@ -155,22 +163,18 @@ class Paging:
         flows in progress: a few, whatever the size of the fleet, sorted by the
         database (the one part that is).
         """
-        keys = [part.split()[0] for part in order.split(", ")]
-        tail = f" ORDER BY {order}" + ("" if limit is None else f" LIMIT {int(limit)}")
-        head = f"SELECT {', '.join(keys)}, {selected} FROM nodes"
-        parts = []
-        for hint, held in (
-            ("", "reservation IS NULL"),
-            ("nodes_reservation_idx", "reservation >= ''"),
-        ):
-            sql = f"{head}{self._sql.index_hint(hint) if hint else ''} WHERE "
-            sql += " AND ".join([*terms, held]) + tail
-            if self._sql.echo:
-                self._sql.log(sql)
-            parts.append(conn.execute(sql, params).fetchall())
+        keys = [part.split()[0] for part in read.order.split(", ")]
+        selected = f"{', '.join(keys)}, {read.selected}"
+        parts = [
+            self._range(conn, read._replace(selected=selected, terms=[*read.terms, held]), hint)
+            for hint, held in (("", "reservation IS NULL"),
+                               ("nodes_reservation_idx", "reservation >= ''"))
+        ]  # fmt: skip
         width = len(keys)
-        merged = heapq.merge(*parts, key=lambda row: row[:width], reverse=order.endswith(" DESC"))
-        return [row[width:] for row in itertools.islice(merged, limit)]
+        merged = heapq.merge(
+            *parts, key=lambda row: row[:width], reverse=read.order.endswith(" DESC")
+        )
+        return [row[width:] for row in itertools.islice(merged, read.limit)]
 
     def _fields_of(self, row: Sequence[Any], columns: Sequence[str]) -> NodeFields:
         """A row of columns as the node's fields: timestamps and flags as the node has them."""

@@ -14,9 +14,11 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, Final
 
+from ironic_fsm.exceptions import ConcurrentUpdate
 from ironic_fsm.node import Node
 from ironic_fsm.stores._connect import _Database
 from ironic_fsm.stores._schema import _COLUMNS, _CREATED, HISTORY_INDEXED_OVER
+from ironic_fsm.stores.base import locked_error, not_found
 
 _HISTORY_FIELDS: Final = (
     "uuid, node_uuid, created_at, severity, event_type, event, conductor, username"
@@ -39,6 +41,27 @@ def pick(rows: Sequence[Any], ident: str) -> Any:
         if row[0] == ident:
             return row
     return rows[0] if rows else None
+
+
+def save_refusal(node: Node, rows: list[Any], free: bool, holder: str | None) -> Exception:
+    """Why a save wrote nothing, from the row's version (and reservation) read after it."""
+    if not rows:
+        return not_found(node.uuid)
+    version = rows[0][0]
+    if free and rows[0][1] is not None:
+        return locked_error(node.uuid, rows[0][1])
+    if holder is not None and version == node.version:
+        if rows[0][1] is not None:
+            return locked_error(node.uuid, rows[0][1])
+        return ConcurrentUpdate(
+            f"Node {node.uuid} is no longer reserved by {holder}; re-read it and retry",
+            node=node.uuid,
+        )
+    return ConcurrentUpdate(
+        f"Node {node.uuid} was changed by someone else (version "
+        f"{version}, ours {node.version}); re-read it and retry",
+        node=node.uuid,
+    )
 
 
 class Statements:

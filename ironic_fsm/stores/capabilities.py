@@ -63,7 +63,10 @@ class ReservingStore(Protocol):
     on a copy of the node (:meth:`last_written`, else a read), and its first
     save (:meth:`save_reserving`) takes the reservation only if nobody took
     it, and nobody saved the node, since that copy. Without it a verb
-    reserves, then saves, as every store allows. :class:`~.sql.SQLStore` has it.
+    reserves, then saves, as every store allows. Its holder's later saves are
+    compare-and-sets on the reservation too (:meth:`save_held`): a conductor
+    whose node was taken over while its save waited out an outage finds it
+    so, and never takes it back. :class:`~.sql.SQLStore` has it.
     """
 
     def save_reserving(self, node: Node, *, history: Sequence[HistoryEntry] = ()) -> None:
@@ -74,6 +77,17 @@ class ReservingStore(Protocol):
         Raises (nothing written): :class:`~ironic_fsm.exceptions.NodeLocked` naming the
         holder if someone holds it, :class:`~ironic_fsm.exceptions.ConcurrentUpdate` if it
         was saved since, :class:`~ironic_fsm.exceptions.NodeNotFound` if it is gone.
+        """
+
+    def save_held(self, node: Node, holder: str, *, history: Sequence[HistoryEntry] = ()) -> None:
+        """Save ``node`` (with ``history``) only if the record is at ``node.version`` and
+        reserved by ``holder``; the write sets ``reservation`` to ``node.reservation`` (kept,
+        or ``None``: released). A holder whose node was taken over never takes it back.
+
+        Raises (nothing written): :class:`~ironic_fsm.exceptions.NodeLocked` naming the
+        holder if someone else holds it, :class:`~ironic_fsm.exceptions.ConcurrentUpdate` if
+        it was saved since or is no longer reserved by ``holder``,
+        :class:`~ironic_fsm.exceptions.NodeNotFound` if it is gone.
         """
 
     def last_written(self, uuid: str) -> Node | None:

@@ -62,7 +62,6 @@ from datetime import datetime, timezone
 from types import TracebackType
 from typing import Any, ClassVar, Final, overload
 
-from ironic_fsm.exceptions import ConcurrentUpdate
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.node import Node
 from ironic_fsm.stores._catalog import CatalogEntry, CatalogKind
@@ -88,7 +87,7 @@ from ironic_fsm.stores._sql_claims import Claims, check_claimer
 from ironic_fsm.stores._sql_counts import NodeCounts
 from ironic_fsm.stores._sql_power import PowerSync
 from ironic_fsm.stores._sql_records import SQLRecords
-from ironic_fsm.stores._statements import Statements, pick, to_node
+from ironic_fsm.stores._statements import Statements, pick, save_refusal, to_node
 from ironic_fsm.stores.base import (
     ConductorRecord,
     Reserved,
@@ -301,6 +300,23 @@ class SQLStore:
         """
         self._save(node, history, free=True)
 
+    def save_held(self, node: Node, holder: str, *, history: Sequence[HistoryEntry] = ()) -> None:
+        """:meth:`save`, only while ``holder`` holds the node: a compare-and-set on both.
+
+        One ``UPDATE ... WHERE uuid = ? AND version = ? AND reservation = ?``
+        (the holder); it sets ``reservation`` to ``node.reservation`` (kept,
+        or ``None``: released in the same write). Never takes the node back
+        from whoever took it over. See :class:`~.capabilities.ReservingStore`.
+
+        Raises:
+            ConcurrentUpdate: the stored version differs, or the node is no
+                longer reserved by ``holder`` (nothing written).
+            NodeLocked: someone else holds the node now (the message names them).
+            NodeNotFound: the record is gone.
+            InvalidParameterValue: as :meth:`save`.
+        """
+        self._save(node, history, free=False, holder=holder)
+
     def last_written(self, uuid: str) -> Node | None:
         """A copy of the node as this store last wrote it, if it remembers; maybe stale.
 
@@ -310,37 +326,38 @@ class SQLStore:
         found = self._recent.get(uuid)
         return None if found is None else to_node(found[1], found[2], found[0])
 
-    def _save(self, node: Node, history: Sequence[HistoryEntry], free: bool) -> None:
-        """:meth:`save`; ``free``: only if the row is unreserved (:meth:`save_reserving`)."""
+    def _save(
+        self,
+        node: Node,
+        history: Sequence[HistoryEntry],
+        free: bool,
+        holder: str | None = None,
+    ) -> None:
+        """:meth:`save`; ``free``: only if the row is unreserved (:meth:`save_reserving`);
+        ``holder``: only if the row is reserved by it (:meth:`save_held`)."""
         data, values = self._row(node)
         if history:
             check_history(history, node)
         new_version = node.version + 1
         rows: list[Any] = []
-        held = node.reservation is not None and not free
+        # The reservation the row must hold (the WHERE), if any.
+        expect = holder if holder is not None else None if free else node.reservation
         # One autocommit statement, but for history on SQLite: a transaction.
         apart = bool(history) and not self._sql.history_cte
         opened = self._db.transaction(node) if apart else self._db.connection(node)
         with opened as conn:
-            written = self._update(conn, node, values, data, held, history, free)
-            if written == 0 and held:
-                # The row is not held as the node says: set the reservation too, as ever.
-                written = self._update(conn, node, values, data, False, history)
+            written = self._update(conn, node, values, data, expect, history, free)
+            if written == 0 and expect is not None and holder is None:
+                # A plain save of a node the row is not held as: set the reservation too.
+                written = self._update(conn, node, values, data, None, history)
             if written == 0:
-                why = self._sql.version_holder if free else self._sql.version
+                checked = free or holder is not None
+                why = self._sql.version_holder if checked else self._sql.version
                 rows = conn.execute(why, (node.uuid,)).fetchall()
             elif apart:
                 self._history.insert(conn, history, last=written)
         if written == 0:
-            if not rows:
-                raise not_found(node.uuid)
-            if free and rows[0][1] is not None:
-                raise locked_error(node.uuid, rows[0][1])
-            raise ConcurrentUpdate(
-                f"Node {node.uuid} was changed by someone else (version "
-                f"{rows[0][0]}, ours {node.version}); re-read it and retry",
-                node=node.uuid,
-            )
+            raise save_refusal(node, rows, free, holder)
         self._remember(node.uuid, new_version, values, data)
         node.version = new_version
 
@@ -361,23 +378,28 @@ class SQLStore:
         node: Node,
         values: tuple[Any, ...],
         data: str,
-        held: bool,
+        expect: str | None,
         history: Sequence[HistoryEntry],
         free: bool = False,
     ) -> int:
         """Run the save's ``UPDATE``; 0 if refused (nothing written).
+
+        ``expect``: the reservation the row must hold, if any (``AND reservation = ?``).
 
         Else how many rows it wrote: 1, or on PostgreSQL with ``history``
         the entries it inserted too. SQLite, counting ``history`` in the
         row: the last ``seq`` of the node's history, for the entries' insert.
         """
         n = len(history)
-        sql, params = self._save_statement(node, values, held, n > 0, free)
+        held = expect is not None
+        # A reservation the row already holds and keeps is left out of the SET.
+        keep = held and node.reservation == expect
+        sql, params = self._save_statement(node, values, held, keep, n > 0, free)
         if n:
             params.extend((n, n))
         params.extend((node.version + 1, data, node.uuid, node.version))
         if held:
-            params.append(node.reservation)
+            params.append(expect)
         if n and self._sql.history_cte:
             params.extend(self._history.arrays(history))
         if self._echo:
@@ -392,7 +414,13 @@ class SQLStore:
         return int(rows[0][0]) if rows else 0
 
     def _save_statement(
-        self, node: Node, values: tuple[Any, ...], held: bool, counted: bool, free: bool
+        self,
+        node: Node,
+        values: tuple[Any, ...],
+        held: bool,
+        keep: bool,
+        counted: bool,
+        free: bool,
     ) -> tuple[str, builtins.list[Any]]:
         """The ``UPDATE`` for this save: only the columns that differ from what we last wrote.
 
@@ -402,15 +430,17 @@ class SQLStore:
         ``node.version`` is what the row holds, since any other change of
         these columns bumps the version (and then the ``WHERE version``
         refuses the save). Reserving changes ``reservation`` without a new
-        version, so it is set unless ``held``: then the statement requires
-        the row to hold the node's reservation already (the usual save of a
-        reserved node), and the caller sets it when that finds no row.
+        version, so it is set unless ``keep``: the statement then requires
+        the row to hold the node's reservation already (``held``: the usual
+        save of a reserved node). ``held`` alone: the row must hold the
+        caller's reservation, which the save changes (a release in the
+        final save, :meth:`save_held`).
         ``counted``: the save writes history, counted in the same row (and on
         PostgreSQL inserted by the same statement). ``free``: only if the row is
-        unreserved (the reservation is set, as unless ``held``).
+        unreserved (the reservation is set, as unless ``keep``).
         """
         known = self._written.get(node.uuid)
-        skip = _RESERVATION if held else -1
+        skip = _RESERVATION if keep else -1
         if known is None or known[0] != node.version:
             changed = tuple(i for i in range(len(values)) if i != skip)
         else:
@@ -423,7 +453,7 @@ class SQLStore:
                     i == _RESERVATION or (value != old[i] and (i != _CREATED or value is not None))
                 )
             )
-        key = (held, counted, free, *changed)
+        key = (held, keep, counted, free, *changed)
         sql = self._save_sql.get(key)
         if sql is None:
             sql = self._save_sql[key] = self._sql.save_text(changed, held, counted, free)

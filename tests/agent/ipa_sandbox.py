@@ -27,19 +27,18 @@ its dependencies are not ours, and it never shares our venv.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import secrets
-import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from venvs import cached_venv
 
 from ironic_fsm import states
 from ironic_fsm.interfaces import BootInterface, ManagementInterface, PowerInterface
@@ -63,21 +62,10 @@ def ipa_python() -> Path:
     Made on first use (from PyPI, through pip's cache), kept between runs;
     several test processes at once wait for one to make it.
     """
-    cache = _cache_dir()
-    cache.mkdir(parents=True, exist_ok=True)
-    venv = cache / f"ipa-{IPA_VERSION}-py{sys.version_info[0]}{sys.version_info[1]}"
-    with (cache / "ipa.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (venv / ".complete").exists():
-            shutil.rmtree(venv, ignore_errors=True)
-            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-            subprocess.run(
-                [str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check",
-                 f"ironic-python-agent=={IPA_VERSION}"],
-                check=True, timeout=900,
-            )  # fmt: skip
-            (venv / ".complete").write_text(IPA_VERSION)
-        _register_manager(venv)
+    venv = cached_venv(
+        "ipa", [f"ironic-python-agent=={IPA_VERSION}"], version=IPA_VERSION, cache=_cache_dir(),
+        on_use=_register_manager,
+    )  # fmt: skip
     return venv / "bin" / "python"
 
 

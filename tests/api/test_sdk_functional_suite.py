@@ -19,13 +19,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 
 import openstack
 import pytest
-from api_helpers import serve_api
+from api_helpers import check_suite, serve_api
 from conftest import fresh_postgres_url
 
 SUITE = Path(openstack.__file__).parent / "tests" / "functional" / "baremetal"
@@ -64,21 +63,6 @@ def clouds_yaml(path: Path, url: str) -> Path:
     return path
 
 
-def outcomes(report: Path) -> dict[str, str]:
-    """``file::Class::test`` -> passed / failed / skipped, from a JUnit XML report."""
-    found: dict[str, str] = {}
-    for case in ET.parse(report).getroot().iter("testcase"):
-        module, _, cls = case.attrib["classname"].rpartition(".")
-        key = f"{module.rpartition('.')[2]}.py::{cls}::{case.attrib['name']}"
-        if case.find("skipped") is not None:
-            found[key] = "skipped"
-        elif case.find("failure") is not None or case.find("error") is not None:
-            found[key] = "failed"
-        else:
-            found[key] = "passed"
-    return found
-
-
 def test_openstacksdk_functional_suite(db_url: str, tmp_path: Path) -> None:
     with serve_api("--db", db_url, "serve", "--no-access-log") as (url, _lines):
         env = {
@@ -96,14 +80,4 @@ def test_openstacksdk_functional_suite(db_url: str, tmp_path: Path) -> None:
              "-o", "addopts=", "--rootdir", str(tmp_path), f"--junitxml={report}", str(SUITE)],
             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800,
         )  # fmt: skip
-    assert report.exists(), run.stdout[-3000:] + run.stderr[-3000:]
-    found = outcomes(report)
-    assert len(found) >= 90, (len(found), run.stdout[-3000:])
-    missing = sorted(set(KNOWN_GAPS) - set(found))
-    assert not missing, f"gaps no longer in the suite (take them off the list): {missing}"
-    failing = sorted(k for k, v in found.items() if v != "passed" and k not in KNOWN_GAPS)
-    closed = sorted(k for k in KNOWN_GAPS if found[k] == "passed")
-    passed = sum(v == "passed" for v in found.values())
-    print(f"openstacksdk suite: {passed} passed of {len(found)}; {len(KNOWN_GAPS)} known gaps")
-    assert not failing, f"{failing}\n{run.stdout[-6000:]}"
-    assert not closed, f"gaps that now pass (take them off KNOWN_GAPS): {closed}"
+    check_suite("openstacksdk", run, report, KNOWN_GAPS, least=90)

@@ -93,10 +93,19 @@ class _FailingSave:
         self._store = store
         self.fail_with: BaseException | None = None
 
-    def save(self, node: Node) -> None:
+    def fail(self, node: Node) -> None:
+        """Raise what a save of ``node`` must fail with, if anything."""
         if self.fail_with is not None:
             raise self.fail_with
+
+    def save(self, node: Node) -> None:
+        self.fail(node)
         self._store.save(node)
+
+    def save_held(self, node: Node, holder: str, **kwargs: Any) -> None:
+        """A SQL store's save of a node its holder holds (the conductor's save there)."""
+        self.fail(node)
+        self._store.save_held(node, holder, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
@@ -374,10 +383,9 @@ def test_any_spelling_of_a_uuid_finds_the_node() -> None:
 
 
 class _FailingFinalSave(_FailingSave):
-    def save(self, node: Node) -> None:
+    def fail(self, node: Node) -> None:
         if node.provision_state == states.AVAILABLE:
             raise _Boom("disk full")
-        self._store.save(node)
 
 
 def test_background_work_whose_final_save_fails_still_releases_the_node(

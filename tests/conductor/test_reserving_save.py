@@ -273,3 +273,92 @@ def test_a_conductor_given_another_store_asks_that_store(
     assert conductor.do_provisioning_action(node.uuid, "manage").provision_state == s.MANAGEABLE
     conductor.store = ours
     assert conductor.do_provisioning_action(uuid, "manage").provision_state == s.MANAGEABLE
+
+
+# -- a holder's saves: a compare-and-set on the reservation too ----------------------------
+#
+# A conductor whose save waited out an outage may find, when the database answers
+# again, that another conductor took the node over meanwhile (it looked dead for
+# longer than heartbeat_timeout). Its save must then write nothing, and never set the
+# reservation back to itself: the one UPDATE names the holder in its WHERE, so the
+# check costs no statement.
+
+HOLDER_A, HOLDER_B = "cond-a:1:1", "cond-b:2:2"
+
+
+def _held_by_a(store: SQLStore) -> Node:
+    """A node reserved by HOLDER_A, as its flow holds it (saved once under the reservation)."""
+    node = Node(driver="fake-hardware", provision_state="cleaning")
+    store.create(node)
+    held = store.reserve(node.uuid, HOLDER_A)
+    held.extra = {"step": "a"}
+    store.save_held(held, HOLDER_A)
+    return held
+
+
+def test_a_held_save_is_one_update_naming_the_holder(stores: tuple[SQLStore, SQLStore]) -> None:
+    ours, _ = stores
+    node = _held_by_a(ours)
+    sent = _statements(ours)
+    node.extra = {"step": "b"}
+    ours.save_held(node, HOLDER_A)
+    node.reservation = None  # the final save releases it in the same write
+    ours.save_held(node, HOLDER_A)
+    assert len(sent) == 2, sent
+    assert all(s.startswith("UPDATE nodes") and "reservation = " in s for s in sent), sent
+    after = ours.get(node.uuid)
+    assert after.reservation is None
+    assert after.extra == {"step": "b"}
+    assert after.version == node.version
+
+
+def test_a_save_after_a_takeover_at_the_same_version_is_refused(
+    stores: tuple[SQLStore, SQLStore],
+) -> None:
+    """The taker reserved but has not saved yet: the version alone would let the save through."""
+    ours, theirs = stores
+    node = _held_by_a(ours)
+    theirs.release(node.uuid, HOLDER_A)  # the takeover: the dead holder's reservation cleared...
+    theirs.reserve(node.uuid, HOLDER_B)  # ...and taken, with no new version
+    before = theirs.get(node.uuid)
+    node.extra = {"step": "b"}
+    with pytest.raises(NodeLocked, match=HOLDER_B):
+        ours.save_held(node, HOLDER_A)
+    node.reservation = None
+    with pytest.raises(NodeLocked, match=HOLDER_B):
+        ours.save_held(node, HOLDER_A)  # nor released from under its new holder
+    assert theirs.get(node.uuid) == before
+
+
+def test_a_save_after_a_takeover_and_a_save_is_refused(stores: tuple[SQLStore, SQLStore]) -> None:
+    ours, theirs = stores
+    node = _held_by_a(ours)
+    theirs.release(node.uuid, HOLDER_A)
+    taken = theirs.reserve(node.uuid, HOLDER_B)
+    taken.extra = {"step": "a", "by": "b"}
+    theirs.save_held(taken, HOLDER_B)
+    node.extra = {"step": "b"}
+    with pytest.raises(ConcurrentUpdate, match="changed by someone else"):
+        ours.save_held(node, HOLDER_A)
+    assert theirs.get(node.uuid) == taken
+
+
+def test_a_save_of_a_node_released_meanwhile_is_refused(stores: tuple[SQLStore, SQLStore]) -> None:
+    """Released by another (taken over, then let go): not this holder's to write or take."""
+    ours, theirs = stores
+    node = _held_by_a(ours)
+    theirs.release(node.uuid, HOLDER_A)
+    before = theirs.get(node.uuid)
+    node.extra = {"step": "b"}
+    with pytest.raises(ConcurrentUpdate, match=f"no longer reserved by {HOLDER_A}"):
+        ours.save_held(node, HOLDER_A)
+    assert theirs.get(node.uuid) == before
+    assert before.reservation is None
+
+
+def test_a_held_save_of_a_deleted_node_is_not_found(stores: tuple[SQLStore, SQLStore]) -> None:
+    ours, theirs = stores
+    node = _held_by_a(ours)
+    theirs.delete(node.uuid)
+    with pytest.raises(NodeNotFound):
+        ours.save_held(node, HOLDER_A)

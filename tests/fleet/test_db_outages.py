@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import quote
 
@@ -23,7 +23,7 @@ from conftest import fresh_postgres_url
 from pgserver import PostgresServer
 from serve_fleet import ServeFleet, drive, fleet_nodes, serve_fleet
 from serve_hardware import STEPS, StepRuns
-from tmpfs import tmpfs
+from tmpfs import Tmpfs, tmpfs
 
 import ironic_fsm
 from ironic_fsm import states
@@ -55,20 +55,35 @@ def _settled_checks(
     *,
     strict: bool = True,
 ) -> list[str]:
-    """What is wrong once the drive is over (empty: nothing).
+    """What is wrong once the drive is over (empty: nothing), given up to 10 s more: a last
+    takeover pass may still be releasing nodes, so it gets a few heartbeats (operator rounds).
 
     ``strict``: no step may have run twice (else :func:`_rerun_problems` judges).
     """
-    wrong: list[str] = []
-    for node in conductor.list_nodes():
-        if node.provision_state != states.ACTIVE or node.last_error or node.maintenance:
-            wrong.append(f"{node.uuid} {node.provision_state} {node.last_error!r}")
-        if node.reservation is not None:
-            wrong.append(f"{node.uuid} left reserved by {node.reservation}")
-    if strict:
-        wrong += StepRuns(log).problems(nodes)  # lost, or run twice
-    wrong += [f"serve {p.pid} exited {p.returncode}" for p in fleet.procs if p.poll() is not None]
+
+    def problems() -> list[str]:
+        wrong: list[str] = []
+        for node in conductor.list_nodes():
+            if node.provision_state != states.ACTIVE or node.last_error or node.maintenance:
+                wrong.append(f"{node.uuid} {node.provision_state} {node.last_error!r}")
+            if node.reservation is not None:
+                wrong.append(f"{node.uuid} left reserved by {node.reservation}")
+        if strict:
+            wrong += StepRuns(log).problems(nodes)  # lost, or run twice
+        procs = fleet.procs
+        wrong += [f"serve {p.pid} exited {p.returncode}" for p in procs if p.poll() is not None]
+        return wrong
+
+    deadline = time.monotonic() + 10
+    while (wrong := problems()) and time.monotonic() < deadline:
+        _operator_round(conductor)
+        time.sleep(0.2)
     return wrong
+
+
+def _errors(fleet: ServeFleet) -> str:
+    """Everything the services wrote to stderr so far."""
+    return "\n".join(fleet.stderr(p) for p in fleet.procs)
 
 
 def _operator_round(conductor: ironic_fsm.Conductor) -> None:
@@ -89,6 +104,32 @@ def _empty_wal(conductor: ironic_fsm.Conductor) -> None:
             if not busy:
                 return
             time.sleep(0.02)
+
+
+class _DiskFilledMidFlow:
+    """A drive's ``during``: fills the small disk once ``in_flight`` nodes are held (mid-step:
+    the fill must cut flows), and frees it once ``felt()`` has said for 3 s that the services
+    met it, or after 15 s."""
+
+    def __init__(
+        self, conductor: ironic_fsm.Conductor, disk: Tmpfs, in_flight: int, felt: Callable[[], bool]
+    ) -> None:
+        self._conductor, self._disk, self._in_flight, self._felt = conductor, disk, in_flight, felt
+        self.filled_at: float | None = None
+        self.freed = False
+
+    def __call__(self, seen: dict[str, str]) -> None:
+        _operator_round(self._conductor)
+        if self.filled_at is None:
+            if _in_flight(self._conductor) >= self._in_flight:
+                _empty_wal(self._conductor)
+                self._disk.fill()
+                self.filled_at = time.monotonic()
+        elif not self.freed:
+            waited = time.monotonic() - self.filled_at
+            if (self._felt() and waited > 3) or waited > 15:
+                self._disk.free()
+                self.freed = True
 
 
 def test_postgres_restarted_three_times_under_two_services(
@@ -117,14 +158,8 @@ def test_postgres_restarted_three_times_under_two_services(
             done.append((mode, held))
 
         seen = drive(conductor, nodes, timeout=150, during=restart_mid_flow)
-        # A last takeover pass may still be releasing: give it a few heartbeats.
-        deadline = time.monotonic() + 10
-        while (
-            wrong := _settled_checks(conductor, fleet, nodes, log)
-        ) and time.monotonic() < deadline:
-            _operator_round(conductor)
-            time.sleep(0.2)
-        errors = "\n".join(fleet.stderr(p) for p in fleet.procs)
+        wrong = _settled_checks(conductor, fleet, nodes, log)
+        errors = _errors(fleet)
     assert [mode for mode, _ in done] == ["fast", "immediate", "fast"], seen
     assert wrong == [], "\n".join(wrong)
     assert "retrying its save" in errors  # flows met the outages, and waited them out
@@ -136,33 +171,17 @@ def test_sqlite_disk_full_then_freed_under_two_services(tmp_path: Path) -> None:
     with tmpfs(tmp_path / "disk", size="24m") as disk:
         url = f"sqlite:///{disk.path / 'nodes.sqlite'}"
         conductor, nodes, log = fleet_nodes(url, tmp_path, 20, step_seconds=0.1)
-        full: dict[str, float] = {}
         with serve_fleet(url, tmp_path, config=RETRY) as fleet:
             fleet.start_many(conductor, 2)
 
-            def fill_mid_flow(seen: dict[str, str]) -> None:
-                _operator_round(conductor)
-                if "at" not in full:
-                    if _in_flight(conductor) >= 2:
-                        _empty_wal(conductor)
-                        disk.fill()
-                        full["at"] = time.monotonic()
-                elif "freed" not in full:
-                    felt = any("database or disk is full" in fleet.stderr(p) for p in fleet.procs)
-                    waited = time.monotonic() - full["at"]
-                    if (felt and waited > 3) or waited > 15:
-                        disk.free()
-                        full["freed"] = time.monotonic()
+            def felt() -> bool:
+                return "database or disk is full" in _errors(fleet)
 
-            drive(conductor, nodes, timeout=120, during=fill_mid_flow)
-            deadline = time.monotonic() + 10
-            while (
-                wrong := _settled_checks(conductor, fleet, nodes, log)
-            ) and time.monotonic() < deadline:
-                _operator_round(conductor)
-                time.sleep(0.2)
-            errors = "\n".join(fleet.stderr(p) for p in fleet.procs)
-        assert "freed" in full
+            outage = _DiskFilledMidFlow(conductor, disk, 2, felt)
+            drive(conductor, nodes, timeout=120, during=outage)
+            wrong = _settled_checks(conductor, fleet, nodes, log)
+            errors = _errors(fleet)
+        assert outage.freed
         assert wrong == [], "\n".join(wrong)
         assert "database or disk is full" in errors
         with conductor.store.connection() as conn:  # type: ignore[attr-defined]
@@ -199,34 +218,16 @@ def test_flows_that_outlast_their_retries_are_taken_back_by_their_own_service(
     with tmpfs(tmp_path / "disk", size="24m") as disk:
         url = f"sqlite:///{disk.path / 'nodes.sqlite'}"
         conductor, nodes, log = fleet_nodes(url, tmp_path, 16, step_seconds=0.3)
-        full: dict[str, float] = {}
         with serve_fleet(url, tmp_path, config=GIVE_UP) as fleet:
             fleet.start_many(conductor, 2)
 
-            def errors() -> str:
-                return "\n".join(fleet.stderr(p) for p in fleet.procs)
+            def stopped() -> bool:
+                return _STALLED.search(_errors(fleet)) is not None
 
-            def fill_until_flows_stop(seen: dict[str, str]) -> None:
-                _operator_round(conductor)
-                if "at" not in full:
-                    if _in_flight(conductor) >= 4:  # mid-step: the fill must cut flows
-                        _empty_wal(conductor)
-                        disk.fill()
-                        full["at"] = time.monotonic()
-                elif "freed" not in full:
-                    waited = time.monotonic() - full["at"]
-                    if (_STALLED.search(errors()) and waited > 3) or waited > 15:
-                        disk.free()
-                        full["freed"] = time.monotonic()
-
-            drive(conductor, nodes, timeout=120, during=fill_until_flows_stop)
-            deadline = time.monotonic() + 10
-            while (
-                wrong := _settled_checks(conductor, fleet, nodes, log, strict=False)
-            ) and time.monotonic() < deadline:
-                _operator_round(conductor)
-                time.sleep(0.2)
-            text = errors()
+            outage = _DiskFilledMidFlow(conductor, disk, 4, stopped)
+            drive(conductor, nodes, timeout=120, during=outage)
+            wrong = _settled_checks(conductor, fleet, nodes, log, strict=False)
+            text = _errors(fleet)
         stalled = set(_STALLED.findall(text))
         assert stalled, "no flow stopped: the outage did not outlast the retries"
         assert wrong == [], "\n".join(wrong)

@@ -12,24 +12,22 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TypeVar
 from urllib.parse import quote
 
 import attrs
 import crash_worker
 import pytest
 from conftest import fresh_postgres_url
+from helpers import once_back
 from pgserver import PostgresServer
 
 import ironic_fsm
 from ironic_fsm import states
-from ironic_fsm.exceptions import StoreError
 from ironic_fsm.stores import SQLStore
 
-T = TypeVar("T")
 STEPS = [{"interface": "vendor", "step": name, "args": {}} for name in crash_worker.STEPS]
 
 
@@ -54,17 +52,6 @@ def _until(check: object, timeout: float = 30) -> None:
     while not check():  # type: ignore[operator]
         assert time.monotonic() < deadline, f"timed out waiting for {check}"
         time.sleep(0.05)
-
-
-def _once_back(call: Callable[[], T]) -> T:
-    """``call()`` once the pool has its connections back (it backs off while reconnecting)."""
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            return call()
-        except StoreError:
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
 
 
 def test_a_flow_stopped_by_an_outage_is_taken_back_by_its_own_conductor(
@@ -92,12 +79,12 @@ def test_a_flow_stopped_by_an_outage_is_taken_back_by_its_own_conductor(
         finally:
             postgres_server.resume()
         assert "the flow stops at its last recorded step" in caplog.text
-        stopped = _once_back(lambda: conductor.store.get(node.uuid))
+        stopped = once_back(lambda: conductor.store.get(node.uuid))
         assert stopped.provision_state == states.CLEANING  # not failed for the outage
         assert stopped.clean_step["step"] == "c"
         assert stopped.reservation == conductor.holder
         assert stopped.last_error is None
-        assert _once_back(conductor.recover) == [node.uuid]
+        assert once_back(conductor.recover) == [node.uuid]
         _until(lambda: conductor.get_node(node.uuid).provision_state == states.MANAGEABLE)
         _until(lambda: conductor.running() == 0)
     done = conductor.get_node(node.uuid)

@@ -20,7 +20,6 @@ pyghmi is imported on first use; without it the hardware type raises
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import threading
 import time
@@ -585,16 +584,8 @@ class _IPMIInterface(DriverInfoValidation):
     """What the IPMI interfaces share: their driver_info keys and its validation."""
 
     driver_info_keys = COMMON_PROPERTIES
-
-    @classmethod
-    def check_loadable(cls) -> None:
-        """pyghmi must be importable (without importing it: that costs)."""
-        try:
-            spec = importlib.util.find_spec("pyghmi")
-        except (ImportError, ValueError):
-            spec = None
-        if spec is None:
-            raise _missing_pyghmi()
+    library = "pyghmi"
+    missing_library = staticmethod(_missing_pyghmi)
 
     def check_driver_info(self, node: Node) -> None:
         """Check ``driver_info`` (no BMC contact), and that pyghmi is installed."""

@@ -9,7 +9,6 @@ and a silent BMC within ``read_timeout x retries`` (20 s by default).
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -294,16 +293,8 @@ class _RedfishValidation(DriverInfoValidation):
     """Shared ``get_properties``/``validate``: every interface reads the same driver_info."""
 
     driver_info_keys = DRIVER_INFO
-
-    @classmethod
-    def check_loadable(cls) -> None:
-        """sushy must be installed (looked for, not imported: that costs)."""
-        try:
-            spec = importlib.util.find_spec("sushy")
-        except (ImportError, ValueError):
-            spec = None
-        if spec is None:
-            raise missing_sushy()
+    library = "sushy"
+    missing_library = staticmethod(missing_sushy)
 
     def check_driver_info(self, node: Node) -> None:
         parse_driver_info(node)
