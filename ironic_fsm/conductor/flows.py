@@ -234,6 +234,8 @@ class Flows:
                 if result != s.INSPECTWAIT and inventory is not None:
                     self._keep_inventory(job, inventory, plugin_data or {})
             except Exception as exc:
+                # As Ironic's inspection error handler: the ramdisk is ended, its boot undone.
+                self._engine.call_quietly(job, job.driver.inspect.abort, "inspection clean-up")
                 job.fire(
                     s.FAIL_EVENT,
                     last_error=f"Failed to process inspection data of node {node.uuid}: "

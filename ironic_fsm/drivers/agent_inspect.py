@@ -22,7 +22,7 @@ from typing import Any, Final
 from ironic_fsm import states
 from ironic_fsm.agent import inventory as inventories
 from ironic_fsm.drivers.agent import boot_ramdisk, power_action
-from ironic_fsm.exceptions import InvalidParameterValue
+from ironic_fsm.exceptions import AgentError, InvalidParameterValue
 from ironic_fsm.interfaces import InspectInterface
 from ironic_fsm.task import Task
 
@@ -69,8 +69,15 @@ class AgentInspect(InspectInterface):
         inventory: Mapping[str, Any],
         plugin_data: Mapping[str, Any] | None = None,
     ) -> str | None:
-        """The properties set from the inventory; the machine powered off (the agent ends)."""
+        """The properties set from the inventory; the machine powered off (the agent ends).
+
+        An error the ramdisk reported (``plugin_data["error"]``) fails the
+        inspection, as Ironic's ``ramdisk-error`` hook does.
+        """
         node = task.node
+        error = (plugin_data or {}).get("error")
+        if error:
+            raise AgentError(f"Ramdisk reported error: {error}", node=node.uuid)
         inventories.check_inventory(node.uuid, inventory)
         found = inventories.properties_from(node.uuid, inventory, plugin_data or {})
         node.properties.update(found)

@@ -285,3 +285,19 @@ def test_inspection_needs_the_api_url(tmp_path: Path) -> None:
 def test_the_inspection_options_are_checked(option: str, value: str) -> None:
     with pytest.raises(InvalidParameterValue, match=option):
         Config(**{option: value})
+
+
+def test_an_error_the_ramdisk_reported_fails_the_inspection(served: Served) -> None:
+    uuid = served.waiting()
+    answer = served.post({"inventory": INVENTORY, "error": "collector logs failed: boom"})
+    assert answer.status_code == 202
+    node = served.conductor.get_node(uuid)
+    assert node.provision_state == states.INSPECTFAIL
+    assert node.last_error == (
+        f"Failed to process inspection data of node {uuid}: "
+        "Ramdisk reported error: collector logs failed: boom"
+    )
+    assert "cpus" not in node.properties
+    assert node.power_state == states.POWER_OFF  # the agent ended
+    with pytest.raises(ResourceNotFound):
+        served.conductor.get_node_inventory(uuid)
