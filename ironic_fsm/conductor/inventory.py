@@ -16,10 +16,9 @@ from typing import Any
 
 from ironic_fsm.conductor.common import check_ident
 from ironic_fsm.conductor.context import Context
-from ironic_fsm.conductor.records import records_of
+from ironic_fsm.conductor.records import Shelf
 from ironic_fsm.exceptions import ResourceExists, ResourceNotFound
 from ironic_fsm.records import NodeInventory, Port
-from ironic_fsm.stores.base import RecordStore
 
 __all__ = ["Inventories"]
 
@@ -31,14 +30,13 @@ class Inventories:
 
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
-
-    def _records(self) -> RecordStore:
-        return records_of(self._ctx, NodeInventory)
+        self._inventories = Shelf(ctx, NodeInventory)
+        self._ports = Shelf(ctx, Port)
 
     def get_inventory(self, ident: str) -> NodeInventory:
         """The inventory of node ``ident`` (UUID or name); ``ResourceNotFound`` if it has none."""
         node = self._ctx.caps.store.get(check_ident(ident))
-        found = self._records().find_record(NodeInventory, "node_uuid", node.uuid)
+        found = self._inventories.records.find_record(NodeInventory, "node_uuid", node.uuid)
         if found is None:
             raise ResourceNotFound(f"Inventory not found for node {node.uuid}.", ident=node.uuid)
         return found
@@ -47,7 +45,7 @@ class Inventories:
         self, node_uuid: str, inventory: Mapping[str, Any], plugin_data: Mapping[str, Any]
     ) -> NodeInventory:
         """Store ``inventory`` as node ``node_uuid``'s, in place of any earlier one."""
-        records = self._records()
+        records = self._inventories.records
         kept = NodeInventory(
             uuid=str(_uuid.uuid5(_uuid.NAMESPACE_URL, f"node_inventory/{node_uuid}")),
             node_uuid=node_uuid,
@@ -61,12 +59,11 @@ class Inventories:
     def add_ports(self, node_uuid: str, wanted: Sequence[Mapping[str, Any]]) -> list[Port]:
         """A port for each of ``wanted`` (``address``, ``pxe_enabled``, ``extra``) whose
         address no port has yet."""
-        records = records_of(self._ctx, Port)
         made = []
         for fields in wanted:
             port = Port(uuid=str(_uuid.uuid4()), node_uuid=node_uuid, **fields)
             try:
-                made.append(records.add_record(port))
+                made.append(self._ports.add(port))
             except ResourceExists:
                 LOG.info("Node %s: a port with address %s exists already", node_uuid,
                          port.address)  # fmt: skip
