@@ -38,7 +38,7 @@ from ironic_fsm.conductor.allocations import Allocations
 from ironic_fsm.conductor.catalog import Catalog
 from ironic_fsm.conductor.chassis import ChassisPart
 from ironic_fsm.conductor.common import process_start, utcnow
-from ironic_fsm.conductor.context import Context, Guard, Listener, Observer
+from ironic_fsm.conductor.context import Context, Guard, Listener, Observer, Tally
 from ironic_fsm.conductor.engine import StepEngine
 from ironic_fsm.conductor.fleet import ConductorInfo, FleetRecord
 from ironic_fsm.conductor.flows import Flows
@@ -79,7 +79,7 @@ from ironic_fsm.stores import MemoryStore, Store
 from ironic_fsm.stores.base import CatalogEntry, NodeFields
 from ironic_fsm.stores.capabilities import StoreCapabilities
 
-__all__ = ["Conductor", "Guard", "Listener", "Observer"]
+__all__ = ["Conductor", "Guard", "Listener", "Observer", "Tally"]
 
 
 class Conductor:
@@ -238,6 +238,7 @@ class Conductor:
     def add_listener(self, listener: Listener) -> None:
         """Start sending events to ``listener``."""
         self._ctx.listeners.append(listener)
+        self._ctx.update_told()
 
     def add_guard(self, guard: Guard) -> None:
         """Let ``guard`` veto user-requested transitions."""
@@ -675,11 +676,19 @@ class Conductor:
                 LOG.exception("Record listener %r failed on %s", listener, name)
 
     def observe(self, observer: Observer | None) -> None:
-        """Have ``observer`` time driver calls and hear of heartbeats, takeovers and power
-        syncs (``ironic_fsm.metrics`` does); ``None`` stops it. One at a time: the
+        """Have ``observer`` hear of heartbeats, takeovers and power syncs
+        (``ironic_fsm.metrics`` does); ``None`` stops it. One at a time: the
         metrics of one service.
         """
         self._ctx.observer = observer
+
+    def count_with(self, tally: Tally | None) -> None:
+        """Have ``tally`` count flows, steps and driver calls from plain tuples, no
+        :class:`~ironic_fsm.events.Event` built for it (``ironic_fsm.metrics`` does);
+        ``None`` stops it. One at a time.
+        """
+        self._ctx.tally = tally
+        self._ctx.update_told()
 
     def count_nodes(
         self, field: str, *, maintenance: bool | None = None, reserved: bool | None = None

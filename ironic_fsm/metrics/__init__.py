@@ -8,9 +8,9 @@ default one), so that tests and embedding applications may run several.
 What it exports (``docs/operations.rst`` lists every family):
 
 * the fleet, read at each scrape from the store's indexes (:mod:`._fleet`);
-* flows and steps, from the conductor's events (:mod:`._flows`);
-* driver (BMC) calls, heartbeats, takeovers and power syncs, as the
-  conductor's observer (:mod:`._conductor`);
+* flows, steps and driver (BMC) calls, as the conductor's tally (:mod:`._flows`);
+* heartbeats, takeovers and power syncs, as the conductor's observer
+  (:mod:`._conductor`);
 * the REST API's requests, as Falcon middleware (:mod:`._api`).
 
 ``ironic-fsm serve --metrics HOST[:PORT]`` serves them on a port of their
@@ -65,16 +65,15 @@ class MetricsServer:
 class Metrics:
     """The metrics of one conductor: its registry, and the parts that fill it.
 
-    Building it attaches it: its flow listener is added to the conductor's
-    listeners and it becomes the conductor's observer. The node counts are
+    Building it attaches it: it becomes the conductor's tally and observer. The node counts are
     served up to ``node_counts_max_age`` seconds old (read again in a thread
     meanwhile, so that a scrape of a large fleet does not wait for them);
     ``0`` reads them at every scrape.
 
     Attributes:
         registry: Where every family of this conductor is registered.
-        flows: The listener counting flows and steps.
-        observer: Driver calls, heartbeats, takeovers, power syncs.
+        flows: The tally counting flows, steps and driver calls.
+        observer: Heartbeats, takeovers, power syncs.
         api: Falcon middleware timing the REST API's requests.
     """
 
@@ -90,9 +89,8 @@ class Metrics:
         self.observer = ConductorMetrics(self.registry)
         self.api = RequestMetrics(self.registry)
         self.registry.register(self.flows)
-        self.registry.register(self.observer)
         self.registry.register(FleetCollector(conductor, node_counts_max_age))
-        conductor.add_listener(self.flows)
+        conductor.count_with(self.flows)
         conductor.observe(self.observer)
 
     def exposition(self, accept: str | None = None) -> tuple[bytes, str]:
