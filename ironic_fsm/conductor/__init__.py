@@ -56,6 +56,7 @@ from ironic_fsm.conductor.reconcile import Reconcile
 from ironic_fsm.conductor.recovery import Recovery
 from ironic_fsm.conductor.registry import HardwareRegistry
 from ironic_fsm.conductor.reservations import Reservations, _Reserved
+from ironic_fsm.conductor.sensors import SensorData, SensorReport
 from ironic_fsm.conductor.verbs import Request, Verbs
 from ironic_fsm.conductor.vifs import Vifs
 from ironic_fsm.conductor.volumes import Volumes
@@ -147,6 +148,7 @@ class Conductor:
         # Power sync asks this facade's owns() at each node, so that a caller may put its
         # own rule in its place.
         self._power_sync = PowerSync(ctx, reservations, launcher, self._owns)
+        self._sensors = SensorData(ctx, self._owns)
         self._reconcile = Reconcile(ctx, verbs)
         self._history = History(ctx)
         #: Who hears of record changes (:meth:`add_record_listener`).
@@ -644,6 +646,11 @@ class Conductor:
         if self._ctx.observer is not None:
             self._ctx.observer.power_synced(report)
         return report
+
+    def send_sensor_data(self) -> SensorReport:
+        """One pass of the sensor collection over this conductor's nodes (Ironic's
+        ``send_sensor_data`` periodic task; see :mod:`.sensors`)."""
+        return self._sensors.send_sensor_data()
 
     # -- Reconcile (reconcile.py) -----------------------------------------------
 

@@ -22,6 +22,7 @@ from ironic_fsm.task import Task
 
 if TYPE_CHECKING:
     from ironic_fsm.conductor.power_sync import PowerSyncReport
+    from ironic_fsm.conductor.sensors import SensorReport
 
 __all__ = ["DRIVER_CALL", "SAVED", "Context", "Guard", "Listener", "Observer", "Pending", "Tally"]
 
@@ -72,7 +73,8 @@ class Tally(Protocol):
 
 
 class Observer(Protocol):
-    """Watches what the conductor does beyond its flows: for metrics (``ironic_fsm.metrics``).
+    """Watches what the conductor does beyond its flows (heartbeats, takeovers, power syncs,
+    sensor passes): for metrics (``ironic_fsm.metrics``).
 
     Set with :meth:`~ironic_fsm.conductor.Conductor.observe`.
     """
@@ -85,6 +87,9 @@ class Observer(Protocol):
 
     def power_synced(self, report: PowerSyncReport) -> None:
         """A power-sync pass ended with this report."""
+
+    def sensors_read(self, report: SensorReport) -> None:
+        """A sensor pass ended with these readings and failures."""
 
 
 class Context:
@@ -100,7 +105,7 @@ class Context:
         registry: The hardware types, as registered or installed.
         listeners: Who hears every event (``add_listener`` appends).
         guards: Who may veto a user-requested transition (``add_guard`` appends).
-        observer: Who watches heartbeats, takeovers and power syncs
+        observer: Who watches heartbeats, takeovers, power syncs and sensor passes
             (:class:`Observer`), or ``None``.
         tally: Who counts flows, steps and driver calls (:class:`Tally`), or ``None``.
         told: Whether anyone hears of events (a listener or the tally): the flows

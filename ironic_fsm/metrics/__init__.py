@@ -10,7 +10,8 @@ What it exports (``docs/operations.rst`` lists every family):
 * the fleet, read at each scrape from the store's indexes (:mod:`._fleet`);
 * flows, steps and driver (BMC) calls, as the conductor's tally (:mod:`._flows`);
 * heartbeats, takeovers and power syncs, as the conductor's observer
-  (:mod:`._conductor`);
+  (:mod:`._conductor`), and the sensors its passes read, as
+  ironic-prometheus-exporter's gauges (:mod:`._sensors`);
 * the REST API's requests, as Falcon middleware (:mod:`._api`).
 
 ``ironic-fsm serve --metrics HOST[:PORT]`` serves them on a port of their
@@ -30,6 +31,7 @@ from ironic_fsm.metrics._api import RequestMetrics
 from ironic_fsm.metrics._conductor import ConductorMetrics
 from ironic_fsm.metrics._fleet import NODE_COUNTS_MAX_AGE, FleetCollector
 from ironic_fsm.metrics._flows import FlowMetrics
+from ironic_fsm.metrics._sensors import SensorMetrics
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -73,7 +75,8 @@ class Metrics:
     Attributes:
         registry: Where every family of this conductor is registered.
         flows: The tally counting flows, steps and driver calls.
-        observer: Heartbeats, takeovers, power syncs.
+        observer: Heartbeats, takeovers, power syncs, sensor passes.
+        sensors: The gauges of the last sensor pass.
         api: Falcon middleware timing the REST API's requests.
     """
 
@@ -86,7 +89,9 @@ class Metrics:
     ) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         self.flows = FlowMetrics()
-        self.observer = ConductorMetrics(self.registry)
+        self.sensors = SensorMetrics()
+        self.observer = ConductorMetrics(self.registry, self.sensors)
+        self.registry.register(self.sensors)
         self.api = RequestMetrics(self.registry)
         self.registry.register(self.flows)
         self.registry.register(FleetCollector(conductor, node_counts_max_age))

@@ -8,13 +8,17 @@ counters; driver calls, on the flows' path, are counted by :mod:`._flows`.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 from prometheus_client import CollectorRegistry, Counter
 
+from ironic_fsm.metrics._sensors import SensorMetrics
+
 if TYPE_CHECKING:
     from ironic_fsm.conductor.power_sync import PowerSyncReport
+    from ironic_fsm.conductor.sensors import SensorReport
 
 __all__ = ["POWER_SYNC_OUTCOMES", "ConductorMetrics"]
 
@@ -34,7 +38,8 @@ POWER_SYNC_OUTCOMES: Final = {
 class ConductorMetrics:
     """The conductor's observer: its counters live in the registry it is given."""
 
-    def __init__(self, registry: CollectorRegistry) -> None:
+    def __init__(self, registry: CollectorRegistry, sensors: SensorMetrics) -> None:
+        self._sensors = sensors
         self._heartbeats = Counter(
             "ironic_fsm_conductor_heartbeats", "Heartbeats sent, by result (ok, failed).",
             ["result"], registry=registry,
@@ -70,6 +75,9 @@ class ConductorMetrics:
         self._recoveries.inc()
         if uuids:
             self._takeovers.inc(len(uuids))
+
+    def sensors_read(self, report: SensorReport) -> None:
+        self._sensors.update(report, time.time())
 
     def power_synced(self, report: PowerSyncReport) -> None:
         self._power_passes.inc()

@@ -16,7 +16,9 @@ here, so that consumers of Ironic's notifications read ours:
   1.17 (``from_power``);
 * ``create.end``, ``update.end``, ``delete.end``: ``NodeCRUDPayload`` 1.15
   (``chassis_uuid``, ``instance_info``, ``driver_info``);
-* ``maintenance_set.end``: ``NodePayload`` 1.17.
+* ``maintenance_set.end``: ``NodePayload`` 1.17;
+* ``hardware.<driver>.metrics.update``: the sensor readings, as Ironic's
+  ``send_sensor_data`` sends them (a plain message, not versioned).
 
 ``driver_info`` only in the CRUD payloads, as Ironic; it, ``instance_info``
 and ``driver_internal_info`` have their secrets masked, and ``last_error``
@@ -38,6 +40,7 @@ from ironic_fsm.conductor.power_sync import (
     POWER_STATE_CORRECTED,
     PowerEvent,
 )
+from ironic_fsm.conductor.sensors import SensorEvent
 from ironic_fsm.events import (
     MAINTENANCE_SET_END,
     NODE_CREATE_END,
@@ -138,6 +141,8 @@ def notification_for(event: Event, node: Node | None, host: str) -> Notification
 
     ``node`` is the node's record as read after the event (``None``: gone).
     """
+    if isinstance(event, SensorEvent):
+        return _sensors_notification(event, node, host)
     kind = _KINDS.get(event.name)
     if kind is None:
         return None
@@ -177,5 +182,29 @@ def notification_for(event: Event, node: Node | None, host: str) -> Notification
         },
         timestamp=(event.timestamp.isoformat() if event.timestamp else ""),
         message_id=str(uuid.uuid4()),
+        node=event.node,
+    )
+
+
+def _sensors_notification(event: SensorEvent, node: Node | None, host: str) -> Notification:
+    """Ironic's ``hardware.<driver>.metrics.update``: not a versioned object, a plain
+    message whose ``payload`` is the readings as the driver gave them."""
+    timestamp = event.timestamp.isoformat() if event.timestamp else ""
+    message_id = str(uuid.uuid4())
+    return Notification(
+        event_type=event.name,
+        priority="info",
+        publisher_id=f"ironic-conductor.{host}",
+        payload={
+            "message_id": message_id,
+            "instance_uuid": node.instance_uuid if node is not None else None,
+            "node_uuid": event.node,
+            "node_name": event.node_name,
+            "timestamp": timestamp,
+            "event_type": f"hardware.{event.driver}.metrics",
+            "payload": _plain(event.sensors),
+        },
+        timestamp=timestamp,
+        message_id=message_id,
         node=event.node,
     )
