@@ -18,9 +18,16 @@ saved. A listener that raises is logged and does not stop the flow.
 Changes of a node's record through the conductor (``create_node``,
 ``update_node``, ``delete_node``) are told, with the record, to the
 conductor's *record listeners* only (``Conductor.add_record_listener``,
-what notifications use): ``baremetal.node.create.end``, ``.update.end``
-(``.maintenance_set.end`` when the change sets or clears maintenance) and
-``.delete.end``, each after the change is saved.
+what notifications use), as Ironic's API tells them:
+``baremetal.node.create.start`` before the change, ``.end`` after it is
+saved, ``.error`` when it was refused or failed; likewise ``update``
+(``maintenance_set`` when the change sets or clears maintenance) and
+``delete``.
+
+A power change asked of ``Conductor.set_power_state`` is told to the
+listeners as ``baremetal.node.power_set.start`` when it begins and
+``.end`` or ``.error`` when it is done (``PowerEvent``), as the power sync
+tells what it forces.
 """
 
 from __future__ import annotations
@@ -33,9 +40,17 @@ import attrs
 
 __all__ = [
     "MAINTENANCE_SET_END",
+    "MAINTENANCE_SET_ERROR",
+    "MAINTENANCE_SET_START",
     "NODE_CREATE_END",
+    "NODE_CREATE_ERROR",
+    "NODE_CREATE_START",
     "NODE_DELETE_END",
+    "NODE_DELETE_ERROR",
+    "NODE_DELETE_START",
     "NODE_UPDATE_END",
+    "NODE_UPDATE_ERROR",
+    "NODE_UPDATE_START",
     "PROVISION_END",
     "PROVISION_ERROR",
     "PROVISION_START",
@@ -52,6 +67,14 @@ NODE_CREATE_END: Final = "baremetal.node.create.end"
 NODE_UPDATE_END: Final = "baremetal.node.update.end"
 NODE_DELETE_END: Final = "baremetal.node.delete.end"
 MAINTENANCE_SET_END: Final = "baremetal.node.maintenance_set.end"
+NODE_CREATE_START: Final = "baremetal.node.create.start"
+NODE_CREATE_ERROR: Final = "baremetal.node.create.error"
+NODE_UPDATE_START: Final = "baremetal.node.update.start"
+NODE_UPDATE_ERROR: Final = "baremetal.node.update.error"
+NODE_DELETE_START: Final = "baremetal.node.delete.start"
+NODE_DELETE_ERROR: Final = "baremetal.node.delete.error"
+MAINTENANCE_SET_START: Final = "baremetal.node.maintenance_set.start"
+MAINTENANCE_SET_ERROR: Final = "baremetal.node.maintenance_set.error"
 STEP_START: Final = "step.start"
 STEP_END: Final = "step.end"
 STEP_FAIL: Final = "step.fail"

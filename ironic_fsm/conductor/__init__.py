@@ -43,9 +43,10 @@ from ironic_fsm.conductor.engine import StepEngine
 from ironic_fsm.conductor.fleet import ConductorInfo, FleetRecord
 from ironic_fsm.conductor.flows import Flows
 from ironic_fsm.conductor.history import History
-from ironic_fsm.conductor.jobs import LOG, Job
+from ironic_fsm.conductor.jobs import Job
 from ironic_fsm.conductor.launcher import Executor, Launcher
 from ironic_fsm.conductor.nodes import Nodes
+from ironic_fsm.conductor.notices import RecordNotices
 from ironic_fsm.conductor.ownership import Ownership
 from ironic_fsm.conductor.plans import Plans
 from ironic_fsm.conductor.portgroups import Portgroups
@@ -62,13 +63,7 @@ from ironic_fsm.conductor.vifs import Vifs
 from ironic_fsm.conductor.volumes import Volumes
 from ironic_fsm.conductor.work import Work
 from ironic_fsm.config import Config
-from ironic_fsm.events import (
-    MAINTENANCE_SET_END,
-    NODE_CREATE_END,
-    NODE_DELETE_END,
-    NODE_UPDATE_END,
-    Event,
-)
+from ironic_fsm.events import Event
 from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.hardware import HardwareType
 from ironic_fsm.history import HistoryEntry
@@ -152,7 +147,7 @@ class Conductor:
         self._reconcile = Reconcile(ctx, verbs)
         self._history = History(ctx)
         #: Who hears of record changes (:meth:`add_record_listener`).
-        self._record_listeners: list[Callable[[Event, Node], None]] = []
+        self._notices = RecordNotices(ctx)
         self._ports = ports = Ports(ctx)
         self._ramdisk = Ramdisk(ctx, reservations, engine, ports)
         self._portgroups = Portgroups(ctx)
@@ -507,8 +502,13 @@ class Conductor:
 
     def create_node(self, **fields: Any) -> Node:
         """Enroll a node; any :class:`~ironic_fsm.Node` field may be given."""
-        node = self._nodes.create_node(**self._chassis_checked(fields))
-        self._record_changed(NODE_CREATE_END, node)
+        fields = self._chassis_checked(fields)
+        notices = self._notices
+        if notices.listeners:  # told with the UUID it will have, as Ironic's API does
+            fields.setdefault("uuid", str(_uuid.uuid4()))
+        with notices.around("create", lambda: Node(**fields)):
+            node = self._nodes.create_node(**fields)
+        notices.changed("create", "end", node)
         return node
 
     def get_node(self, ident: str) -> Node:
@@ -570,19 +570,23 @@ class Conductor:
         defaults unless ``reset_interfaces`` is False (True needs a new driver).
         """
         fields = self._chassis_checked(fields)
-        node = self._nodes.update_node(
-            ident, expected_version=expected_version, reset_interfaces=reset_interfaces, **fields
-        )
-        self._record_changed(MAINTENANCE_SET_END if "maintenance" in fields else NODE_UPDATE_END,
-                             node)  # fmt: skip
+        action = "maintenance_set" if "maintenance" in fields else "update"
+        with self._notices.around(action, lambda: self._nodes.get_node(ident)):
+            node = self._nodes.update_node(
+                ident, expected_version=expected_version, reset_interfaces=reset_interfaces,
+                **fields,
+            )  # fmt: skip
+        self._notices.changed(action, "end", node)
         return node
 
     def delete_node(self, ident: str) -> None:
         """Remove a node record; allowed in manageable, enroll, adopt failed (and available)."""
-        node = self._nodes.get_node(ident) if self._record_listeners else None
-        self._nodes.delete_node(ident)
+        notices = self._notices
+        node = self._nodes.get_node(ident) if notices.listeners else None
+        with notices.around("delete", lambda: node):
+            self._nodes.delete_node(ident)
         if node is not None:
-            self._record_changed(NODE_DELETE_END, node)
+            notices.changed("delete", "end", node)
 
     def set_power_state(self, ident: str, power_state: str, timeout: float | None = None) -> Node:
         """Power the node on or off, or reboot it, through its power interface."""
@@ -662,25 +666,11 @@ class Conductor:
 
     def add_record_listener(self, listener: Callable[[Event, Node], None]) -> None:
         """Tell ``listener`` of each record change made here (create, update, maintenance,
-        delete: the ``NODE_*`` and ``MAINTENANCE_SET_END`` events of
-        :mod:`ironic_fsm.events`), with the record as saved (as it was, for a delete).
-        Notifications use it; the other listeners are not told of record changes.
+        delete: ``baremetal.node.<action>.start``, ``.end`` and ``.error``, as
+        :mod:`.notices` says), with the record. Notifications use it; the other
+        listeners are not told of record changes.
         """
-        self._record_listeners.append(listener)
-
-    def _record_changed(self, name: str, node: Node) -> None:
-        if not self._record_listeners:
-            return
-        event = Event(
-            name=name, node=node.uuid, previous_state=None, event=None,
-            state=node.provision_state, target=node.target_provision_state,
-            timestamp=self._ctx.clock(), node_name=node.name,
-        )  # fmt: skip
-        for listener in self._record_listeners:
-            try:
-                listener(event, node)
-            except Exception:
-                LOG.exception("Record listener %r failed on %s", listener, name)
+        self._notices.listeners.append(listener)
 
     def observe(self, observer: Observer | None) -> None:
         """Have ``observer`` hear of heartbeats, takeovers and power syncs
