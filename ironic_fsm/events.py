@@ -32,13 +32,19 @@ tells what it forces.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import threading
+import weakref
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
+from time import perf_counter
 from typing import Any, Final
 
 import attrs
 
 __all__ = [
+    "AGENT_COMMANDS",
+    "AgentCommandWatch",
     "MAINTENANCE_SET_END",
     "MAINTENANCE_SET_ERROR",
     "MAINTENANCE_SET_START",
@@ -110,3 +116,59 @@ class Event:
     error: str | None = None
     timestamp: datetime | None = None
     node_name: str | None = None
+
+
+#: A watcher of agent commands: ``(node, command, seconds, error class name or None)``.
+AgentCommandWatcher = Callable[[str | None, str, float, str | None], None]
+
+
+class AgentCommandWatch:
+    """Who hears of each command sent to a ramdisk agent, and how long it took.
+
+    The agent client serves every node of the process, so its commands are
+    the process's: :data:`AGENT_COMMANDS` is the one watch, which the client
+    times each request with (:meth:`timed`) and metrics subscribe to
+    (:meth:`add`). With no watcher, a command pays one list test.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._watchers: tuple[weakref.ref[AgentCommandWatcher], ...] = ()
+
+    def add(self, watcher: AgentCommandWatcher) -> None:
+        """Tell ``watcher`` of each command, while it lives: it is held weakly, so that
+        the metrics of a conductor that is gone stop counting (and go)."""
+        with self._lock:
+            alive = tuple(ref for ref in self._watchers if ref() is not None)
+            self._watchers = (*alive, weakref.ref(watcher))
+
+    def remove(self, watcher: AgentCommandWatcher) -> None:
+        with self._lock:
+            self._watchers = tuple(ref for ref in self._watchers if ref() not in (None, watcher))
+
+    @contextlib.contextmanager
+    def timed(self, node: str | None, command: str) -> Iterator[None]:
+        """Time the block: one command (``extension.name``, or ``list``) to ``node``'s agent;
+        what it raised, if anything, is told by its class name (and raised on)."""
+        watchers = self._watchers
+        if not watchers:
+            yield
+            return
+        started, error = perf_counter(), None
+        try:
+            yield
+        except BaseException as exc:
+            error = type(exc).__name__
+            raise
+        finally:
+            took = perf_counter() - started
+            for ref in watchers:
+                watcher = ref()
+                if watcher is not None:
+                    watcher(node, command, took, error)
+
+
+#: The process's watch of agent commands (the line the agent client needs, in
+#: ``AgentClient._request``: ``with AGENT_COMMANDS.timed(endpoint.node, command):``
+#: around the request and the reading of its answer).
+AGENT_COMMANDS: Final = AgentCommandWatch()

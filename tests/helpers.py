@@ -737,3 +737,15 @@ def task_for(name: str, hardware: HardwareType, driver_info: dict[str, Any], **f
     """A task on a new node of hardware type ``name``, for driver-level tests."""
     node = Node(driver=name, driver_info=driver_info, **fields)
     return Task(node=node, driver=hardware, config=Config())
+
+
+def metric_samples(metrics: Any) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """Every sample of one ``Metrics.exposition()``, by name and labels, as Prometheus'
+    own parser (prometheus_client's) reads the text."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    found = {}
+    for family in text_string_to_metric_families(metrics.exposition()[0].decode()):
+        for sample in family.samples:
+            found[(sample.name, frozenset(sample.labels.items()))] = sample.value
+    return found

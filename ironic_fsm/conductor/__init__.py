@@ -64,7 +64,7 @@ from ironic_fsm.conductor.volumes import Volumes
 from ironic_fsm.conductor.work import Work
 from ironic_fsm.config import Config
 from ironic_fsm.events import Event
-from ironic_fsm.exceptions import InvalidParameterValue
+from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError
 from ironic_fsm.hardware import HardwareType
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.interfaces import INTERFACE_KINDS
@@ -726,13 +726,22 @@ class Conductor:
         nothing changed) without the node's token, with another URL or certificate than
         the first heartbeat's, or without a version.
         """
-        return self._ramdisk.heartbeat(
-            ident,
-            callback_url,
-            agent_token=agent_token,
-            agent_version=agent_version,
-            agent_verify_ca=agent_verify_ca,
-        )
+        observer = self._ctx.observer
+        try:
+            node = self._ramdisk.heartbeat(
+                ident,
+                callback_url,
+                agent_token=agent_token,
+                agent_version=agent_version,
+                agent_verify_ca=agent_verify_ca,
+            )
+        except IronicFSMError as exc:
+            if observer is not None:
+                observer.agent_heartbeat(type(exc).__name__)
+            raise
+        if observer is not None:
+            observer.agent_heartbeat("accepted")
+        return node
 
     # -- Ports (ports.py) -------------------------------------------------------
 

@@ -91,6 +91,9 @@ class Observer(Protocol):
     def sensors_read(self, report: SensorReport) -> None:
         """A sensor pass ended with these readings and failures."""
 
+    def agent_heartbeat(self, outcome: str) -> None:
+        """A ramdisk agent's heartbeat was ``accepted``, or refused (the error's class name)."""
+
 
 class Context:
     """The conductor's shared, process-wide state: read by every part, set in one place.

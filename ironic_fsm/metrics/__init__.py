@@ -12,6 +12,7 @@ What it exports (``docs/operations.rst`` lists every family):
 * heartbeats, takeovers and power syncs, as the conductor's observer
   (:mod:`._conductor`), and the sensors its passes read, as
   ironic-prometheus-exporter's gauges (:mod:`._sensors`);
+* ramdisk agents' heartbeats and commands (:mod:`._agent`);
 * the REST API's requests, as Falcon middleware (:mod:`._api`).
 
 ``ironic-fsm serve --metrics HOST[:PORT]`` serves them on a port of their
@@ -27,6 +28,8 @@ from typing import TYPE_CHECKING, Final
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, choose_encoder, start_http_server
 
+from ironic_fsm.events import AGENT_COMMANDS
+from ironic_fsm.metrics._agent import AgentMetrics
 from ironic_fsm.metrics._api import RequestMetrics
 from ironic_fsm.metrics._conductor import ConductorMetrics
 from ironic_fsm.metrics._fleet import NODE_COUNTS_MAX_AGE, FleetCollector
@@ -77,6 +80,7 @@ class Metrics:
         flows: The tally counting flows, steps and driver calls.
         observer: Heartbeats, takeovers, power syncs, sensor passes.
         sensors: The gauges of the last sensor pass.
+        agents: Ramdisk agents' heartbeats and commands (the commands: the process's).
         api: Falcon middleware timing the REST API's requests.
     """
 
@@ -90,8 +94,11 @@ class Metrics:
         self.registry = registry if registry is not None else CollectorRegistry()
         self.flows = FlowMetrics()
         self.sensors = SensorMetrics()
-        self.observer = ConductorMetrics(self.registry, self.sensors)
+        self.agents = AgentMetrics()
+        self.observer = ConductorMetrics(self.registry, self.sensors, self.agents)
         self.registry.register(self.sensors)
+        self.registry.register(self.agents)
+        AGENT_COMMANDS.add(self.agents)
         self.api = RequestMetrics(self.registry)
         self.registry.register(self.flows)
         self.registry.register(FleetCollector(conductor, node_counts_max_age))

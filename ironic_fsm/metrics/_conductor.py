@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Final
 
 from prometheus_client import CollectorRegistry, Counter
 
+from ironic_fsm.metrics._agent import AgentMetrics
 from ironic_fsm.metrics._sensors import SensorMetrics
 
 if TYPE_CHECKING:
@@ -38,8 +39,11 @@ POWER_SYNC_OUTCOMES: Final = {
 class ConductorMetrics:
     """The conductor's observer: its counters live in the registry it is given."""
 
-    def __init__(self, registry: CollectorRegistry, sensors: SensorMetrics) -> None:
+    def __init__(
+        self, registry: CollectorRegistry, sensors: SensorMetrics, agents: AgentMetrics
+    ) -> None:
         self._sensors = sensors
+        self._agents = agents
         self._heartbeats = Counter(
             "ironic_fsm_conductor_heartbeats", "Heartbeats sent, by result (ok, failed).",
             ["result"], registry=registry,
@@ -75,6 +79,9 @@ class ConductorMetrics:
         self._recoveries.inc()
         if uuids:
             self._takeovers.inc(len(uuids))
+
+    def agent_heartbeat(self, outcome: str) -> None:
+        self._agents.heartbeat(outcome)
 
     def sensors_read(self, report: SensorReport) -> None:
         self._sensors.update(report, time.time())

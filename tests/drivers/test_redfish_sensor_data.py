@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
+from helpers import metric_samples
 
 import ironic_fsm
 from ironic_fsm import Config, states
@@ -41,14 +41,6 @@ def emulator(tmp_path: Path) -> Iterator[Emulator]:
         yield peer
     finally:
         peer.stop()
-
-
-def scrape(metrics: Metrics) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    found = {}
-    for family in text_string_to_metric_families(metrics.exposition()[0].decode()):
-        for sample in family.samples:
-            found[(sample.name, frozenset(sample.labels.items()))] = sample.value
-    return found
 
 
 def test_a_pass_reads_the_emulators_sensors_into_gauges_events_and_notifications(
@@ -82,7 +74,7 @@ def test_a_pass_reads_the_emulators_sensors_into_gauges_events_and_notifications
     watts = {s["last_power_output_watts"]: s["health"] for s in sensors["Power"].values()}
     assert watts == {310: "OK", 0: "Warning"}
 
-    samples = scrape(metrics)
+    samples = metric_samples(metrics)
     cpu = {"node_name": "rack1-node1", "entity_id": "CPU", "sensor_id": "1"}
     assert samples[("baremetal_temp_cpu_celsius", frozenset(cpu.items()))] == 52.5
     intake = {"node_name": "rack1-node1", "entity_id": "Intake", "sensor_id": "2"}
@@ -124,7 +116,7 @@ def test_a_pass_reads_the_emulators_sensors_into_gauges_events_and_notifications
     report = conductor.send_sensor_data()
     assert [r.node for r in report.readings] == [good.uuid]
     assert report.failed == ()
-    samples = scrape(metrics)
+    samples = metric_samples(metrics)
     assert samples[("baremetal_temp_cpu_celsius", frozenset(cpu.items()))] == 71
     assert ("baremetal_temp_intake_celsius", frozenset(intake.items())) not in samples
     assert samples[("ironic_fsm_sensor_passes_total", frozenset())] == 2
@@ -139,7 +131,7 @@ def test_undeployed_nodes_are_read_when_asked_and_nameless_ones_stay_out_of_the_
                                      provision_state=states.MANAGEABLE)  # fmt: skip
     report = conductor.send_sensor_data()
     assert [r.node for r in report.readings] == [nameless.uuid]
-    samples = scrape(metrics)
+    samples = metric_samples(metrics)
     assert not [name for name, _ in samples if name.startswith("baremetal_temp_")]
     assert samples[("ironic_fsm_sensor_reads_total",
                     frozenset({"driver": "redfish", "result": "ok"}.items()))] == 1  # fmt: skip
