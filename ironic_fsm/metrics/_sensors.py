@@ -5,9 +5,11 @@ dashboards built on it work: ``baremetal_temp_<context>_celsius`` (the
 reading), ``baremetal_fan_status``, ``baremetal_power_status`` and
 ``baremetal_drive_status`` (0 healthy, 1 not), each labelled ``node_name``,
 ``entity_id`` and ``sensor_id``; and ``baremetal_last_payload_timestamp_seconds``.
-IPMI readings (``Sensor Reading`` texts) follow the exporter's IPMI names:
-``baremetal_<sensor words>_celsius`` for temperatures, ``baremetal_<words>``
-with the unit for fans, and so on.
+IPMI readings (``Sensor Reading`` texts) follow the exporter's IPMI names,
+for its categories with numbers: ``baremetal_<sensor words>_celsius`` for a
+temperature (``CPU Temp (0x1)``: ``baremetal_cpu_temp_celsius``),
+``baremetal_fan_<unit>`` for a fan (``Fan 1 (0x2)``: ``baremetal_fan_1_rpm``),
+``baremetal_power_<words>``, ``baremetal_<words>`` for a current.
 
 Unlike the exporter, no node UUID or instance UUID is a label (issue 23:
 bounded, readable labels): a node is its ``node_name``, and a node without a
@@ -41,6 +43,11 @@ _STATUS: Final = {
 #: An IPMI reading: a number, then its unit (``'52 (+/- 0) degrees C'``, ``'4200 RPM'``).
 _IPMI_NUMBER: Final = re.compile(r"^\s*(-?\d+(?:\.\d+)?)")
 _NOT_WORD: Final = re.compile(r"\W")
+#: The exporter's IPMI categories with numeric readings: (prefix, suffix) of their names.
+_IPMI_CATEGORIES: Final = {
+    "temperature": ("baremetal_", "_celsius"), "fan": ("baremetal_", ""),
+    "power": ("baremetal_power_", ""), "current": ("baremetal_", ""),
+}  # fmt: skip
 #: Samples of one pass: gauge name -> (help, [(labels, value)]).
 Samples = dict[str, tuple[str, list[tuple[list[str], float]]]]
 
@@ -67,29 +74,38 @@ def _redfish(samples: Samples, node: str, sensors: Mapping[str, Mapping[str, Any
                  else 1.0)  # fmt: skip
 
 
-def _ipmi_name(kind: str, sensor_id: str, reading: str) -> str:
-    """The exporter's IPMI gauge name: the sensor's words less digits and the last word."""
-    words = re.sub(r"\d+", "", sensor_id).lower().split()
-    label = "_".join(words[:-1]).replace("-", "_")
-    if kind == "temperature":
-        return re.sub(r"\W", "_", f"baremetal_{label}_celsius")
-    unit = reading.split()[-1].lower() if kind == "fan" and len(reading.split()) > 1 else ""
-    return re.sub(r"\W", "_", f"baremetal_{label}{'_' + unit if unit else ''}")
+def _ipmi_name(category: str, entry: str, reading: str) -> str:
+    """The exporter's IPMI gauge name for one sensor of ``category``: a fan's words with
+    its number folded into ``fan`` and its unit; another's words less digits and the last."""
+    prefix, suffix = _IPMI_CATEGORIES[category]
+    unit = ""
+    if category == "fan":
+        words = re.sub(r"\(.*\)", "", re.sub(r"fan\d*[a-z]*", "fan", entry.lower())).split()
+        label = "_".join(words)
+        parts = reading.split()
+        unit = f"_{parts[-1].lower()}" if len(parts) > 1 else ""
+    else:
+        words = re.sub(r"\d+", "", entry).lower().split()
+        label = "_".join(words[:-1]).replace("-", "_")
+    return _NOT_WORD.sub("_", f"{prefix}{label}{suffix}{unit}")
 
 
 def _ipmi(samples: Samples, node: str, sensors: Mapping[str, Mapping[str, Any]]) -> None:
     for kind, readings in sensors.items():
+        category = kind.lower()
+        if category not in _IPMI_CATEGORIES:
+            continue  # the exporter's categories only (a power supply's watts are not one)
         for sensor_id, sensor in readings.items():
             text = str(sensor.get("Sensor Reading", ""))
             found = _IPMI_NUMBER.match(text)
             if found is None or len(text.split()) < 2:
                 continue  # a state (0h) or no reading: the exporter's 0/1 needs the SDR's meaning
-            name = _ipmi_name(kind.lower(), sensor_id, text)
-            labels = [
-                node,
+            name = _ipmi_name(category, sensor_id, text)
+            entity, shown = (
                 str(sensor.get("Entity ID", "")),
                 str(sensor.get("Sensor ID", sensor_id)),
-            ]
+            )
+            labels = [node, entity, shown]
             _add(samples, name, f"IPMI {kind} sensor reading", labels, float(found.group(1)))
 
 
