@@ -117,7 +117,7 @@ class Context:
 
     __slots__ = (
         "caps", "clock", "config", "guards", "holder", "lifecycle", "listeners", "observer",
-        "registry", "tally", "told",
+        "registry", "stable", "tally", "told",
     )  # fmt: skip
 
     def __init__(self, caps: StoreCapabilities, config: Config, lifecycle: Lifecycle,
@@ -133,6 +133,8 @@ class Context:
         self.observer: Observer | None = None
         self.tally: Tally | None = None
         self.told = bool(listeners)
+        #: The lifecycle's stable states, at hand for every transition.
+        self.stable: frozenset[str] = lifecycle.stable_states
 
     def update_told(self) -> None:
         """Note whether anyone hears of events now (after a listener or tally came or went)."""

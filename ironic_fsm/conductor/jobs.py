@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LOG", "UNSET", "Job", "NotTaken", "check_fields", "check_name_once", "driver_call", "emit",
-    "event_of", "history_entries", "record_now", "tell",
+    "event_of", "history_entries", "record_now", "tell_listeners",
 ]  # fmt: skip
 
 LOG = logging.getLogger("ironic_fsm.conductor")
@@ -188,8 +188,17 @@ class Job:
         pending = self.events
         if pending:
             self.events = []
-            untimed, self.untimed = self.untimed, False
-            tell(ctx, pending, node.updated_at, untimed)
+            tally = ctx.tally
+            if tally is not None:  # the plain tuples as they are, after the time of this save
+                items = tally.items
+                if self.untimed:
+                    items.append((SAVED, node.updated_at))
+                items.extend(pending)
+                if len(items) >= tally.fold_at:
+                    tally.fold()
+            self.untimed = False
+            if ctx.listeners:
+                tell_listeners(ctx, pending, node.updated_at)
 
     def _save(self, node: Node) -> None:
         """One try at writing the node, with the history noted for it (cleared once written)."""
@@ -244,7 +253,7 @@ class Job:
             if failed:
                 name = PROVISION_ERROR
             else:
-                name = PROVISION_END if state in lifecycle.stable_states else PROVISION_START
+                name = PROVISION_END if state in ctx.stable else PROVISION_START
             # A plain tuple (see :data:`~.context.Pending`): an Event only for who wants one.
             self.events.append((
                 name, node.uuid, node.name, previous, event, state,
@@ -352,27 +361,10 @@ class Job:
             node.target_power_state = None
 
 
-def tell(
-    ctx: Context, pending: list[Pending | Event], saved: datetime | None, untimed: bool = True
-) -> None:
-    """Hand what the save made at ``saved`` recorded to the tally as it is, and to each
-    listener as an Event.
-
-    The tally folds the plain tuples later (the flow pays one ``extend``, after
-    a :data:`~.context.SAVED` mark when some are ``untimed``); an
-    :class:`Event` is built only when someone listens.
-    """
-    tally = ctx.tally
-    if tally is not None:
-        items = tally.items
-        if untimed:
-            items.append((SAVED, saved))
-        items.extend(pending)
-        if len(items) >= tally.fold_at:
-            tally.fold()
-    if ctx.listeners:
-        for item in pending:
-            emit(ctx, item if isinstance(item, Event) else event_of(item, saved))
+def tell_listeners(ctx: Context, pending: list[Pending | Event], saved: datetime | None) -> None:
+    """Tell each listener of each pending event, as an :class:`Event`."""
+    for item in pending:
+        emit(ctx, item if isinstance(item, Event) else event_of(item, saved))
 
 
 def event_of(item: Pending, saved: datetime | None = None) -> Event:

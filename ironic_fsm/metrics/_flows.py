@@ -204,6 +204,8 @@ class FlowMetrics(Collector):
                     self.started[phase] += 1
                 elif node not in flows:  # a flow going on that another process started
                     flows[node] = (_PHASE.get(state, state), None)
+            elif name is SAVED:
+                saved = item[1]
             elif name is PROVISION_END:
                 entered[item[5]] += 1
                 flow = flows.pop(item[1], None)
@@ -214,8 +216,6 @@ class FlowMetrics(Collector):
                 self.outcomes[key] += 1
                 series = durations.get(key) or _series(durations, key, FLOW_BUCKETS, True)
                 series.pending.append(item[9] - flow[1])
-            elif name is SAVED:
-                saved = item[1]
             elif name is STEP_START:
                 steps[item[1]] = item[9] or saved
             elif name is STEP_END or name is STEP_FAIL:
@@ -247,8 +247,12 @@ class FlowMetrics(Collector):
             _series(self.durations, key, FLOW_BUCKETS, True).pending.append(end - started)
 
     def _step_end(self, item: Pending, started: datetime | None, end: datetime | None) -> None:
-        state, step = item[5], item[7] or {}
-        labels = (_PHASE.get(state, state), str(step.get("interface")), str(step.get("step")))
+        state, step = item[5], item[7]
+        phase = _PHASE.get(state, state)
+        # A planned step always names its interface and step (:mod:`ironic_fsm.steps`).
+        labels: tuple[str, str, str] = (
+            (phase, step["interface"], step["step"]) if step else (phase, "None", "None")
+        )
         counted = (*labels, "succeeded" if item[0] is STEP_END else "failed")
         self.step_outcomes[counted] += 1
         if started is not None and end is not None:
