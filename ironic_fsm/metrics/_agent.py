@@ -64,7 +64,7 @@ class AgentMetrics(Collector):
             )  # fmt: skip
             errors = CounterMetricFamily(
                 "ironic_fsm_agent_command_errors", "Agent commands that raised, by command and "
-                "error class (AgentTimeout, AgentUnreachable, AgentBusy...).",
+                "the class of what the request raised (ReadTimeout, ConnectError...).",
                 labels=["command", "error"],
             )  # fmt: skip
             for (command, error), count in sorted(self.errors.items()):
