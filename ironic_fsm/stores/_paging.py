@@ -118,24 +118,36 @@ class Paging:
                 left = None if limit is None else limit - len(found)
                 if left == 0:
                     break
-                tail = f" ORDER BY {order}" + ("" if left is None else f" LIMIT {int(left)}")
                 terms = [*where, *cond]
-                if sort_key in _FREE_SORTED:
-                    found += self._free_and_held(
-                        conn, selected, terms, [*params, *extra], order, left
-                    )
-                    continue
-                sql = f"SELECT {selected} FROM nodes"
-                if sort_key == "name" and "name IS NULL" in cond:  # else SQLite takes the unique
-                    sql += self._sql.index_hint("nodes_unnamed_idx")  # index, and sorts them all
-                sql += " WHERE " + " AND ".join(terms) if terms else ""
-                if self._sql.echo:
-                    self._sql.log(sql + tail)
-                found.extend(conn.execute(sql + tail, [*params, *extra]).fetchall())
+                found += self._range(
+                    conn, sort_key, selected, terms, [*params, *extra], order, left
+                )
         if columns is not None:
             return [self._fields_of(row, columns) for row in found]
         nodes = [to_node(r[0], r[1], r[2]) for r in found]
         return nodes if names is None else [project(node, names) for node in nodes]
+
+    def _range(
+        self,
+        conn: Any,
+        sort_key: str,
+        selected: str,
+        terms: builtins.list[str],
+        params: builtins.list[Any],
+        order: str,
+        limit: int | None,
+    ) -> builtins.list[Any]:
+        """The rows of one range of a page: ``selected`` where ``terms``, in ``order``."""
+        if sort_key in _FREE_SORTED:
+            return self._free_and_held(conn, selected, terms, params, order, limit)
+        tail = f" ORDER BY {order}" + ("" if limit is None else f" LIMIT {int(limit)}")
+        sql = f"SELECT {selected} FROM nodes"
+        if sort_key == "name" and "name IS NULL" in terms:  # else SQLite takes the unique
+            sql += self._sql.index_hint("nodes_unnamed_idx")  # index, and sorts them all
+        sql += " WHERE " + " AND ".join(terms) if terms else ""
+        if self._sql.echo:
+            self._sql.log(sql + tail)
+        return list(conn.execute(sql + tail, params).fetchall())
 
     def _free_and_held(
         self,
