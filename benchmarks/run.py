@@ -26,6 +26,7 @@ from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import bench_allocations
 import bench_api
 import bench_apply
 import bench_bmc
@@ -65,6 +66,7 @@ BENCHMARKS: dict[str, ModuleType] = {
     "db_restart": bench_db_restart,
     "metrics": bench_metrics,
     "ports": bench_ports,
+    "allocations": bench_allocations,
 }
 
 

@@ -264,6 +264,20 @@ class Config:
     power_state_sync_max_retries: int = attrs.field(default=3, validator=_count(0))
     #: Most BMCs read at once by one power-state sync.
     sync_power_state_workers: int = attrs.field(default=8, validator=_count(1))
+    # Hardware sensors (Ironic's [sensor_data] options, prefixed: send_sensor_data_<name>).
+    #: Whether a conductor service reads its nodes' sensors periodically
+    #: (Ironic's ``[sensor_data]send_sensor_data``).
+    send_sensor_data: bool = attrs.field(default=False, validator=_boolean)
+    #: Seconds between two sensor passes (``[sensor_data]interval``).
+    send_sensor_data_interval: float = attrs.field(default=600, validator=_positive)
+    #: Most BMCs read at once by one pass (``[sensor_data]workers``).
+    send_sensor_data_workers: int = attrs.field(default=4, validator=_count(1))
+    #: Seconds a pass waits for its BMCs; a slower one counts as failed
+    #: (``[sensor_data]wait_timeout``).
+    send_sensor_data_wait_timeout: float = attrs.field(default=300, validator=_positive)
+    #: Whether nodes not deployed (any state but ``active``) are read too
+    #: (``[sensor_data]enable_for_undeployed_nodes``).
+    send_sensor_data_for_undeployed_nodes: bool = attrs.field(default=False, validator=_boolean)
     #: This conductor's name in reservations and in the conductor registry.
     host: str = attrs.field(factory=socket.gethostname, validator=_host)
     #: The conductor group this conductor joins ('' is the default group);

@@ -262,6 +262,12 @@ class ManagementInterface(BaseInterface):
         """Turn UEFI secure boot on or off (it takes effect at the next boot)."""
         raise _unsupported(self, "set_secure_boot_state")
 
+    def get_sensors_data(self, task: Task) -> dict[str, dict[str, dict[str, Any]]]:
+        """The BMC's sensor readings, by sensor type then sensor, as Ironic's drivers
+        give them (``{'Temperature': {'CPU Temp@1': {'reading_celsius': 52, ...}}}``):
+        what ``send_sensor_data`` collects."""
+        raise _unsupported(self, "get_sensors_data")
+
 
 class DeployInterface(BaseInterface):
     """Puts an instance on the node and takes it off again.

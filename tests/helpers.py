@@ -757,3 +757,15 @@ def once_back(call: Callable[[], _T], timeout: float = 60) -> _T:
         except StoreError:
             assert time.monotonic() < deadline, f"the store never came back for {call}"
             time.sleep(0.1)
+
+
+def metric_samples(metrics: Any) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """Every sample of one ``Metrics.exposition()``, by name and labels, as Prometheus'
+    own parser (prometheus_client's) reads the text."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    found = {}
+    for family in text_string_to_metric_families(metrics.exposition()[0].decode()):
+        for sample in family.samples:
+            found[(sample.name, frozenset(sample.labels.items()))] = sample.value
+    return found

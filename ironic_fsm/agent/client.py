@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from ironic_fsm.agent import token as agent_token
+from ironic_fsm.events import AGENT_COMMANDS
 from ironic_fsm.exceptions import (
     AgentBusy,
     AgentCommandFailed,
@@ -220,7 +221,10 @@ class AgentClient:
         limits = httpx.Timeout(seconds, connect=min(seconds, _CONNECT_TIMEOUT))
         where = f"{endpoint.url}{path}"
         try:
-            with httpx.Client(verify=self._verify(endpoint), timeout=limits) as http:
+            with (
+                AGENT_COMMANDS.timed(endpoint.node, command),
+                httpx.Client(verify=self._verify(endpoint), timeout=limits) as http,
+            ):
                 response = http.request(method, where, params=query, json=body)
         except httpx.TimeoutException:
             raise AgentTimeout(

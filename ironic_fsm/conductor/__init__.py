@@ -39,16 +39,17 @@ from ironic_fsm.conductor.allocations import Allocations
 from ironic_fsm.conductor.catalog import Catalog
 from ironic_fsm.conductor.chassis import ChassisPart
 from ironic_fsm.conductor.common import process_start, utcnow
-from ironic_fsm.conductor.context import Context, Guard, Listener, Observer
+from ironic_fsm.conductor.context import Context, Guard, Listener, Observer, Tally
 from ironic_fsm.conductor.engine import StepEngine
 from ironic_fsm.conductor.fleet import ConductorInfo, FleetRecord
 from ironic_fsm.conductor.flows import Flows
 from ironic_fsm.conductor.history import History
 from ironic_fsm.conductor.inspection_rules import InspectionRules
 from ironic_fsm.conductor.inventory import Inventories
-from ironic_fsm.conductor.jobs import LOG, Job
+from ironic_fsm.conductor.jobs import Job
 from ironic_fsm.conductor.launcher import Executor, Launcher
 from ironic_fsm.conductor.nodes import Nodes
+from ironic_fsm.conductor.notices import RecordNotices
 from ironic_fsm.conductor.ownership import Ownership
 from ironic_fsm.conductor.plans import Plans
 from ironic_fsm.conductor.portgroups import Portgroups
@@ -59,19 +60,14 @@ from ironic_fsm.conductor.reconcile import Reconcile
 from ironic_fsm.conductor.recovery import Recovery
 from ironic_fsm.conductor.registry import HardwareRegistry
 from ironic_fsm.conductor.reservations import Reservations, _Reserved
+from ironic_fsm.conductor.sensors import SensorData, SensorReport
 from ironic_fsm.conductor.verbs import Request, Verbs
 from ironic_fsm.conductor.vifs import Vifs
 from ironic_fsm.conductor.volumes import Volumes
 from ironic_fsm.conductor.work import Work
 from ironic_fsm.config import Config
-from ironic_fsm.events import (
-    MAINTENANCE_SET_END,
-    NODE_CREATE_END,
-    NODE_DELETE_END,
-    NODE_UPDATE_END,
-    Event,
-)
-from ironic_fsm.exceptions import InvalidParameterValue
+from ironic_fsm.events import Event
+from ironic_fsm.exceptions import InvalidParameterValue, IronicFSMError
 from ironic_fsm.hardware import HardwareType
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.inspection_rules import RuleOutcome
@@ -92,7 +88,7 @@ from ironic_fsm.stores import MemoryStore, Store
 from ironic_fsm.stores.base import CatalogEntry, NodeFields
 from ironic_fsm.stores.capabilities import StoreCapabilities
 
-__all__ = ["Conductor", "Guard", "Listener", "Observer"]
+__all__ = ["Conductor", "Guard", "Listener", "Observer", "Tally"]
 
 
 class Conductor:
@@ -161,10 +157,11 @@ class Conductor:
         # Power sync asks this facade's owns() at each node, so that a caller may put its
         # own rule in its place.
         self._power_sync = PowerSync(ctx, reservations, launcher, self._owns)
+        self._sensors = SensorData(ctx, self._owns)
         self._reconcile = Reconcile(ctx, verbs)
         self._history = History(ctx)
         #: Who hears of record changes (:meth:`add_record_listener`).
-        self._record_listeners: list[Callable[[Event, Node], None]] = []
+        self._notices = RecordNotices(ctx)
         self._ports = ports = Ports(ctx)
         self._ramdisk = Ramdisk(ctx, reservations, engine, ports)
         self._portgroups = Portgroups(ctx)
@@ -253,6 +250,7 @@ class Conductor:
     def add_listener(self, listener: Listener) -> None:
         """Start sending events to ``listener``."""
         self._ctx.listeners.append(listener)
+        self._ctx.update_told()
 
     def add_guard(self, guard: Guard) -> None:
         """Let ``guard`` veto user-requested transitions."""
@@ -537,8 +535,13 @@ class Conductor:
 
     def create_node(self, **fields: Any) -> Node:
         """Enroll a node; any :class:`~ironic_fsm.Node` field may be given."""
-        node = self._nodes.create_node(**self._chassis_checked(fields))
-        self._record_changed(NODE_CREATE_END, node)
+        fields = self._chassis_checked(fields)
+        notices = self._notices
+        if notices.listeners:  # told with the UUID it will have, as Ironic's API does
+            fields.setdefault("uuid", str(_uuid.uuid4()))
+        with notices.around("create", lambda: Node(**fields)):
+            node = self._nodes.create_node(**fields)
+        notices.changed("create", "end", node)
         return node
 
     def get_node(self, ident: str) -> Node:
@@ -600,19 +603,23 @@ class Conductor:
         defaults unless ``reset_interfaces`` is False (True needs a new driver).
         """
         fields = self._chassis_checked(fields)
-        node = self._nodes.update_node(
-            ident, expected_version=expected_version, reset_interfaces=reset_interfaces, **fields
-        )
-        self._record_changed(MAINTENANCE_SET_END if "maintenance" in fields else NODE_UPDATE_END,
-                             node)  # fmt: skip
+        action = "maintenance_set" if "maintenance" in fields else "update"
+        with self._notices.around(action, lambda: self._nodes.get_node(ident)):
+            node = self._nodes.update_node(
+                ident, expected_version=expected_version, reset_interfaces=reset_interfaces,
+                **fields,
+            )  # fmt: skip
+        self._notices.changed(action, "end", node)
         return node
 
     def delete_node(self, ident: str) -> None:
         """Remove a node record; allowed in manageable, enroll, adopt failed (and available)."""
-        node = self._nodes.get_node(ident) if self._record_listeners else None
-        self._nodes.delete_node(ident)
+        notices = self._notices
+        node = self._nodes.get_node(ident) if notices.listeners else None
+        with notices.around("delete", lambda: node):
+            self._nodes.delete_node(ident)
         if node is not None:
-            self._record_changed(NODE_DELETE_END, node)
+            notices.changed("delete", "end", node)
 
     def set_power_state(self, ident: str, power_state: str, timeout: float | None = None) -> Node:
         """Power the node on or off, or reboot it, through its power interface."""
@@ -677,6 +684,11 @@ class Conductor:
             self._ctx.observer.power_synced(report)
         return report
 
+    def send_sensor_data(self) -> SensorReport:
+        """One pass of the sensor collection over this conductor's nodes (Ironic's
+        ``send_sensor_data`` periodic task; see :mod:`.sensors`)."""
+        return self._sensors.send_sensor_data()
+
     # -- Reconcile (reconcile.py) -----------------------------------------------
 
     def reconcile(self, ident: str, wanted: str, **verb_args: Any) -> Node:
@@ -687,32 +699,26 @@ class Conductor:
 
     def add_record_listener(self, listener: Callable[[Event, Node], None]) -> None:
         """Tell ``listener`` of each record change made here (create, update, maintenance,
-        delete: the ``NODE_*`` and ``MAINTENANCE_SET_END`` events of
-        :mod:`ironic_fsm.events`), with the record as saved (as it was, for a delete).
-        Notifications use it; the other listeners are not told of record changes.
+        delete: ``baremetal.node.<action>.start``, ``.end`` and ``.error``, as
+        :mod:`.notices` says), with the record. Notifications use it; the other
+        listeners are not told of record changes.
         """
-        self._record_listeners.append(listener)
-
-    def _record_changed(self, name: str, node: Node) -> None:
-        if not self._record_listeners:
-            return
-        event = Event(
-            name=name, node=node.uuid, previous_state=None, event=None,
-            state=node.provision_state, target=node.target_provision_state,
-            timestamp=self._ctx.clock(), node_name=node.name,
-        )  # fmt: skip
-        for listener in self._record_listeners:
-            try:
-                listener(event, node)
-            except Exception:
-                LOG.exception("Record listener %r failed on %s", listener, name)
+        self._notices.listeners.append(listener)
 
     def observe(self, observer: Observer | None) -> None:
-        """Have ``observer`` time driver calls and hear of heartbeats, takeovers and power
-        syncs (``ironic_fsm.metrics`` does); ``None`` stops it. One at a time: the
+        """Have ``observer`` hear of heartbeats, takeovers and power syncs
+        (``ironic_fsm.metrics`` does); ``None`` stops it. One at a time: the
         metrics of one service.
         """
         self._ctx.observer = observer
+
+    def count_with(self, tally: Tally | None) -> None:
+        """Have ``tally`` count flows, steps and driver calls from plain tuples, no
+        :class:`~ironic_fsm.events.Event` built for it (``ironic_fsm.metrics`` does);
+        ``None`` stops it. One at a time.
+        """
+        self._ctx.tally = tally
+        self._ctx.update_told()
 
     def count_nodes(
         self, field: str, *, maintenance: bool | None = None, reserved: bool | None = None
@@ -753,13 +759,22 @@ class Conductor:
         nothing changed) without the node's token, with another URL or certificate than
         the first heartbeat's, or without a version.
         """
-        return self._ramdisk.heartbeat(
-            ident,
-            callback_url,
-            agent_token=agent_token,
-            agent_version=agent_version,
-            agent_verify_ca=agent_verify_ca,
-        )
+        observer = self._ctx.observer
+        try:
+            node = self._ramdisk.heartbeat(
+                ident,
+                callback_url,
+                agent_token=agent_token,
+                agent_version=agent_version,
+                agent_verify_ca=agent_verify_ca,
+            )
+        except IronicFSMError as exc:
+            if observer is not None:
+                observer.agent_heartbeat(type(exc).__name__)
+            raise
+        if observer is not None:
+            observer.agent_heartbeat("accepted")
+        return node
 
     def agent_continue_inspection(
         self,

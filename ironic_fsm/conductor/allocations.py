@@ -244,9 +244,21 @@ class Allocations:
         if allocation.candidate_nodes:
             query["uuid"] = list(allocation.candidate_nodes)
         owner = allocation.owner
+        wanted = set(allocation.traits)
+        # Only the fields the choice reads: columns, so a store lists them without decoding
+        # a record (traits are not one: read only when the request names some).
+        fields = (
+            "uuid",
+            "name",
+            "power_state",
+            "owner",
+            "lessee",
+            *(("traits",) if wanted else ()),
+        )
         nodes = [
-            n for n in self._ctx.caps.list_page(**query)
-            if n.power_state is not None and (owner is None or owner in (n.owner, n.lessee))
+            n for n in self._ctx.caps.list_fields(fields, **query)
+            if n["power_state"] is not None
+            and (owner is None or owner in (n["owner"], n["lessee"]))
         ]  # fmt: skip
         if not nodes:
             what = (
@@ -255,14 +267,13 @@ class Allocations:
                 else "no available nodes match"
             )
             raise _failed(allocation, f"{what} the resource class {allocation.resource_class}")
-        wanted = set(allocation.traits)
-        nodes = [n for n in nodes if wanted <= set(n.traits)]
+        nodes = [n for n in nodes if wanted <= set(n.get("traits", ()))]
         if not nodes:
             traits = ", ".join(sorted(wanted))
             raise _failed(allocation, f"no suitable nodes have the requested traits {traits}")
         random.shuffle(nodes)
-        nodes.sort(key=lambda n: n.name != allocation.name or allocation.name is None)
-        return [n.uuid for n in nodes]
+        nodes.sort(key=lambda n: n["name"] != allocation.name or allocation.name is None)
+        return [n["uuid"] for n in nodes]
 
     def _allocate(self, allocation: Allocation) -> Allocation:
         # Imported only when allocating: tenacity brings asyncio, and `import ironic_fsm`

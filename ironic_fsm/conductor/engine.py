@@ -261,7 +261,7 @@ class StepEngine:
             if self._launcher.drain_event.is_set():  # draining
                 self._launcher.queue(job, {"flow": "resume"})
                 return
-            if self._ctx.listeners:
+            if self._ctx.told:
                 job.step_event(STEP_START, step)
             # Recorded before it starts; this save also records that the
             # previous step ended. Recovery re-runs the recorded step.
@@ -272,7 +272,7 @@ class StepEngine:
                 self._step_failed(job, phase, step, exc)
                 return
             if result is None:
-                if self._ctx.listeners:
+                if self._ctx.told:
                     job.step_event(STEP_END, step)
                 index += 1
                 continue

@@ -19,6 +19,7 @@ import logging
 from collections.abc import Mapping
 from datetime import datetime
 from operator import attrgetter
+from time import perf_counter
 from typing import TYPE_CHECKING, Any, Final
 
 from ironic_fsm import history as h
@@ -30,7 +31,7 @@ from ironic_fsm.conductor.common import (
     inspection_times,
     scrub_node,
 )
-from ironic_fsm.conductor.context import Context
+from ironic_fsm.conductor.context import DRIVER_CALL, SAVED, Context, Pending
 from ironic_fsm.conductor.outage import RETRYABLE, NodeLost, save_through
 from ironic_fsm.events import PROVISION_END, PROVISION_ERROR, PROVISION_START, Event
 from ironic_fsm.exceptions import (
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LOG", "UNSET", "Job", "NotTaken", "check_fields", "check_name_once", "driver_call", "emit",
-    "history_entries", "record_now",
+    "event_of", "history_entries", "record_now", "tell_listeners",
 ]  # fmt: skip
 
 LOG = logging.getLogger("ironic_fsm.conductor")
@@ -96,16 +97,16 @@ class Job:
 
     __slots__ = (
         "announce", "ctx", "detached", "events", "history", "name_ok", "ran_flow", "stalled",
-        "taking",
-        "task", "took_entry",
+        "taking", "task", "took_entry", "untimed",
     )  # fmt: skip
 
     def __init__(self, task: Task, ctx: Context) -> None:
         self.task = task
         #: What the conductor's parts share: the store, settings, clock, listeners.
         self.ctx = ctx
-        #: Events waiting for the save that records them.
-        self.events: list[Event] = []
+        #: Events waiting for the save that records them: plain tuples (:data:`~.context.Pending`)
+        #: made into :class:`Event` objects only for listeners, or events already built.
+        self.events: list[Pending | Event] = []
         #: History waiting for the save that records it: (severity, event type, text or
         #: ``None`` for the node's ``last_error`` as saved, user).
         self.history: list[tuple[str, str, str | None, str | None]] = []
@@ -127,6 +128,9 @@ class Job:
         #: The reservation is not taken yet: the next checkpoint takes it in its save
         #: (:meth:`~.reservations.Reservations.taking`), or raises :class:`NotTaken`.
         self.taking = False
+        #: An event waiting in :attr:`events` has no time of its own (a step's): the save
+        #: that records it gives it one.
+        self.untimed = False
 
     # Read on every line of every flow: C-level getters, no Python call.
     if TYPE_CHECKING:
@@ -189,8 +193,17 @@ class Job:
         pending = self.events
         if pending:
             self.events = []
-            for event in pending:
-                emit(ctx, event)
+            tally = ctx.tally
+            if tally is not None:  # the plain tuples as they are, after the time of this save
+                items = tally.items
+                if self.untimed:
+                    items.append((SAVED, node.updated_at))
+                items.extend(pending)
+                if len(items) >= tally.fold_at:
+                    tally.fold()
+            self.untimed = False
+            if ctx.listeners:
+                tell_listeners(ctx, pending, node.updated_at)
 
     def _save(self, node: Node) -> None:
         """One try at writing the node, with the history noted for it (cleared once written).
@@ -255,24 +268,16 @@ class Job:
             self._record_failure(event, state, last_error)
             # A failed flow ends the agent's part: the next attempt boots a new one.
             agent_tokens.wipe(node.driver_internal_info)
-        if ctx.listeners:
+        if ctx.told:
             if failed:
                 name = PROVISION_ERROR
             else:
-                name = PROVISION_END if lifecycle.is_stable(state) else PROVISION_START
-            self.events.append(
-                Event(
-                    name=name,
-                    node=node.uuid,
-                    node_name=node.name,
-                    previous_state=previous,
-                    event=event,
-                    state=state,
-                    target=node.target_provision_state,
-                    error=node.last_error if failed else None,
-                    timestamp=now,
-                )
-            )
+                name = PROVISION_END if state in ctx.stable else PROVISION_START
+            # A plain tuple (see :data:`~.context.Pending`): an Event only for who wants one.
+            self.events.append((
+                name, node.uuid, node.name, previous, event, state,
+                node.target_provision_state, None, node.last_error if failed else None, now,
+            ))  # fmt: skip
 
     def _record_failure(self, event: str, state: str, last_error: Any) -> None:
         """Note the history entry of a move into a failure state (an abort is news)."""
@@ -301,28 +306,16 @@ class Job:
     def step_event(self, name: str, step: Mapping[str, Any], error: str | None = None) -> None:
         """Queue a step's event (start, end, failure) for the next checkpoint to announce."""
         ctx = self.ctx
-        if not ctx.listeners:
+        if not ctx.told:
             return
         node = self.task.node
-        self.events.append(
-            Event(
-                name=name,
-                node=node.uuid,
-                node_name=node.name,
-                previous_state=node.provision_state,
-                event=None,
-                state=node.provision_state,
-                target=node.target_provision_state,
-                # Only the arguments can hold secrets (an interface or step name is none).
-                step={
-                    "interface": step["interface"],
-                    "step": step["step"],
-                    "args": mask_secrets(args) if (args := step.get("args")) else {},
-                },
-                error=error,
-                timestamp=ctx.clock(),
-            )
-        )
+        state = node.provision_state
+        # Timed by the save that records it (the next checkpoint): no clock read here.
+        self.untimed = True
+        self.events.append((
+            name, node.uuid, node.name, state, None, state, node.target_provision_state,
+            step, error, None,
+        ))  # fmt: skip
 
     # -- hardware -------------------------------------------------------------------------
 
@@ -331,13 +324,24 @@ class Job:
 
         Third-party interfaces raise whatever they like, often with the
         credentials they were given in the text: callers get one typed,
-        scrubbed error, with the original chained. An observer (metrics) times it.
+        scrubbed error, with the original chained. A tally (metrics) times it.
         """
-        observer = self.ctx.observer
-        if observer is not None:
-            with observer.driver_call(self.task.node.driver, kind, method):
-                return self._call(kind, method, args, kwargs)
-        return self._call(kind, method, args, kwargs)
+        tally = self.ctx.tally
+        if tally is None:
+            return self._call(kind, method, args, kwargs)
+        started = perf_counter()
+        try:
+            result = self._call(kind, method, args, kwargs)
+        except BaseException as exc:
+            tally.items.append((
+                DRIVER_CALL, (self.task.node.driver, kind, method), perf_counter() - started,
+                type(exc).__name__,
+            ))  # fmt: skip
+            raise
+        tally.items.append(
+            (DRIVER_CALL, (self.task.node.driver, kind, method), perf_counter() - started, None)
+        )
+        return result
 
     def _call(self, kind: str, method: str, args: Any, kwargs: Any) -> Any:
         try:
@@ -374,6 +378,28 @@ class Job:
                 agent_tokens.wipe(node.driver_internal_info)
         finally:
             node.target_power_state = None
+
+
+def tell_listeners(ctx: Context, pending: list[Pending | Event], saved: datetime | None) -> None:
+    """Tell each listener of each pending event, as an :class:`Event`."""
+    for item in pending:
+        emit(ctx, item if isinstance(item, Event) else event_of(item, saved))
+
+
+def event_of(item: Pending, saved: datetime | None = None) -> Event:
+    """The :class:`Event` of a pending tuple (timed ``saved`` if it has no time of its
+    own): a step's arguments masked here, once."""
+    name, node, node_name, previous, event, state, target, step, error, timestamp = item
+    if timestamp is None:
+        timestamp = saved
+    if step is not None:
+        # Only the arguments can hold secrets (an interface or step name is none).
+        step = {
+            "interface": step["interface"],
+            "step": step["step"],
+            "args": mask_secrets(args) if (args := step.get("args")) else {},
+        }
+    return Event(name, node, previous, event, state, target, step, error, timestamp, node_name)
 
 
 def emit(ctx: Context, event: Event) -> None:

@@ -19,7 +19,13 @@ from ironic_fsm import history as h
 from ironic_fsm import states as s
 from ironic_fsm.conductor.common import check_ident, describe_exc, scrub_node, shown, wrong_state
 from ironic_fsm.conductor.context import Context
-from ironic_fsm.conductor.jobs import Job
+from ironic_fsm.conductor.jobs import Job, emit
+from ironic_fsm.conductor.power_events import (
+    POWER_SET_END,
+    POWER_SET_ERROR,
+    POWER_SET_START,
+    power_event,
+)
 from ironic_fsm.conductor.reservations import Reservations
 from ironic_fsm.events import Event
 from ironic_fsm.exceptions import (
@@ -27,6 +33,7 @@ from ironic_fsm.exceptions import (
     HardwareError,
     InvalidParameterValue,
     InvalidState,
+    IronicFSMError,
     NodeNotFound,
     NodeProtected,
     UnsupportedOperation,
@@ -559,8 +566,25 @@ class Nodes:
             self._check_power(current)
         with self._reservations.reserved(ident) as job:
             self._check_power(job.node)
-            job.power(power_state, timeout)
+            self._told_power(job, power_state, timeout)
             return job.node
+
+    def _told_power(self, job: Job, power_state: str, timeout: float | None) -> None:
+        """:meth:`Job.power`, told as Ironic does: ``power_set.start`` now, ``.error`` if it
+        fails, ``.end`` after the save that records it."""
+        ctx, node = self._ctx, job.node
+        if not ctx.listeners:
+            job.power(power_state, timeout)
+            return
+        previous = node.power_state
+        emit(ctx, power_event(ctx, node, POWER_SET_START, previous, power_state))
+        try:
+            job.power(power_state, timeout)
+        except IronicFSMError as exc:
+            why = scrub_node(node, describe_exc(exc))
+            emit(ctx, power_event(ctx, node, POWER_SET_ERROR, previous, power_state, why))
+            raise
+        job.events.append(power_event(ctx, node, POWER_SET_END, previous, power_state))
 
     def _check_power(self, node: Node) -> None:
         if node.provision_state in _BUSY_STATES:

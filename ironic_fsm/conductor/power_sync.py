@@ -54,7 +54,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any, Final
+from typing import Final
 
 import attrs
 
@@ -64,8 +64,15 @@ from ironic_fsm.conductor.common import describe_exc, scrub_node, shown
 from ironic_fsm.conductor.context import Context
 from ironic_fsm.conductor.jobs import LOG, Job
 from ironic_fsm.conductor.launcher import Launcher
+from ironic_fsm.conductor.power_events import (
+    POWER_SET_END,
+    POWER_SET_ERROR,
+    POWER_SET_START,
+    POWER_STATE_CORRECTED,
+    PowerEvent,
+    power_event,
+)
 from ironic_fsm.conductor.reservations import Reservations
-from ironic_fsm.events import Event
 from ironic_fsm.exceptions import (
     InvalidParameterValue,
     IronicFSMError,
@@ -77,17 +84,15 @@ from ironic_fsm.stores.base import PowerSyncRow
 from ironic_fsm.task import Task
 
 __all__ = [
-    "POWER_FAILURE", "POWER_SET_END", "POWER_SET_ERROR", "POWER_STATE_CORRECTED",
+    "POWER_FAILURE", "POWER_SET_END", "POWER_SET_ERROR", "POWER_SET_START",
+    "POWER_STATE_CORRECTED", "power_event",
     "PowerEvent", "PowerSync", "PowerSyncReport",
 ]  # fmt: skip
 
 #: Ironic's fault of a node the power sync put into maintenance.
 POWER_FAILURE: Final = "power failure"
 #: Ironic's notification names: the record now holds the BMC's power state...
-POWER_STATE_CORRECTED: Final = "baremetal.node.power_state_corrected.success"
 #: ... the conductor set the BMC back to the recorded state, or failed to.
-POWER_SET_END: Final = "baremetal.node.power_set.end"
-POWER_SET_ERROR: Final = "baremetal.node.power_set.error"
 
 #: Stable or failure states in which Ironic does not sync power either.
 _NEVER_SYNCED: Final = frozenset({s.ENROLL, s.ADOPTFAIL})
@@ -95,20 +100,6 @@ _NEVER_SYNCED: Final = frozenset({s.ENROLL, s.ADOPTFAIL})
 _READABLE: Final = frozenset({s.POWER_ON, s.POWER_OFF})
 #: A change made under the reservation: returns the outcome tags it adds.
 _Change = Callable[..., tuple[str, ...]]
-
-
-@attrs.frozen(kw_only=True)
-class PowerEvent(Event):
-    """An :class:`~ironic_fsm.events.Event` about a node's power, found or set by the sync.
-
-    ``previous_state``, ``state`` and ``target`` are the provision state and
-    target, which the sync leaves as they are.
-    """
-
-    #: The recorded power state before.
-    previous_power_state: str | None = None
-    #: The recorded (``power_state_corrected``) or requested (``power_set``) power state.
-    power_state: str | None = None
 
 
 def _uuids() -> tuple[str, ...]:
@@ -463,15 +454,5 @@ class PowerSync:
         error: str | None = None,
     ) -> None:
         """Queue a :class:`PowerEvent`: announced after the save that records it."""
-        if not self._ctx.listeners:
-            return
-        node = job.node
-        # The provision state does not change: it is both the previous and the new one.
-        same: dict[str, Any] = dict.fromkeys(("previous_state", "state"), node.provision_state)
-        event = PowerEvent(
-            name=name, node=node.uuid, node_name=node.name, event=None,
-            target=node.target_provision_state,
-            previous_power_state=previous, power_state=power_state, error=error,
-            timestamp=self._ctx.clock(), **same,
-        )  # fmt: skip
-        job.events.append(event)
+        if self._ctx.listeners:
+            job.events.append(power_event(self._ctx, job.node, name, previous, power_state, error))

@@ -8,9 +8,11 @@ default one), so that tests and embedding applications may run several.
 What it exports (``docs/operations.rst`` lists every family):
 
 * the fleet, read at each scrape from the store's indexes (:mod:`._fleet`);
-* flows and steps, from the conductor's events (:mod:`._flows`);
-* driver (BMC) calls, heartbeats, takeovers and power syncs, as the
-  conductor's observer (:mod:`._conductor`);
+* flows, steps and driver (BMC) calls, as the conductor's tally (:mod:`._flows`);
+* heartbeats, takeovers and power syncs, as the conductor's observer
+  (:mod:`._conductor`), and the sensors its passes read, as
+  ironic-prometheus-exporter's gauges (:mod:`._sensors`);
+* ramdisk agents' heartbeats and commands (:mod:`._agent`);
 * the REST API's requests, as Falcon middleware (:mod:`._api`).
 
 ``ironic-fsm serve --metrics HOST[:PORT]`` serves them on a port of their
@@ -26,10 +28,13 @@ from typing import TYPE_CHECKING, Final
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, choose_encoder, start_http_server
 
+from ironic_fsm.events import AGENT_COMMANDS
+from ironic_fsm.metrics._agent import AgentMetrics
 from ironic_fsm.metrics._api import RequestMetrics
 from ironic_fsm.metrics._conductor import ConductorMetrics
 from ironic_fsm.metrics._fleet import NODE_COUNTS_MAX_AGE, FleetCollector
 from ironic_fsm.metrics._flows import FlowMetrics
+from ironic_fsm.metrics._sensors import SensorMetrics
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -65,16 +70,17 @@ class MetricsServer:
 class Metrics:
     """The metrics of one conductor: its registry, and the parts that fill it.
 
-    Building it attaches it: its flow listener is added to the conductor's
-    listeners and it becomes the conductor's observer. The node counts are
+    Building it attaches it: it becomes the conductor's tally and observer. The node counts are
     served up to ``node_counts_max_age`` seconds old (read again in a thread
     meanwhile, so that a scrape of a large fleet does not wait for them);
     ``0`` reads them at every scrape.
 
     Attributes:
         registry: Where every family of this conductor is registered.
-        flows: The listener counting flows and steps.
-        observer: Driver calls, heartbeats, takeovers, power syncs.
+        flows: The tally counting flows, steps and driver calls.
+        observer: Heartbeats, takeovers, power syncs, sensor passes.
+        sensors: The gauges of the last sensor pass.
+        agents: Ramdisk agents' heartbeats and commands (the commands: the process's).
         api: Falcon middleware timing the REST API's requests.
     """
 
@@ -87,12 +93,16 @@ class Metrics:
     ) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         self.flows = FlowMetrics()
-        self.observer = ConductorMetrics(self.registry)
+        self.sensors = SensorMetrics()
+        self.agents = AgentMetrics()
+        self.observer = ConductorMetrics(self.registry, self.sensors, self.agents)
+        self.registry.register(self.sensors)
+        self.registry.register(self.agents)
+        AGENT_COMMANDS.add(self.agents)
         self.api = RequestMetrics(self.registry)
         self.registry.register(self.flows)
-        self.registry.register(self.observer)
         self.registry.register(FleetCollector(conductor, node_counts_max_age))
-        conductor.add_listener(self.flows)
+        conductor.count_with(self.flows)
         conductor.observe(self.observer)
 
     def exposition(self, accept: str | None = None) -> tuple[bytes, str]:

@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Final
 from ironic_fsm.events import Event
 from ironic_fsm.exceptions import IronicFSMError, NodeNotFound
 from ironic_fsm.node import Node
-from ironic_fsm.notifications._payloads import Notification, notification_for
+from ironic_fsm.notifications._payloads import Notification, notification_for, provision_status
 
 if TYPE_CHECKING:
     from ironic_fsm.conductor import Conductor
     from ironic_fsm.notifications._webhook import WebhookSender
 
-__all__ = ["MAX_QUEUED", "Notification", "Notifier", "notification_for"]
+__all__ = ["MAX_QUEUED", "Notification", "Notifier", "notification_for", "provision_status"]
 
 LOG = logging.getLogger("ironic_fsm.notifications")
 

@@ -7,16 +7,19 @@ name, namespace ``ironic``, its version, and its fields (the node's public
 fields, ``NodePayload`` 1.17, plus each action's own). The same shapes
 here, so that consumers of Ironic's notifications read ours:
 
-* ``provision_set.{start,end,error}``: ``NodeSetProvisionStatePayload``
+* ``provision_set.{start,end,success,error}``: ``NodeSetProvisionStatePayload``
   1.18 (``event``, ``previous_provision_state``,
   ``previous_target_provision_state``, ``instance_info``,
-  ``driver_internal_info``);
-* ``power_set.{end,error}``: ``NodeSetPowerStatePayload`` 1.17 (``to_power``);
+  ``driver_internal_info``), the status by Ironic's rule
+  (:func:`provision_status`);
+* ``power_set.{start,end,error}``: ``NodeSetPowerStatePayload`` 1.17 (``to_power``);
 * ``power_state_corrected.success``: ``NodeCorrectedPowerStatePayload``
   1.17 (``from_power``);
-* ``create.end``, ``update.end``, ``delete.end``: ``NodeCRUDPayload`` 1.15
-  (``chassis_uuid``, ``instance_info``, ``driver_info``);
-* ``maintenance_set.end``: ``NodePayload`` 1.17.
+* ``create``, ``update``, ``delete``, each ``.{start,end,error}``:
+  ``NodeCRUDPayload`` 1.15 (``chassis_uuid``, ``instance_info``, ``driver_info``);
+* ``maintenance_set.{start,end,error}``: ``NodePayload`` 1.17;
+* ``hardware.<driver>.metrics.update``: the sensor readings, as Ironic's
+  ``send_sensor_data`` sends them (a plain message, not versioned).
 
 ``driver_info`` only in the CRUD payloads, as Ironic; it, ``instance_info``
 and ``driver_internal_info`` have their secrets masked, and ``last_error``
@@ -32,17 +35,17 @@ from typing import Any, Final
 
 import attrs
 
+from ironic_fsm import states as s
+from ironic_fsm.conductor.notices import record_event_name
 from ironic_fsm.conductor.power_sync import (
     POWER_SET_END,
     POWER_SET_ERROR,
+    POWER_SET_START,
     POWER_STATE_CORRECTED,
     PowerEvent,
 )
+from ironic_fsm.conductor.sensors import SensorEvent
 from ironic_fsm.events import (
-    MAINTENANCE_SET_END,
-    NODE_CREATE_END,
-    NODE_DELETE_END,
-    NODE_UPDATE_END,
     PROVISION_END,
     PROVISION_ERROR,
     PROVISION_START,
@@ -67,20 +70,39 @@ NODE_FIELDS: Final = (
     "target_provision_state", "updated_at", "uuid", "traits",
 )  # fmt: skip
 #: What each event becomes: (action, status, payload class, its version).
+_PROVISION: Final = ("provision_set", "NodeSetProvisionStatePayload", "1.18")
+_POWER_SET: Final = ("power_set", "NodeSetPowerStatePayload", "1.17")
+_CRUD: Final = ("NodeCRUDPayload", "1.15")
 _KINDS: Final = {
-    PROVISION_START: ("provision_set", "start", "NodeSetProvisionStatePayload", "1.18"),
-    PROVISION_END: ("provision_set", "end", "NodeSetProvisionStatePayload", "1.18"),
-    PROVISION_ERROR: ("provision_set", "error", "NodeSetProvisionStatePayload", "1.18"),
-    POWER_SET_END: ("power_set", "end", "NodeSetPowerStatePayload", "1.17"),
-    POWER_SET_ERROR: ("power_set", "error", "NodeSetPowerStatePayload", "1.17"),
+    **{name: (_PROVISION[0], "", *_PROVISION[1:])
+       for name in (PROVISION_START, PROVISION_END, PROVISION_ERROR)},
+    POWER_SET_START: (_POWER_SET[0], "start", *_POWER_SET[1:]),
+    POWER_SET_END: (_POWER_SET[0], "end", *_POWER_SET[1:]),
+    POWER_SET_ERROR: (_POWER_SET[0], "error", *_POWER_SET[1:]),
     POWER_STATE_CORRECTED: (
         "power_state_corrected", "success", "NodeCorrectedPowerStatePayload", "1.17"
     ),
-    NODE_CREATE_END: ("create", "end", "NodeCRUDPayload", "1.15"),
-    NODE_UPDATE_END: ("update", "end", "NodeCRUDPayload", "1.15"),
-    NODE_DELETE_END: ("delete", "end", "NodeCRUDPayload", "1.15"),
-    MAINTENANCE_SET_END: ("maintenance_set", "end", "NodePayload", "1.17"),
+    **{record_event_name(action, status): (action, status, *_CRUD)
+       for action in ("create", "update", "delete") for status in ("start", "end", "error")},
+    **{record_event_name("maintenance_set", status): ("maintenance_set", status, "NodePayload",
+                                                      "1.17")
+       for status in ("start", "end", "error")},
 }  # fmt: skip
+
+
+def provision_status(event: Event) -> str:
+    """Ironic's status of a provision-state change: ``error`` for a ``fail`` or
+    ``error`` event, ``start`` from a stable state into work, ``end`` from work
+    into a resting state, ``success`` for any other move (work to work)."""
+    if event.event in ("fail", "error"):
+        return "error"
+    was_working = event.previous_state in s.UNSTABLE_STATES
+    working = event.state in s.UNSTABLE_STATES
+    if working and not was_working:
+        return "start"
+    if was_working and not working:
+        return "end"
+    return "success"
 
 
 @attrs.frozen
@@ -138,10 +160,14 @@ def notification_for(event: Event, node: Node | None, host: str) -> Notification
 
     ``node`` is the node's record as read after the event (``None``: gone).
     """
+    if isinstance(event, SensorEvent):
+        return _sensors_notification(event, node, host)
     kind = _KINDS.get(event.name)
     if kind is None:
         return None
     action, status, name, version = kind
+    if action == "provision_set":
+        status = provision_status(event)
     data = _node_data(event, node)
     if name == "NodeSetProvisionStatePayload":
         data.update(
@@ -177,5 +203,29 @@ def notification_for(event: Event, node: Node | None, host: str) -> Notification
         },
         timestamp=(event.timestamp.isoformat() if event.timestamp else ""),
         message_id=str(uuid.uuid4()),
+        node=event.node,
+    )
+
+
+def _sensors_notification(event: SensorEvent, node: Node | None, host: str) -> Notification:
+    """Ironic's ``hardware.<driver>.metrics.update``: not a versioned object, a plain
+    message whose ``payload`` is the readings as the driver gave them."""
+    timestamp = event.timestamp.isoformat() if event.timestamp else ""
+    message_id = str(uuid.uuid4())
+    return Notification(
+        event_type=event.name,
+        priority="info",
+        publisher_id=f"ironic-conductor.{host}",
+        payload={
+            "message_id": message_id,
+            "instance_uuid": node.instance_uuid if node is not None else None,
+            "node_uuid": event.node,
+            "node_name": event.node_name,
+            "timestamp": timestamp,
+            "event_type": f"hardware.{event.driver}.metrics",
+            "payload": _plain(event.sensors),
+        },
+        timestamp=timestamp,
+        message_id=message_id,
         node=event.node,
     )

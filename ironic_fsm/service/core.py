@@ -216,6 +216,10 @@ class Service:
             ("power_sync", conductor.sync_power_states, config.sync_power_state_interval),
             ("history_trim", conductor.trim_node_history, config.node_history_cleanup_interval),
         ]
+        if config.send_sensor_data:
+            optional.append(
+                ("sensors", conductor.send_sensor_data, config.send_sensor_data_interval)
+            )
         duties += [Periodic(name, duty, every) for name, duty, every in optional if every > 0]
         return duties
 

@@ -1,8 +1,8 @@
 """Fault injection and state inspection in front of the emulator, outside authentication.
 
 A WSGI middleware (child process): ``/_peer/faults`` (GET, POST, DELETE),
-``/_peer/state``, ``/_peer/requests`` (GET, DELETE) and ``/_peer/quirks``
-(POST) are answered here; every other request is logged, matched against
+``/_peer/state``, ``/_peer/requests`` (GET, DELETE), ``/_peer/quirks``
+and ``/_peer/sensors`` (POST) are answered here; every other request is logged, matched against
 the fault rules (see :mod:`ironic_fsm.testing.redfish_fake_driver`), and
 passed on unless a rule answers for it.
 """
@@ -18,15 +18,17 @@ from typing import Any
 
 from sushy_tools import error
 
+from ironic_fsm.testing._redfish_sensors import SensorTable
 from ironic_fsm.testing._redfish_tasks import TASK_LOCK, TASKS, settle_tasks
 
 
 class PeerControl:
     """Fault injection and state inspection in front of the emulator's WSGI app."""
 
-    def __init__(self, wsgi_app: Any, flask_app: Any) -> None:
+    def __init__(self, wsgi_app: Any, flask_app: Any, sensors: SensorTable | None = None) -> None:
         self.wsgi_app = wsgi_app
         self.flask_app = flask_app
+        self.sensors = sensors
         self.lock = threading.Lock()
         self.rules: list[dict[str, Any]] = []
         self.log: deque[dict[str, Any]] = deque(maxlen=1000)
@@ -131,7 +133,15 @@ class PeerControl:
             ("DELETE", "/_peer/requests"): self._clear_requests,
             ("GET", "/_peer/state"): lambda environ: (200, self._state()),
             ("POST", "/_peer/quirks"): self._set_quirks,
+            ("POST", "/_peer/sensors"): self._set_sensors,
         }
+
+    def _set_sensors(self, environ: dict[str, Any]) -> tuple[int, Any]:
+        body = self._body(environ)
+        if self.sensors is None or not isinstance(body, dict):
+            return 400, {"error": "sensors must be an object"}
+        self.sensors.set(body)
+        return 200, {"sensors": self.sensors.get()}
 
     def _get_faults(self, environ: dict[str, Any]) -> tuple[int, Any]:
         with self.lock:

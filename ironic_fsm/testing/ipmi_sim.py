@@ -40,12 +40,14 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
 import attrs
 
 from ironic_fsm.testing._child import LocalPeer, stop_child
+from ironic_fsm.testing._ipmi_sensors import emulator_commands
 
 __all__ = ["DEBIAN_PACKAGE", "SimBMC", "SimulatorMissing", "start_sim"]
 
@@ -100,7 +102,6 @@ _EMULATOR_COMMANDS: Final = """\
 mc_setbmc 0x20
 mc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr
 sel_enable 0x20 50 0x0a
-mc_enable 0x20
 """
 
 
@@ -222,11 +223,18 @@ def _spawn(directory: Path, binary: str, user: str, password: str) -> SimBMC:
         raise
 
 
-def start_sim(tmp_path: Path, *, user: str = "admin", password: str | None = None) -> SimBMC:
+def start_sim(
+    tmp_path: Path,
+    *,
+    user: str = "admin",
+    password: str | None = None,
+    sensors: Iterable[Mapping[str, Any]] = (),
+) -> SimBMC:
     """Start one ``ipmi_sim`` on 127.0.0.1 under ``tmp_path``; stop it with ``.stop()``.
 
     The chassis starts powered off with no boot override. A unique
-    password is made up unless one is given (at most 20 bytes).
+    password is made up unless one is given (at most 20 bytes). ``sensors``
+    go into its SDR repository with their readings (:mod:`._ipmi_sensors`).
 
     Raises:
         SimulatorMissing: ``ipmi_sim`` is not on ``PATH``.
@@ -246,7 +254,8 @@ def start_sim(tmp_path: Path, *, user: str = "admin", password: str | None = Non
     chassis.chmod(0o700)
     (directory / "power").write_text("0\n")
     (directory / "boot").write_text("default\n")
-    (directory / "bmc.emu").write_text(_EMULATOR_COMMANDS)
+    commands = _EMULATOR_COMMANDS + emulator_commands(sensors) + "mc_enable 0x20\n"
+    (directory / "bmc.emu").write_text(commands)
     # The port is only suggested free: another process may take it before
     # ipmi_sim binds it, so try again on a fresh one.
     for attempt in range(_START_ATTEMPTS):

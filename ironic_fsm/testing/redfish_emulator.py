@@ -41,6 +41,7 @@ import bcrypt
 import requests
 
 from ironic_fsm.testing._child import stop_child
+from ironic_fsm.testing._redfish_sensors import SENSORS_KEY
 
 __all__ = ["DEFAULT_DRIVES", "Emulator", "FileServer", "start_emulator"]
 
@@ -146,6 +147,10 @@ class Emulator:
         reply = self._peer("POST", "/_peer/quirks", {"system": self.system_uuid, "quirks": quirks})
         return dict(reply["quirks"])
 
+    def set_sensors(self, sensors: Mapping[str, Any]) -> None:
+        """Serve these readings from now on (the format of ``start_emulator(sensors=...)``)."""
+        self._peer("POST", "/_peer/sensors", json=dict(sensors))
+
     def clear_quirks(self) -> None:
         """Back to the stock shapes: no quirk at all."""
         self._peer(
@@ -209,6 +214,7 @@ def start_emulator(
     extra_systems: int = 0,
     extra_config: Mapping[str, Any] | None = None,
     quirks: Mapping[str, Any] | None = None,
+    sensors: Mapping[str, Any] | None = None,
 ) -> Emulator:
     """Start one emulator under ``tmp_path`` and wait until it answers.
 
@@ -229,6 +235,8 @@ def start_emulator(
             mandatory for clients).
         extra_config: More ``SUSHY_EMULATOR_*`` settings.
         quirks: The system's quirks from the start (see :meth:`Emulator.set_quirks`).
+        sensors: Temperatures, fans and power supplies the chassis reports in its
+            ``Thermal`` and ``Power`` (:mod:`._redfish_sensors`); ``None``: the stock ones.
 
     Raises:
         RuntimeError: the emulator did not answer within ~15 s (its log is
@@ -252,6 +260,7 @@ def start_emulator(
         "SUSHY_EMULATOR_FAKE_BIOS_APPLY": bios_apply,
         "EXTERNAL_NOTIFICATION_URL": "http://127.0.0.1:9",
         **_storage(system["uuid"], drives),
+        **({SENSORS_KEY: dict(sensors)} if sensors is not None else {}),
         **(extra_config or {}),
     }
     config_path = directory / "emulator.conf"

@@ -65,6 +65,7 @@ from sushy_tools import error
 from sushy_tools.emulator.resources.systems import fakedriver
 
 from ironic_fsm.testing._redfish_control import PeerControl
+from ironic_fsm.testing._redfish_sensors import install_sensors
 from ironic_fsm.testing._redfish_shapes import install_shapes
 from ironic_fsm.testing._redfish_system import QUIRKS, PeerFakeDriver
 from ironic_fsm.testing._redfish_tasks import install_update_service
@@ -89,7 +90,8 @@ def install(app: Any) -> PeerControl:
     install_update_service(app, quirks_of)
     _install_storage(app)
     _install_manager(app, quirks_of)
-    control = PeerControl(app.wsgi_app, app)
+    sensors = install_sensors(app)
+    control = PeerControl(app.wsgi_app, app, sensors)
     app.wsgi_app = control
     return control
 

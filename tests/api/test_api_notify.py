@@ -27,11 +27,12 @@ def test_serve_posts_the_notifications_of_a_verb(tmp_path: Path, receiver: Recei
                            headers=HEADERS, timeout=60)  # fmt: skip
         assert answer.status_code == 202, answer.text
         deadline = time.monotonic() + 60
-        while len(receiver.bodies) < 3:
+        while len(receiver.bodies) < 4:
             assert time.monotonic() < deadline, lines
             time.sleep(0.1)
     events = [json.loads(body) for body in receiver.bodies]
     assert [(e["type"], e["subject"]) for e in events] == [
+        ("baremetal.node.create.start", uuid),
         ("baremetal.node.create.end", uuid),
         ("baremetal.node.provision_set.start", uuid),
         ("baremetal.node.provision_set.end", uuid),

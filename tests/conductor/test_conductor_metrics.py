@@ -14,8 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from helpers import Clock, make_conductor, new_node, step
-from prometheus_client.parser import text_string_to_metric_families
+from helpers import Clock, make_conductor, metric_samples, new_node, step
 
 from ironic_fsm import Config, states
 from ironic_fsm.exceptions import InvalidParameterValue
@@ -23,15 +22,7 @@ from ironic_fsm.metrics import Metrics
 from ironic_fsm.stores import SQLStore
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
-
-
-def scrape(metrics: Metrics) -> Samples:
-    """Every sample of one exposition, by name and labels."""
-    found: Samples = {}
-    for family in text_string_to_metric_families(metrics.exposition()[0].decode()):
-        for sample in family.samples:
-            found[(sample.name, frozenset(sample.labels.items()))] = sample.value
-    return found
+scrape = metric_samples
 
 
 def value(samples: Samples, name: str, **labels: str) -> float:

@@ -21,7 +21,8 @@ from helpers import Recorder, make_conductor, new_node, step
 
 from ironic_fsm import Conductor, states
 from ironic_fsm.events import PROVISION_END, PROVISION_ERROR, PROVISION_START
-from ironic_fsm.notifications import Notification, Notifier
+from ironic_fsm.exceptions import DriverNotFound, InvalidState
+from ironic_fsm.notifications import Notification, Notifier, provision_status
 
 SECRET = "Notify-Secret-77"
 PROVISION_EVENTS = {PROVISION_START, PROVISION_END, PROVISION_ERROR}
@@ -119,8 +120,8 @@ def test_a_webhook_down_slow_then_up_gets_each_notification_once_in_order(
                for h in receiver.headers)  # fmt: skip
     ids = [event["id"] for event in events]
     nodes = {e.node for e in expected}
-    # Each node's creation, then its provision events: each exactly once.
-    assert len(ids) == len(set(ids)) == len(expected) + len(nodes) == len(heard)
+    # Each node's creation (start, end), then its provision events: each exactly once.
+    assert len(ids) == len(set(ids)) == len(expected) + 2 * len(nodes) == len(heard)
     for node in nodes:
         sent = [
             (e["type"], e["data"]["payload"]["ironic_object.data"]["provision_state"])
@@ -128,11 +129,16 @@ def test_a_webhook_down_slow_then_up_gets_each_notification_once_in_order(
             if e["subject"] == node
         ]
         assert sent == [
+            ("baremetal.node.create.start", states.ENROLL),
             ("baremetal.node.create.end", states.ENROLL),
-            *((e.name, e.state) for e in expected if e.node == node),
-        ]  # in the node's order
+            *(
+                (f"baremetal.node.provision_set.{provision_status(e)}", e.state)
+                for e in expected
+                if e.node == node
+            ),
+        ]  # in the node's order (start into work, end out of it: as Ironic's statuses)
     assert not any(SECRET.encode() in body for body in receiver.bodies)
-    first = events[1]  # the first node's manage
+    first = events[2]  # the first node's manage
     assert first["specversion"] == "1.0"
     assert first["source"] == f"ironic-conductor.{conductor.config.host}"
     payload = first["data"]["payload"]
@@ -180,13 +186,15 @@ def test_record_changes_are_notified_in_order_with_their_record() -> None:
         notifier.stop()
     assert recorder.events == []  # the other listeners hear no record change
     assert [n.event_type for n in heard] == [
-        "baremetal.node.create.end",
-        "baremetal.node.update.end",
-        "baremetal.node.maintenance_set.end",
-        "baremetal.node.maintenance_set.end",
-        "baremetal.node.delete.end",
+        f"baremetal.node.{action}.{status}"
+        for action in ("create", "update", "maintenance_set", "maintenance_set", "delete")
+        for status in ("start", "end")
     ]
-    create, update, on, off, delete = (n.payload for n in heard)
+    ended = [n for n in heard if n.event_type.endswith(".end")]
+    create, update, on, off, delete = (n.payload for n in ended)
+    # A start tells of the record as it was before the change.
+    assert heard[2].payload["ironic_object.data"]["extra"] == {}
+    assert heard[4].payload["ironic_object.data"]["maintenance"] is False
     assert create["ironic_object.name"] == "NodeCRUDPayload"
     assert create["ironic_object.version"] == "1.15"
     assert create["ironic_object.data"]["driver_info"] == {"ipmi_password": "******"}
@@ -215,6 +223,45 @@ def test_a_full_queue_drops_the_oldest_and_counts_them(receiver: Receiver) -> No
         notifier.stop()
     got = [json.loads(body)["data"]["payload"]["ironic_object.data"]["name"]
            for body in receiver.bodies]  # fmt: skip
-    assert got[-3:] == names[-3:]  # the newest kept (and the one being retried), in order
+    # Two a node (create.start, .end): the newest kept (and the one being retried), in order.
+    assert got[-3:] == [names[-2], names[-1], names[-1]]
     assert got == sorted(got, key=names.index)
-    assert len(got) + notifier.dropped == len(names)
+    assert len(got) + notifier.dropped == 2 * len(names)
+
+
+def test_ironic_statuses_of_provision_power_and_refused_changes() -> None:
+    heard: list[Notification] = []
+    conductor = make_conductor()
+    notifier = Notifier(conductor, [heard.append])
+    try:
+        node = new_node(conductor, states.ACTIVE, power_state=states.POWER_ON)
+        conductor.do_provisioning_action(node.uuid, "undeploy")  # deleting -> cleaning: success
+        conductor.set_power_state(node.uuid, states.POWER_OFF)
+        with pytest.raises(DriverNotFound):
+            conductor.update_node(node.uuid, driver="no-such-hardware")
+        bad = new_node(conductor, states.MANAGEABLE, disable_power_off=True,
+                       power_state=states.POWER_ON)  # fmt: skip
+        with pytest.raises(InvalidState, match="disable_power_off"):
+            conductor.set_power_state(bad.uuid, states.POWER_OFF)
+        assert notifier.flush(timeout=60)
+    finally:
+        notifier.stop()
+    mine = [(n.event_type, n.priority) for n in heard if n.node == node.uuid]
+    assert [kind for kind in mine if "provision_set" in kind[0]] == [
+        ("baremetal.node.provision_set.start", "info"),  # active -> deleting
+        ("baremetal.node.provision_set.success", "info"),  # deleting -> cleaning
+        ("baremetal.node.provision_set.end", "info"),  # cleaning -> available
+    ]
+    power = [n for n in heard if "power_set" in n.event_type]
+    assert [(n.event_type, n.node) for n in power] == [
+        ("baremetal.node.power_set.start", node.uuid),
+        ("baremetal.node.power_set.end", node.uuid),
+        ("baremetal.node.power_set.start", bad.uuid),
+        ("baremetal.node.power_set.error", bad.uuid),
+    ]
+    assert {n.payload["ironic_object.data"]["to_power"] for n in power} == {states.POWER_OFF}
+    assert power[-1].priority == "error"
+    refused = [n for n in mine if "update" in n[0]]
+    assert refused == [("baremetal.node.update.start", "info"),
+                       ("baremetal.node.update.error", "error")]  # fmt: skip
+    assert conductor.get_node(node.uuid).driver == node.driver  # the record as it was

@@ -26,6 +26,7 @@ from ironic_fsm.conductor.power_sync import (
     POWER_FAILURE,
     POWER_SET_END,
     POWER_SET_ERROR,
+    POWER_SET_START,
     POWER_STATE_CORRECTED,
     PowerEvent,
     PowerSyncReport,
@@ -510,7 +511,9 @@ def test_redfish_power_changed_behind_the_conductors_back(emu: Any, force: bool)
     assert report.discrepancies == (node.uuid,)
     [entry] = conductor.get_node_history(node.uuid)
     assert "'power off' on its BMC but recorded as 'power on'" in entry.event
-    [event] = [e for e in heard if isinstance(e, PowerEvent)]
+    asked, done, event = [e for e in heard if isinstance(e, PowerEvent)]
+    # The request's own start and end, then the sync's.
+    assert (asked.name, done.name) == (POWER_SET_START, POWER_SET_END)
     if force:
         assert report.forced == (node.uuid,)
         assert emu.system_state()["power_state"] == "On"  # set back on the BMC itself

@@ -3,6 +3,7 @@
 Every class of ``ironic_fsm.conductor.*`` and ``ironic_fsm.stores.*`` may
 name as bases only ``object``, protocols (which declare, and are satisfied
 by, methods), exceptions (the exception tree), tuples (``NamedTuple``),
+``typing.Generic`` (a type parameter),
 attrs records extending attrs records, or one of the few listed below with
 the reason it is allowed. A class that gets behaviour from another of ours
 spreads one namespace over files, which is what issue 18 took apart.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import typing
 from types import ModuleType
 
 import attrs
@@ -48,6 +50,8 @@ def _allowed(cls: type, base: type) -> bool:
     if issubclass(cls, BaseException) and issubclass(base, BaseException):
         return True
     if base is tuple:  # a NamedTuple
+        return True
+    if base is typing.Generic:  # a type parameter: no behaviour comes with it
         return True
     if attrs.has(cls) and attrs.has(base):  # a record extending a record
         return True

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from ironic_fsm.drivers.ipmi.driver_info import parse_driver_info
+from ironic_fsm.drivers.ipmi.sensors import read_sensors
 from ironic_fsm.drivers.ipmi.session import _check_reply, _Connection, _IPMIInterface
 from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.interfaces import ManagementInterface
@@ -56,6 +57,11 @@ class IPMIManagement(_IPMIInterface, ManagementInterface):
 
     def get_supported_boot_devices(self, task: Task) -> list[str]:
         return list(BOOT_DEVICE_TO_PYGHMI)
+
+    def get_sensors_data(self, task: Task) -> dict[str, dict[str, dict[str, Any]]]:
+        """The SDR repository's sensors and readings
+        (:func:`~ironic_fsm.drivers.ipmi.sensors.read_sensors`)."""
+        return read_sensors(task)
 
     def set_boot_device(self, task: Task, device: str, persistent: bool = False) -> None:
         """Boot from ``device`` next time (or always); UEFI per the node's boot mode."""

@@ -14,6 +14,7 @@ from ironic_fsm.drivers.redfish.driver_info import (
     _info,
     _RedfishValidation,
 )
+from ironic_fsm.drivers.redfish.sensors import read_sensors
 from ironic_fsm.drivers.redfish.session import (
     _bmc,
     _enum,
@@ -152,6 +153,11 @@ class RedfishManagement(_RedfishValidation, ManagementInterface):
     be among ``BootSourceOverrideMode@Redfish.AllowableValues`` when the
     BMC publishes that: others are refused before anything is sent.
     """
+
+    def get_sensors_data(self, task: Task) -> dict[str, dict[str, dict[str, Any]]]:
+        """Fans, temperatures and power supplies of each chassis, and drives
+        (:func:`~ironic_fsm.drivers.redfish.sensors.read_sensors`)."""
+        return read_sensors(task)
 
     def get_supported_boot_devices(self, task: Task) -> list[str]:
         info = _info(task)
