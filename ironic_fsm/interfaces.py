@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ironic_fsm import states
 from ironic_fsm.exceptions import (
-    InvalidParameterValue,
     StepFailed,
     UnsupportedDriverExtension,
     UnsupportedOperation,
 )
+from ironic_fsm.raid import LOGICAL_DISK_PROPERTIES, check_raid_config
 from ironic_fsm.steps import CLEAN, DEPLOY, PHASES, SERVICE, VERIFY, Phase, StepInfo, step_infos
 
 if TYPE_CHECKING:
@@ -355,13 +355,20 @@ class RAIDInterface(BaseInterface):
         raise _unsupported(self, "delete_configuration")
 
     def validate_raid_config(self, task: Task, raid_config: Mapping[str, Any]) -> None:
-        """Check a target RAID configuration; raise InvalidParameterValue if wrong."""
-        disks = raid_config.get("logical_disks")
-        if not isinstance(disks, list) or not disks:
-            raise InvalidParameterValue(
-                f"Node {task.node.uuid}: target_raid_config needs a non-empty 'logical_disks' list",
-                node=task.node.uuid,
-            )
+        """Check a target RAID configuration; raise InvalidParameterValue if wrong.
+
+        Ironic's rules by default (:func:`ironic_fsm.raid.check_raid_config`);
+        a RAID interface that takes other properties checks them here.
+        """
+        if self.no_op:
+            raise _unsupported(self, "validate_raid_config")
+        check_raid_config(raid_config, task.node.uuid)
+
+    def get_logical_disk_properties(self) -> dict[str, str]:
+        """Each logical disk property a target may use, with what it means."""
+        if self.no_op:
+            raise _unsupported(self, "get_logical_disk_properties")
+        return dict(LOGICAL_DISK_PROPERTIES)
 
 
 class InspectInterface(BaseInterface):

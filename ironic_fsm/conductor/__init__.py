@@ -52,6 +52,7 @@ from ironic_fsm.conductor.plans import Plans
 from ironic_fsm.conductor.portgroups import Portgroups
 from ironic_fsm.conductor.ports import Ports
 from ironic_fsm.conductor.power_sync import PowerSync, PowerSyncReport
+from ironic_fsm.conductor.raid import Raid
 from ironic_fsm.conductor.ramdisk import AgentLookup, Ramdisk
 from ironic_fsm.conductor.reconcile import Reconcile
 from ironic_fsm.conductor.recovery import Recovery
@@ -166,6 +167,7 @@ class Conductor:
         self._portgroups = Portgroups(ctx)
         self._chassis = ChassisPart(ctx)
         self._rules = InspectionRules(ctx)
+        self._raid = Raid(ctx, reservations)
         self._allocations = Allocations(ctx, reservations)
         self._volumes = Volumes(ctx)
         self._vifs = Vifs(ctx, reservations)
@@ -512,6 +514,16 @@ class Conductor:
     def validate(self, ident: str) -> dict[str, str | None]:
         """Each interface's ``validate`` on a plain read: ``None`` where it passes, else why."""
         return self._nodes.validate(ident)
+
+    def set_target_raid_config(self, ident: str, config: dict[str, Any]) -> Node:
+        """Keep the node's target RAID configuration, checked by its RAID interface
+        (``{}`` clears it; ``no-raid`` refuses any other with UnsupportedDriverExtension)."""
+        return self._raid.set_target_raid_config(ident, config)
+
+    def raid_logical_disk_properties(self, driver: str) -> dict[str, str]:
+        """What a target's logical disks may say, for hardware type ``driver``'s default RAID
+        interface: each property with what it means."""
+        return self._raid.logical_disk_properties(driver)
 
     def create_node(self, **fields: Any) -> Node:
         """Enroll a node; any :class:`~ironic_fsm.Node` field may be given."""
