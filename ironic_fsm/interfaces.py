@@ -231,6 +231,16 @@ class ManagementInterface(BaseInterface):
         """The boot devices :meth:`set_boot_device` accepts."""
         return []
 
+    def attach_virtual_media(
+        self, task: Task, device_type: str, image_url: str, image_download_source: str
+    ) -> None:
+        """Insert the image at ``image_url`` into the BMC's ``device_type`` slot (1.89)."""
+        raise _unsupported(self, "attach_virtual_media")
+
+    def detach_virtual_media(self, task: Task, device_types: list[str]) -> None:
+        """Eject what the BMC's slots of ``device_types`` hold."""
+        raise _unsupported(self, "detach_virtual_media")
+
     def set_boot_device(self, task: Task, device: str, persistent: bool = False) -> None:
         """Boot from ``device`` next time (or always, when ``persistent``)."""
         raise _unsupported(self, "set_boot_device")

@@ -46,6 +46,7 @@ from ironic_fsm.conductor.history import History
 from ironic_fsm.conductor.inspection_rules import InspectionRules
 from ironic_fsm.conductor.jobs import LOG, Job
 from ironic_fsm.conductor.launcher import Executor, Launcher
+from ironic_fsm.conductor.node_media import NodeMedia
 from ironic_fsm.conductor.nodes import Nodes
 from ironic_fsm.conductor.ownership import Ownership
 from ironic_fsm.conductor.plans import Plans
@@ -80,6 +81,7 @@ from ironic_fsm.node import Node
 from ironic_fsm.records import (
     Allocation,
     Chassis,
+    FirmwareComponent,
     InspectionRule,
     Port,
     Portgroup,
@@ -168,6 +170,7 @@ class Conductor:
         self._chassis = ChassisPart(ctx)
         self._rules = InspectionRules(ctx)
         self._raid = Raid(ctx, reservations)
+        self._media = NodeMedia(ctx, reservations)
         self._allocations = Allocations(ctx, reservations)
         self._volumes = Volumes(ctx)
         self._vifs = Vifs(ctx, reservations)
@@ -524,6 +527,27 @@ class Conductor:
         """What a target's logical disks may say, for hardware type ``driver``'s default RAID
         interface: each property with what it means."""
         return self._raid.logical_disk_properties(driver)
+
+    def attach_virtual_media(
+        self, ident: str, device_type: str, image_url: str, image_download_source: str = "local"
+    ) -> None:
+        """Insert ``image_url`` into the node's ``device_type`` virtual media (``cdrom``,
+        ``disk``, ``floppy``) through its management interface (1.89)."""
+        self._media.attach_virtual_media(ident, device_type, image_url, image_download_source)
+
+    def detach_virtual_media(self, ident: str, device_types: Iterable[str] | None = None) -> None:
+        """Eject the node's virtual media (of ``device_types``, else every type)."""
+        self._media.detach_virtual_media(ident, device_types)
+
+    def list_firmware_components(self, ident: str) -> list[FirmwareComponent]:
+        """The node's firmware components, as its firmware interface last reported them."""
+        return self._media.list_firmware_components(ident)
+
+    def record_firmware_components(
+        self, ident: str, components: Iterable[Mapping[str, Any]]
+    ) -> list[FirmwareComponent]:
+        """Keep the components a firmware interface read (``component``, ``current_version``)."""
+        return self._media.record_firmware_components(ident, components)
 
     def create_node(self, **fields: Any) -> Node:
         """Enroll a node; any :class:`~ironic_fsm.Node` field may be given."""

@@ -90,6 +90,23 @@ class FakeManagement(ManagementInterface):
     def get_supported_boot_devices(self, task: Task) -> list[str]:
         return ["pxe", "disk", "cdrom", "bios", "safe"]
 
+    def attach_virtual_media(
+        self, task: Task, device_type: str, image_url: str, image_download_source: str
+    ) -> None:
+        """Kept under ``fake_vmedia``: device type -> URL and source."""
+        media = dict(task.node.driver_internal_info.get("fake_vmedia") or {})
+        media[device_type] = {
+            "image_url": image_url,
+            "image_download_source": image_download_source,
+        }
+        task.node.driver_internal_info["fake_vmedia"] = media
+
+    def detach_virtual_media(self, task: Task, device_types: list[str]) -> None:
+        media = dict(task.node.driver_internal_info.get("fake_vmedia") or {})
+        for device_type in device_types:
+            media.pop(device_type, None)
+        task.node.driver_internal_info["fake_vmedia"] = media
+
     def set_boot_device(self, task: Task, device: str, persistent: bool = False) -> None:
         if device not in self.get_supported_boot_devices(task):
             raise InvalidParameterValue(
