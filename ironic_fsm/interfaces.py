@@ -345,6 +345,11 @@ class BIOSInterface(BaseInterface):
         """Restore the BIOS defaults."""
         raise _unsupported(self, "factory_reset")
 
+    def cached_settings(self, task: Task) -> dict[str, Any]:
+        """The settings as this interface last read or applied them (name: value), without
+        asking the BMC; none by default."""
+        return {}
+
     def cache_bios_settings(self, task: Task) -> None:
         """Refresh the settings recorded for the node."""
 

@@ -10,6 +10,7 @@ import falcon
 from ironic_fsm.api import (
     actions,
     allocations,
+    bios,
     catalog,
     chassis,
     inspection_rules,
@@ -224,6 +225,7 @@ def make_app(
         *inspection_rules.routes(conductor),
         *raid.routes(conductor),
         *node_media.routes(conductor),
+        *bios.routes(conductor),
         ("/v1/chassis/{ident}/nodes", nodes.NodeCollection(conductor, chassis=True), {}),
         ("/v1/chassis/{ident}/nodes/detail",
          nodes.NodeCollection(conductor, detail=True, chassis=True), {}),

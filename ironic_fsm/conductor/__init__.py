@@ -35,6 +35,7 @@ from datetime import datetime
 from typing import Any, overload
 
 from ironic_fsm.conductor.allocations import Allocations
+from ironic_fsm.conductor.bios import BiosSettings
 from ironic_fsm.conductor.catalog import Catalog
 from ironic_fsm.conductor.chassis import ChassisPart
 from ironic_fsm.conductor.common import process_start, utcnow
@@ -80,6 +81,7 @@ from ironic_fsm.machine import LIFECYCLE, Lifecycle
 from ironic_fsm.node import Node
 from ironic_fsm.records import (
     Allocation,
+    BiosSetting,
     Chassis,
     FirmwareComponent,
     InspectionRule,
@@ -171,6 +173,7 @@ class Conductor:
         self._rules = InspectionRules(ctx)
         self._raid = Raid(ctx, reservations)
         self._media = NodeMedia(ctx, reservations)
+        self._bios = BiosSettings(ctx)
         self._allocations = Allocations(ctx, reservations)
         self._volumes = Volumes(ctx)
         self._vifs = Vifs(ctx, reservations)
@@ -548,6 +551,15 @@ class Conductor:
     ) -> list[FirmwareComponent]:
         """Keep the components a firmware interface read (``component``, ``current_version``)."""
         return self._media.record_firmware_components(ident, components)
+
+    def list_bios_settings(self, ident: str) -> list[BiosSetting]:
+        """The node's BIOS settings as its BIOS interface last read or applied them, by name
+        (the BMC is not asked)."""
+        return self._bios.list_bios_settings(ident)
+
+    def get_bios_setting(self, ident: str, name: str) -> BiosSetting:
+        """One of :meth:`list_bios_settings`; ``ResourceNotFound`` if the node has none so named."""
+        return self._bios.get_bios_setting(ident, name)
 
     def create_node(self, **fields: Any) -> Node:
         """Enroll a node; any :class:`~ironic_fsm.Node` field may be given."""

@@ -185,6 +185,9 @@ class FakeBIOS(BIOSInterface):
         task.node.driver_internal_info["fake_bios_settings"] = {}
         return None
 
+    def cached_settings(self, task: Task) -> dict[str, Any]:
+        return dict(task.node.driver_internal_info.get("fake_bios_settings") or {})
+
 
 class FakeRAID(RAIDInterface):
     """Copies ``target_raid_config`` to ``raid_config``."""
