@@ -241,6 +241,10 @@ class ManagementInterface(BaseInterface):
         """Eject what the BMC's slots of ``device_types`` hold."""
         raise _unsupported(self, "detach_virtual_media")
 
+    def inject_nmi(self, task: Task) -> None:
+        """Send the node a non-maskable interrupt (1.29)."""
+        raise _unsupported(self, "inject_nmi")
+
     def set_boot_device(self, task: Task, device: str, persistent: bool = False) -> None:
         """Boot from ``device`` next time (or always, when ``persistent``)."""
         raise _unsupported(self, "set_boot_device")

@@ -39,6 +39,7 @@ from ironic_fsm.conductor.bios import BiosSettings
 from ironic_fsm.conductor.catalog import Catalog
 from ironic_fsm.conductor.chassis import ChassisPart
 from ironic_fsm.conductor.common import process_start, utcnow
+from ironic_fsm.conductor.console import Console
 from ironic_fsm.conductor.context import Context, Guard, Listener, Observer
 from ironic_fsm.conductor.engine import StepEngine
 from ironic_fsm.conductor.fleet import ConductorInfo, FleetRecord
@@ -174,6 +175,7 @@ class Conductor:
         self._raid = Raid(ctx, reservations)
         self._media = NodeMedia(ctx, reservations)
         self._bios = BiosSettings(ctx)
+        self._console = Console(ctx, reservations)
         self._allocations = Allocations(ctx, reservations)
         self._volumes = Volumes(ctx)
         self._vifs = Vifs(ctx, reservations)
@@ -560,6 +562,18 @@ class Conductor:
     def get_bios_setting(self, ident: str, name: str) -> BiosSetting:
         """One of :meth:`list_bios_settings`; ``ResourceNotFound`` if the node has none so named."""
         return self._bios.get_bios_setting(ident, name)
+
+    def set_console_mode(self, ident: str, enabled: bool) -> None:
+        """Start (``True``) or stop the node's console through its console interface."""
+        self._console.set_console_mode(ident, enabled)
+
+    def get_console(self, ident: str) -> dict[str, Any]:
+        """``{'console_enabled': bool, 'console_info': {'type', 'url'} or None}``."""
+        return self._console.get_console(ident)
+
+    def inject_nmi(self, ident: str) -> None:
+        """Send the node a non-maskable interrupt through its management interface."""
+        self._console.inject_nmi(ident)
 
     def create_node(self, **fields: Any) -> Node:
         """Enroll a node; any :class:`~ironic_fsm.Node` field may be given."""

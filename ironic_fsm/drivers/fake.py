@@ -101,6 +101,11 @@ class FakeManagement(ManagementInterface):
         }
         task.node.driver_internal_info["fake_vmedia"] = media
 
+    def inject_nmi(self, task: Task) -> None:
+        """Counted under ``fake_nmi``."""
+        info = task.node.driver_internal_info
+        info["fake_nmi"] = int(info.get("fake_nmi", 0)) + 1
+
     def detach_virtual_media(self, task: Task, device_types: list[str]) -> None:
         media = dict(task.node.driver_internal_info.get("fake_vmedia") or {})
         for device_type in device_types:
