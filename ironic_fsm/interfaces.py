@@ -245,6 +245,17 @@ class ManagementInterface(BaseInterface):
         """Send the node a non-maskable interrupt (1.29)."""
         raise _unsupported(self, "inject_nmi")
 
+    def get_supported_indicators(self, task: Task) -> dict[str, dict[str, dict[str, Any]]]:
+        """The indicators (LEDs) by component (``system``, ``chassis``...), each with
+        ``readonly`` and the ``states`` it takes (1.63)."""
+        raise _unsupported(self, "get_supported_indicators")
+
+    def get_indicator_state(self, task: Task, component: str, indicator: str) -> str:
+        raise _unsupported(self, "get_indicator_state")
+
+    def set_indicator_state(self, task: Task, component: str, indicator: str, state: str) -> None:
+        raise _unsupported(self, "set_indicator_state")
+
     def set_boot_device(self, task: Task, device: str, persistent: bool = False) -> None:
         """Boot from ``device`` next time (or always, when ``persistent``)."""
         raise _unsupported(self, "set_boot_device")

@@ -45,6 +45,7 @@ from ironic_fsm.conductor.engine import StepEngine
 from ironic_fsm.conductor.fleet import ConductorInfo, FleetRecord
 from ironic_fsm.conductor.flows import Flows
 from ironic_fsm.conductor.history import History
+from ironic_fsm.conductor.indicators import Indicators
 from ironic_fsm.conductor.inspection_rules import InspectionRules
 from ironic_fsm.conductor.jobs import LOG, Job
 from ironic_fsm.conductor.launcher import Executor, Launcher
@@ -176,6 +177,7 @@ class Conductor:
         self._media = NodeMedia(ctx, reservations)
         self._bios = BiosSettings(ctx)
         self._console = Console(ctx, reservations)
+        self._indicators = Indicators(ctx, reservations)
         self._allocations = Allocations(ctx, reservations)
         self._volumes = Volumes(ctx)
         self._vifs = Vifs(ctx, reservations)
@@ -574,6 +576,18 @@ class Conductor:
     def inject_nmi(self, ident: str) -> None:
         """Send the node a non-maskable interrupt through its management interface."""
         self._console.inject_nmi(ident)
+
+    def list_indicators(self, ident: str) -> dict[str, dict[str, dict[str, Any]]]:
+        """The node's indicators by component, each with ``readonly`` and its ``states``."""
+        return self._indicators.list_indicators(ident)
+
+    def get_indicator_state(self, ident: str, name: str) -> str:
+        """The state of indicator ``<indicator>@<component>``."""
+        return self._indicators.get_indicator_state(ident, name)
+
+    def set_indicator_state(self, ident: str, name: str, state: str) -> None:
+        """Set indicator ``<indicator>@<component>`` to one of its states."""
+        self._indicators.set_indicator_state(ident, name, state)
 
     def create_node(self, **fields: Any) -> Node:
         """Enroll a node; any :class:`~ironic_fsm.Node` field may be given."""

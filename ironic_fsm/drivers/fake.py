@@ -101,6 +101,23 @@ class FakeManagement(ManagementInterface):
         }
         task.node.driver_internal_info["fake_vmedia"] = media
 
+    def get_supported_indicators(self, task: Task) -> dict[str, dict[str, dict[str, Any]]]:
+        """Ironic's fake ones: a read-only chassis LED and a system LED that can blink."""
+        return {
+            "chassis": {"led-0": {"readonly": True, "states": ["OFF", "ON"]}},
+            "system": {"led": {"readonly": False, "states": ["BLINKING", "OFF", "ON"]}},
+        }
+
+    def get_indicator_state(self, task: Task, component: str, indicator: str) -> str:
+        """``ON`` until set (under ``fake_indicators``)."""
+        states = task.node.driver_internal_info.get("fake_indicators") or {}
+        return str(states.get(f"{indicator}@{component}", "ON"))
+
+    def set_indicator_state(self, task: Task, component: str, indicator: str, state: str) -> None:
+        states = dict(task.node.driver_internal_info.get("fake_indicators") or {})
+        states[f"{indicator}@{component}"] = state
+        task.node.driver_internal_info["fake_indicators"] = states
+
     def inject_nmi(self, task: Task) -> None:
         """Counted under ``fake_nmi``."""
         info = task.node.driver_internal_info
