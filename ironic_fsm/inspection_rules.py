@@ -37,6 +37,7 @@ __all__ = [
     "RuleOutcome",
     "apply_rules",
     "check_rule_steps",
+    "copy_changes",
 ]
 
 _LOG: Final = logging.getLogger("ironic_fsm.inspection_rules")
@@ -433,3 +434,14 @@ def apply_rules(
                 _act(action["op"], args, changed, plugin_data)
         outcome.applied.append(rule.uuid)
     return outcome
+
+
+def copy_changes(changed: Node, node: Node) -> None:
+    """Set on ``node`` each field the rules changed on its copy ``changed`` (never those
+    the conductor keeps: identity, states, reservation)."""
+    for field in attrs.fields(Node):
+        if field.name in _KEPT:
+            continue
+        value = getattr(changed, field.name)
+        if value != getattr(node, field.name):
+            setattr(node, field.name, value)

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ironic_fsm import states
 from ironic_fsm.exceptions import (
-    InvalidParameterValue,
     StepFailed,
     UnsupportedDriverExtension,
     UnsupportedOperation,
 )
+from ironic_fsm.raid import LOGICAL_DISK_PROPERTIES, check_raid_config
 from ironic_fsm.steps import CLEAN, DEPLOY, PHASES, SERVICE, VERIFY, Phase, StepInfo, step_infos
 
 if TYPE_CHECKING:
@@ -231,6 +231,31 @@ class ManagementInterface(BaseInterface):
         """The boot devices :meth:`set_boot_device` accepts."""
         return []
 
+    def attach_virtual_media(
+        self, task: Task, device_type: str, image_url: str, image_download_source: str
+    ) -> None:
+        """Insert the image at ``image_url`` into the BMC's ``device_type`` slot (1.89)."""
+        raise _unsupported(self, "attach_virtual_media")
+
+    def detach_virtual_media(self, task: Task, device_types: list[str]) -> None:
+        """Eject what the BMC's slots of ``device_types`` hold."""
+        raise _unsupported(self, "detach_virtual_media")
+
+    def inject_nmi(self, task: Task) -> None:
+        """Send the node a non-maskable interrupt (1.29)."""
+        raise _unsupported(self, "inject_nmi")
+
+    def get_supported_indicators(self, task: Task) -> dict[str, dict[str, dict[str, Any]]]:
+        """The indicators (LEDs) by component (``system``, ``chassis``...), each with
+        ``readonly`` and the ``states`` it takes (1.63)."""
+        raise _unsupported(self, "get_supported_indicators")
+
+    def get_indicator_state(self, task: Task, component: str, indicator: str) -> str:
+        raise _unsupported(self, "get_indicator_state")
+
+    def set_indicator_state(self, task: Task, component: str, indicator: str, state: str) -> None:
+        raise _unsupported(self, "set_indicator_state")
+
     def set_boot_device(self, task: Task, device: str, persistent: bool = False) -> None:
         """Boot from ``device`` next time (or always, when ``persistent``)."""
         raise _unsupported(self, "set_boot_device")
@@ -341,6 +366,11 @@ class BIOSInterface(BaseInterface):
         """Restore the BIOS defaults."""
         raise _unsupported(self, "factory_reset")
 
+    def cached_settings(self, task: Task) -> dict[str, Any]:
+        """The settings as this interface last read or applied them (name: value), without
+        asking the BMC; none by default."""
+        return {}
+
     def cache_bios_settings(self, task: Task) -> None:
         """Refresh the settings recorded for the node."""
 
@@ -361,13 +391,20 @@ class RAIDInterface(BaseInterface):
         raise _unsupported(self, "delete_configuration")
 
     def validate_raid_config(self, task: Task, raid_config: Mapping[str, Any]) -> None:
-        """Check a target RAID configuration; raise InvalidParameterValue if wrong."""
-        disks = raid_config.get("logical_disks")
-        if not isinstance(disks, list) or not disks:
-            raise InvalidParameterValue(
-                f"Node {task.node.uuid}: target_raid_config needs a non-empty 'logical_disks' list",
-                node=task.node.uuid,
-            )
+        """Check a target RAID configuration; raise InvalidParameterValue if wrong.
+
+        Ironic's rules by default (:func:`ironic_fsm.raid.check_raid_config`);
+        a RAID interface that takes other properties checks them here.
+        """
+        if self.no_op:
+            raise _unsupported(self, "validate_raid_config")
+        check_raid_config(raid_config, task.node.uuid)
+
+    def get_logical_disk_properties(self) -> dict[str, str]:
+        """Each logical disk property a target may use, with what it means."""
+        if self.no_op:
+            raise _unsupported(self, "get_logical_disk_properties")
+        return dict(LOGICAL_DISK_PROPERTIES)
 
 
 class InspectInterface(BaseInterface):

@@ -16,7 +16,7 @@ from ironic_fsm import states as s
 from ironic_fsm.api import _glue
 from ironic_fsm.api.common import compile_schema, read_json, require_version, send, version_of
 from ironic_fsm.api.errors import ApiError
-from ironic_fsm.api.views import older_state_names, stamp
+from ironic_fsm.api.views import console_enabled, older_state_names, stamp
 from ironic_fsm.conductor import Conductor
 
 __all__ = [
@@ -220,7 +220,7 @@ class NodeStates:
     def on_get(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         node = self._conductor.get_node(ident)
         body: dict[str, Any] = {
-            "console_enabled": False,
+            "console_enabled": console_enabled(node),
             "last_error": node.last_error,
             "power_state": node.power_state,
             "provision_state": node.provision_state,

@@ -20,6 +20,7 @@ from typing import Any, Final
 from ironic_fsm._unstored import UNSTORED_FIELDS
 from ironic_fsm.api.common import link_pair
 from ironic_fsm.api.versions import Version
+from ironic_fsm.conductor.console import CONSOLE_KEY
 from ironic_fsm.masking import mask_secrets
 from ironic_fsm.node import Node
 
@@ -57,6 +58,11 @@ def _attr(name: str) -> Getter:
     return operator.attrgetter(name)
 
 
+def console_enabled(node: Node) -> bool:
+    """Whether the node's console was enabled (kept in ``driver_internal_info``)."""
+    return bool(node.driver_internal_info.get(CONSOLE_KEY, False))
+
+
 def _absent(name: str) -> Getter:
     value = ABSENT_FIELDS[name]
     return lambda node: value.copy() if isinstance(value, dict) else value
@@ -79,7 +85,7 @@ NODE_FIELD_VERSIONS: Final[dict[str, tuple[Version, Getter]]] = {
     "provision_updated_at": ((1, 1), lambda n: stamp(n.provision_updated_at)),
     "power_state": ((1, 1), _attr("power_state")),
     "target_power_state": ((1, 1), _attr("target_power_state")),
-    "console_enabled": ((1, 1), _absent("console_enabled")),
+    "console_enabled": ((1, 1), lambda n: console_enabled(n)),
     "last_error": ((1, 1), _attr("last_error")),
     "reservation": ((1, 1), lambda n: _holder(n.reservation)),
     "created_at": ((1, 1), lambda n: stamp(n.created_at)),

@@ -177,13 +177,17 @@ def _update_node(
     changes = {name: getattr(args, name) for name in _DICT_OPTIONS if getattr(args, name)}
     if not fields and not changes:
         _usage_error(args, f"nothing to {verb}: give at least one option (see --help)")
+    raid = fields.pop("target_raid_config", None)
     with _open_conductor(args) as conductor:
+        if raid is not None:  # checked by the RAID interface, as Ironic's states/raid does
+            conductor.set_target_raid_config(args.node, raid)
         if changes:
             current = conductor.get_node(args.node)
             for name, change in changes.items():
                 fields[name] = edit(dict(getattr(current, name)), change)
         reset = getattr(args, "reset_interfaces", None)
-        conductor.update_node(args.node, reset_interfaces=reset, **fields)
+        if fields or changes:
+            conductor.update_node(args.node, reset_interfaces=reset, **fields)
     return 0
 
 

@@ -36,18 +36,22 @@ from typing import Any, overload
 
 from ironic_fsm.agent.token import MASK
 from ironic_fsm.conductor.allocations import Allocations
+from ironic_fsm.conductor.bios import BiosSettings
 from ironic_fsm.conductor.catalog import Catalog
 from ironic_fsm.conductor.chassis import ChassisPart
 from ironic_fsm.conductor.common import process_start, utcnow
+from ironic_fsm.conductor.console import Console
 from ironic_fsm.conductor.context import Context, Guard, Listener, Observer, Tally
 from ironic_fsm.conductor.engine import StepEngine
 from ironic_fsm.conductor.fleet import ConductorInfo, FleetRecord
 from ironic_fsm.conductor.flows import Flows
 from ironic_fsm.conductor.history import History
+from ironic_fsm.conductor.indicators import Indicators
 from ironic_fsm.conductor.inspection_rules import InspectionRules
 from ironic_fsm.conductor.inventory import Inventories
 from ironic_fsm.conductor.jobs import Job
 from ironic_fsm.conductor.launcher import Executor, Launcher
+from ironic_fsm.conductor.node_media import NodeMedia
 from ironic_fsm.conductor.nodes import Nodes
 from ironic_fsm.conductor.notices import RecordNotices
 from ironic_fsm.conductor.ownership import Ownership
@@ -55,6 +59,7 @@ from ironic_fsm.conductor.plans import Plans
 from ironic_fsm.conductor.portgroups import Portgroups
 from ironic_fsm.conductor.ports import Ports
 from ironic_fsm.conductor.power_sync import PowerSync, PowerSyncReport
+from ironic_fsm.conductor.raid import Raid
 from ironic_fsm.conductor.ramdisk import AgentLookup, Ramdisk
 from ironic_fsm.conductor.reconcile import Reconcile
 from ironic_fsm.conductor.recovery import Recovery
@@ -76,7 +81,9 @@ from ironic_fsm.machine import LIFECYCLE, Lifecycle
 from ironic_fsm.node import Node
 from ironic_fsm.records import (
     Allocation,
+    BiosSetting,
     Chassis,
+    FirmwareComponent,
     InspectionRule,
     NodeInventory,
     Port,
@@ -167,6 +174,11 @@ class Conductor:
         self._portgroups = Portgroups(ctx)
         self._chassis = ChassisPart(ctx)
         self._rules = InspectionRules(ctx)
+        self._raid = Raid(ctx, reservations)
+        self._media = NodeMedia(ctx, reservations)
+        self._bios = BiosSettings(ctx)
+        self._console = Console(ctx, reservations)
+        self._indicators = Indicators(ctx, reservations)
         self._allocations = Allocations(ctx, reservations)
         self._volumes = Volumes(ctx)
         self._vifs = Vifs(ctx, reservations)
@@ -532,6 +544,70 @@ class Conductor:
     def validate(self, ident: str) -> dict[str, str | None]:
         """Each interface's ``validate`` on a plain read: ``None`` where it passes, else why."""
         return self._nodes.validate(ident)
+
+    def set_target_raid_config(self, ident: str, config: dict[str, Any]) -> Node:
+        """Keep the node's target RAID configuration, checked by its RAID interface
+        (``{}`` clears it; ``no-raid`` refuses any other with UnsupportedDriverExtension)."""
+        return self._raid.set_target_raid_config(ident, config)
+
+    def raid_logical_disk_properties(self, driver: str) -> dict[str, str]:
+        """What a target's logical disks may say, for hardware type ``driver``'s default RAID
+        interface: each property with what it means."""
+        return self._raid.logical_disk_properties(driver)
+
+    def attach_virtual_media(
+        self, ident: str, device_type: str, image_url: str, image_download_source: str = "local"
+    ) -> None:
+        """Insert ``image_url`` into the node's ``device_type`` virtual media (``cdrom``,
+        ``disk``, ``floppy``) through its management interface (1.89)."""
+        self._media.attach_virtual_media(ident, device_type, image_url, image_download_source)
+
+    def detach_virtual_media(self, ident: str, device_types: Iterable[str] | None = None) -> None:
+        """Eject the node's virtual media (of ``device_types``, else every type)."""
+        self._media.detach_virtual_media(ident, device_types)
+
+    def list_firmware_components(self, ident: str) -> list[FirmwareComponent]:
+        """The node's firmware components, as its firmware interface last reported them."""
+        return self._media.list_firmware_components(ident)
+
+    def record_firmware_components(
+        self, ident: str, components: Iterable[Mapping[str, Any]]
+    ) -> list[FirmwareComponent]:
+        """Keep the components a firmware interface read (``component``, ``current_version``)."""
+        return self._media.record_firmware_components(ident, components)
+
+    def list_bios_settings(self, ident: str) -> list[BiosSetting]:
+        """The node's BIOS settings as its BIOS interface last read or applied them, by name
+        (the BMC is not asked)."""
+        return self._bios.list_bios_settings(ident)
+
+    def get_bios_setting(self, ident: str, name: str) -> BiosSetting:
+        """One of :meth:`list_bios_settings`; ``ResourceNotFound`` if the node has none so named."""
+        return self._bios.get_bios_setting(ident, name)
+
+    def set_console_mode(self, ident: str, enabled: bool) -> None:
+        """Start (``True``) or stop the node's console through its console interface."""
+        self._console.set_console_mode(ident, enabled)
+
+    def get_console(self, ident: str) -> dict[str, Any]:
+        """``{'console_enabled': bool, 'console_info': {'type', 'url'} or None}``."""
+        return self._console.get_console(ident)
+
+    def inject_nmi(self, ident: str) -> None:
+        """Send the node a non-maskable interrupt through its management interface."""
+        self._console.inject_nmi(ident)
+
+    def list_indicators(self, ident: str) -> dict[str, dict[str, dict[str, Any]]]:
+        """The node's indicators by component, each with ``readonly`` and its ``states``."""
+        return self._indicators.list_indicators(ident)
+
+    def get_indicator_state(self, ident: str, name: str) -> str:
+        """The state of indicator ``<indicator>@<component>``."""
+        return self._indicators.get_indicator_state(ident, name)
+
+    def set_indicator_state(self, ident: str, name: str, state: str) -> None:
+        """Set indicator ``<indicator>@<component>`` to one of its states."""
+        self._indicators.set_indicator_state(ident, name, state)
 
     def create_node(self, **fields: Any) -> Node:
         """Enroll a node; any :class:`~ironic_fsm.Node` field may be given."""

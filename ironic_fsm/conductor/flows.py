@@ -30,12 +30,14 @@ from ironic_fsm.conductor.engine import (
     PhaseInfo,
     StepEngine,
 )
+from ironic_fsm.conductor.inspection_rules import InspectionRules
 from ironic_fsm.conductor.inventory import Inventories
 from ironic_fsm.conductor.jobs import Job
 from ironic_fsm.conductor.launcher import Launcher
 from ironic_fsm.conductor.plans import Plans
 from ironic_fsm.conductor.reservations import Reservations
 from ironic_fsm.exceptions import InvalidParameterValue, StepsNotAvailable
+from ironic_fsm.inspection_rules import copy_changes
 from ironic_fsm.node import Node, check_json
 from ironic_fsm.planner import sort_steps, validate_user_steps
 from ironic_fsm.steps import step_id
@@ -72,6 +74,7 @@ class Flows:
                  plans: Plans, engine: StepEngine, inventories: Inventories) -> None:  # fmt: skip
         self._ctx, self._reservations, self._launcher = ctx, reservations, launcher
         self._plans, self._engine, self._inventories = plans, engine, inventories
+        self._rules = InspectionRules(ctx)
 
     def validate_interface(self, job: Job, kind: str) -> None:
         job.call(kind, "validate")
@@ -233,6 +236,8 @@ class Flows:
                 )
                 if result != s.INSPECTWAIT and inventory is not None:
                     self._keep_inventory(job, inventory, plugin_data or {})
+                if result != s.INSPECTWAIT and inventory:
+                    self._run_inspection_rules(job, inventory)
             except Exception as exc:
                 # As Ironic's inspection error handler: the ramdisk is ended, its boot undone.
                 self._engine.call_quietly(job, job.driver.inspect.abort, "inspection clean-up")
@@ -253,6 +258,14 @@ class Flows:
         uuid = job.node.uuid
         self._inventories.keep(uuid, inventory, plugin_data)
         self._inventories.add_ports(uuid, job.driver.inspect.ports_from(job.task, inventory))
+
+    def _run_inspection_rules(self, job: Job, inventory: Mapping[str, Any]) -> None:
+        """The inspection rules, run on the inventory the agent reported (as Ironic runs
+        them); a store that keeps no records has none. A rule's ``fail`` raises."""
+        if self._ctx.caps.records is None:
+            return
+        outcome = self._rules.run_rules(job.node, inventory)
+        copy_changes(outcome.node, job.node)
 
     def _do_adopt(self, job: Job) -> None:
         self._operation(

@@ -90,6 +90,45 @@ class FakeManagement(ManagementInterface):
     def get_supported_boot_devices(self, task: Task) -> list[str]:
         return ["pxe", "disk", "cdrom", "bios", "safe"]
 
+    def attach_virtual_media(
+        self, task: Task, device_type: str, image_url: str, image_download_source: str
+    ) -> None:
+        """Kept under ``fake_vmedia``: device type -> URL and source."""
+        media = dict(task.node.driver_internal_info.get("fake_vmedia") or {})
+        media[device_type] = {
+            "image_url": image_url,
+            "image_download_source": image_download_source,
+        }
+        task.node.driver_internal_info["fake_vmedia"] = media
+
+    def get_supported_indicators(self, task: Task) -> dict[str, dict[str, dict[str, Any]]]:
+        """Ironic's fake ones: a read-only chassis LED and a system LED that can blink."""
+        return {
+            "chassis": {"led-0": {"readonly": True, "states": ["OFF", "ON"]}},
+            "system": {"led": {"readonly": False, "states": ["BLINKING", "OFF", "ON"]}},
+        }
+
+    def get_indicator_state(self, task: Task, component: str, indicator: str) -> str:
+        """``ON`` until set (under ``fake_indicators``)."""
+        states = task.node.driver_internal_info.get("fake_indicators") or {}
+        return str(states.get(f"{indicator}@{component}", "ON"))
+
+    def set_indicator_state(self, task: Task, component: str, indicator: str, state: str) -> None:
+        states = dict(task.node.driver_internal_info.get("fake_indicators") or {})
+        states[f"{indicator}@{component}"] = state
+        task.node.driver_internal_info["fake_indicators"] = states
+
+    def inject_nmi(self, task: Task) -> None:
+        """Counted under ``fake_nmi``."""
+        info = task.node.driver_internal_info
+        info["fake_nmi"] = int(info.get("fake_nmi", 0)) + 1
+
+    def detach_virtual_media(self, task: Task, device_types: list[str]) -> None:
+        media = dict(task.node.driver_internal_info.get("fake_vmedia") or {})
+        for device_type in device_types:
+            media.pop(device_type, None)
+        task.node.driver_internal_info["fake_vmedia"] = media
+
     def set_boot_device(self, task: Task, device: str, persistent: bool = False) -> None:
         if device not in self.get_supported_boot_devices(task):
             raise InvalidParameterValue(
@@ -167,6 +206,9 @@ class FakeBIOS(BIOSInterface):
     def factory_reset(self, task: Task) -> str | None:
         task.node.driver_internal_info["fake_bios_settings"] = {}
         return None
+
+    def cached_settings(self, task: Task) -> dict[str, Any]:
+        return dict(task.node.driver_internal_info.get("fake_bios_settings") or {})
 
 
 class FakeRAID(RAIDInterface):

@@ -30,14 +30,7 @@ from conftest import fresh_postgres_url
 SUITE = Path(openstack.__file__).parent / "tests" / "functional" / "baremetal"
 
 #: The suite's tests that do not pass here yet, by ``file::Class::test``, with why.
-KNOWN_GAPS: dict[str, str] = {
-    "test_node.py::TestBareMetalNodeListFirmware::test_list_firmware": (
-        "firmware components (1.86) not served yet (issue 20)"
-    ),
-    "test_node.py::TestBareMetalVirtualMedia::test_node_vmedia_attach_detach": (
-        "virtual media attach and detach (1.89) not served yet (issue 20)"
-    ),
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -192,9 +192,10 @@ def test_create_show_list_set_unset_delete(run: Run) -> None:
 
 def test_target_raid_config_from_file(run: Run, tmp_path: Path) -> None:
     ok(run("node", "create", "--name", "n1"))
-    raid = write_json(tmp_path / "raid.json", {"logical_disks": [{"size_gb": "MAX"}]})
+    target = {"logical_disks": [{"size_gb": "MAX", "raid_level": "1"}]}
+    raid = write_json(tmp_path / "raid.json", target)
     ok(run("node", "set", "n1", "--target-raid-config", f"@{raid}"))
-    assert show(run, "n1")["target_raid_config"] == {"logical_disks": [{"size_gb": "MAX"}]}
+    assert show(run, "n1")["target_raid_config"] == target
     bad = run("node", "set", "n1", "--target-raid-config", "[1, 2]")
     assert bad.code == 1
     assert "--target-raid-config" in bad.err

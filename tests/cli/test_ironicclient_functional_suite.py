@@ -37,21 +37,7 @@ base.FunctionalTestBase.auth_ref = types.SimpleNamespace(project_scoped=True)
 '''
 
 #: The suite's tests that do not pass here yet, by ``file::Class::test``, with why.
-KNOWN_GAPS: dict[str, str] = {
-    "test_baremetal_driver_basic.py::BaremetalDriverTests::test_driver_raid_property_list": (
-        "RAID logical disk properties not served yet (issue 20)"
-    ),
-    **{
-        f"test_baremetal_node_basic.py::BaremetalNodeTests::{name}": (
-            "target RAID configuration (states/raid) not served yet (issue 20)"
-        )
-        for name in (
-            "test_set_unset_target_raid_config_1__50___1__",
-            "test_set_unset_target_raid_config_2___MAX____JBOD__",
-            "test_set_unset_target_raid_config_3__300___6_0__",
-        )
-    },
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 def suite_venv() -> Path:

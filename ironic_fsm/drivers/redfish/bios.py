@@ -185,6 +185,9 @@ class RedfishBIOS(_RedfishValidation, BIOSInterface):
     of after ``redfish_task_timeout``.
     """
 
+    def cached_settings(self, task: Task) -> dict[str, Any]:
+        return dict(task.node.driver_internal_info.get("redfish_bios_settings") or {})
+
     def cache_bios_settings(self, task: Task) -> None:
         info = _info(task)
         with _bmc(task, info, "read BIOS settings"):

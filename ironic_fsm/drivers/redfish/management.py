@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from ironic_fsm.drivers.common import bmc_step, capabilities
+from ironic_fsm.drivers.redfish import vmedia
 from ironic_fsm.drivers.redfish.driver_info import (
     BOOT_MODES,
     BOOT_MODES_REV,
@@ -158,6 +159,15 @@ class RedfishManagement(_RedfishValidation, ManagementInterface):
         """Fans, temperatures and power supplies of each chassis, and drives
         (:func:`~ironic_fsm.drivers.redfish.sensors.read_sensors`)."""
         return read_sensors(task)
+
+    def attach_virtual_media(
+        self, task: Task, device_type: str, image_url: str, image_download_source: str
+    ) -> None:
+        """Insert the image into a virtual media slot of the BMC (the BMC fetches it)."""
+        vmedia.attach(task, device_type, image_url)
+
+    def detach_virtual_media(self, task: Task, device_types: list[str]) -> None:
+        vmedia.detach(task, device_types)
 
     def get_supported_boot_devices(self, task: Task) -> list[str]:
         info = _info(task)

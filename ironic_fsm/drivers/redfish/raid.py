@@ -85,48 +85,21 @@ class RedfishRAID(_RedfishValidation, RAIDInterface):
     """
 
     def validate_raid_config(self, task: Task, raid_config: Mapping[str, Any]) -> None:
-        super().validate_raid_config(task, raid_config)
+        disks = raid_config.get("logical_disks")
+        if not isinstance(disks, list) or not disks:
+            super().validate_raid_config(task, raid_config)  # refuses it
+            return
         problems = []
-        roots = 0
-        for n, disk in enumerate(raid_config["logical_disks"]):
-            where = f"logical_disks[{n}]"
-            if not isinstance(disk, dict):
-                problems.append(f"{where} must be a dict")
-                continue
-            level = str(disk.get("raid_level", ""))
-            if level not in _RAID_LEVELS:
-                problems.append(
-                    f"{where}.raid_level must be one of {', '.join(_RAID_LEVELS)}, got "
-                    f"{disk.get('raid_level')!r}"
-                )
-            size = disk.get("size_gb")
-            if size != "MAX" and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
-                problems.append(
-                    f"{where}.size_gb must be a positive integer or 'MAX', got {size!r}"
-                )
-            if disk.get("is_root_volume"):
-                roots += 1
-            physical = disk.get("physical_disks")
-            if physical is not None and (
-                not isinstance(physical, list) or not all(isinstance(p, str) for p in physical)
-            ):
-                problems.append(f"{where}.physical_disks must be a list of drive ids")
-            count = disk.get("number_of_physical_disks")
-            minimum = _RAID_LEVELS.get(level, ("", "", 1))[2]
-            if count is not None and (
-                isinstance(count, bool) or not isinstance(count, int) or count < minimum
-            ):
-                problems.append(
-                    f"{where}.number_of_physical_disks must be an integer of at least the "
-                    f"RAID level's minimum, got {count!r}"
-                )
-        if roots > 1:
+        for n, disk in enumerate(disks):
+            problems += _disk_problems(f"logical_disks[{n}]", disk)
+        if sum(1 for d in disks if isinstance(d, dict) and d.get("is_root_volume")) > 1:
             problems.append("only one logical disk may have is_root_volume")
         if problems:
             raise InvalidParameterValue(
                 f"Node {task.node.uuid}: invalid target_raid_config: {'; '.join(problems)}",
                 node=task.node.uuid,
             )
+        super().validate_raid_config(task, raid_config)  # then Ironic's schema
 
     def _pick_drives(self, task: Task, disk: Mapping[str, Any], free: list[Any]) -> list[Any]:
         level = str(disk["raid_level"])
@@ -328,3 +301,34 @@ class RedfishRAID(_RedfishValidation, RAIDInterface):
                         task, info, "RAID volume deletion", result, info.task_timeout
                     )
         task.node.raid_config = {}
+
+
+def _disk_problems(where: str, disk: object) -> list[str]:
+    """What is wrong with one logical disk of a target, for the Redfish RAID service."""
+    if not isinstance(disk, dict):
+        return [f"{where} must be a dict"]
+    problems = []
+    level = str(disk.get("raid_level", ""))
+    if level not in _RAID_LEVELS:
+        problems.append(
+            f"{where}.raid_level must be one of {', '.join(_RAID_LEVELS)}, got "
+            f"{disk.get('raid_level')!r}"
+        )
+    size = disk.get("size_gb")
+    if size != "MAX" and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
+        problems.append(f"{where}.size_gb must be a positive integer or 'MAX', got {size!r}")
+    physical = disk.get("physical_disks")
+    if physical is not None and (
+        not isinstance(physical, list) or not all(isinstance(p, str) for p in physical)
+    ):
+        problems.append(f"{where}.physical_disks must be a list of drive ids")
+    count = disk.get("number_of_physical_disks")
+    minimum = _RAID_LEVELS.get(level, ("", "", 1))[2]
+    if count is not None and (
+        isinstance(count, bool) or not isinstance(count, int) or count < minimum
+    ):
+        problems.append(
+            f"{where}.number_of_physical_disks must be an integer of at least the "
+            f"RAID level's minimum, got {count!r}"
+        )
+    return problems
