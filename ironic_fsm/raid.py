@@ -9,10 +9,9 @@ with :func:`check_raid_config` unless they have a schema of their own.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any, Final
-
-import fastjsonschema
 
 from ironic_fsm.exceptions import InvalidParameterValue
 
@@ -68,13 +67,22 @@ _SCHEMA: Final = {
     "required": ["logical_disks"],
     "additionalProperties": False,
 }
-_check: Final = fastjsonschema.compile(_SCHEMA)
+
+
+@functools.cache
+def _checker() -> Any:
+    """The schema compiled on first use: ``import ironic_fsm`` stays free of fastjsonschema."""
+    import fastjsonschema
+
+    return fastjsonschema.compile(_SCHEMA)
 
 
 def check_raid_config(config: Mapping[str, Any], node: str) -> None:
     """Refuse a target RAID configuration Ironic would refuse (Ironic's opening words)."""
+    import fastjsonschema
+
     try:
-        _check(dict(config))
+        _checker()(dict(config))
     except fastjsonschema.JsonSchemaValueException as error:
         raise InvalidParameterValue(
             f"RAID config validation error: {error.message}", node=node

@@ -89,6 +89,8 @@ HEAVY = [
     "sqlalchemy", "pyghmi", "sushy", "stevedore",
     # The metrics and notification extras: loaded only when they are turned on.
     "prometheus_client", "httpx", "tenacity", "cloudevents",
+    # Schemas (fleet files, RAID targets) are compiled when first checked.
+    "fastjsonschema",
 ]  # fmt: skip
 
 
