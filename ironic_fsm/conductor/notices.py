@@ -67,7 +67,8 @@ class RecordNotices:
         if self.listeners:
             try:
                 node = before()
-            except Exception:  # no such node, or fields no node has: the block says which
+            except (IronicFSMError, TypeError, ValueError):  # no such node, or fields no
+                # node has (refused, or an unknown name): the block raises it and says which
                 node = None
         if node is not None:
             self.changed(action, "start", node)
