@@ -159,7 +159,7 @@ def drive(
     """Move every node on toward active; the final provision state of each.
 
     ``during`` sees the states of each round (a test kills a process there).
-    Stops early when every node is active or failed.
+    Stops early when every node is listed, and active or failed.
     """
     wanted = set(nodes)
     deadline = time.monotonic() + timeout
@@ -173,7 +173,9 @@ def drive(
         seen = {n.uuid: n.provision_state for n in rows if n.uuid in wanted}
         if during is not None:
             during(seen)
-        if all(v == states.ACTIVE or v in states.FAILURE_STATES for v in seen.values()):
+        if len(seen) == len(wanted) and all(
+            v == states.ACTIVE or v in states.FAILURE_STATES for v in seen.values()
+        ):
             break
         for node in rows:
             if node.uuid in wanted and node.reservation is None:
