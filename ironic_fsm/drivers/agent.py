@@ -39,7 +39,7 @@ import logging
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 import tenacity
@@ -48,10 +48,14 @@ from ironic_fsm import states
 from ironic_fsm.agent import image
 from ironic_fsm.agent import token as tokens
 from ironic_fsm.agent.client import FAILED, RUNNING, SUCCEEDED, AgentClient, AgentEndpoint
+from ironic_fsm.drivers.common import capabilities
 from ironic_fsm.exceptions import AgentError, StepFailed, StepsNotAvailable
 from ironic_fsm.interfaces import DeployInterface
 from ironic_fsm.steps import deploy_step, step_id
 from ironic_fsm.task import Task
+
+if TYPE_CHECKING:
+    from ironic_fsm.node import Node
 
 __all__ = [
     "CACHED_CLEAN_STEPS",
@@ -68,6 +72,8 @@ CACHED_CLEAN_STEPS: Final = "agent_cached_clean_steps"
 CACHED_DEPLOY_STEPS: Final = "agent_cached_deploy_steps"
 #: Where the root partition's UUID (or the disk's identifier) is kept after a deploy.
 ROOT_UUID: Final = "root_uuid_or_disk_id"
+#: Whether the image written was a whole-disk one (Ironic's key; a partition image's is not).
+WHOLE_DISK: Final = "is_whole_disk_image"
 #: The versions of the agent's hardware managers the cached steps came from.
 _MANAGER_VERSIONS: Final = "hardware_manager_version"
 #: A step asked for a reboot and the ramdisk was rebooted: its next agent goes on.
@@ -119,6 +125,14 @@ def _error_text(answer: Mapping[str, Any]) -> str:
     if isinstance(error, dict):
         return str(error.get("details") or error.get("message") or error)
     return str(error or "Invalid agent response")
+
+
+def boot_mode(node: Node) -> str:
+    """The boot mode the instance is deployed for, where Ironic looks: ``instance_info``'s
+    ``deploy_boot_mode``, then the ``boot_mode`` capability, else Ironic's default (UEFI)."""
+    asked = node.instance_info.get("deploy_boot_mode") or capabilities(node).get("boot_mode")
+    mode = str(asked or "uefi").lower()
+    return mode if mode in ("bios", "uefi") else "uefi"
 
 
 def power_action(task: Task, wanted: str) -> None:
@@ -201,7 +215,8 @@ class AgentDeploy(DeployInterface):
         image.check_request(node.uuid, node.instance_info)
         image.check_reachable(str(node.instance_info["image_source"]))
         node.instance_info["image_url"] = node.instance_info["image_source"]
-        node.driver_internal_info["is_whole_disk_image"] = True
+        whole = not image.is_partition_image(node.instance_info)
+        node.driver_internal_info[WHOLE_DISK] = whole
         if self._fast_track(task):
             LOG.info("Node %s: fast track, its agent is up; the power stays as it is", node.uuid)
             return
@@ -239,8 +254,9 @@ class AgentDeploy(DeployInterface):
         """Have the agent write the image of ``instance_info`` to its disk."""
         node = task.node
         info = image.image_info(
-            node.uuid, node.instance_info, stream_raw_images=self.stream_raw_images
-        )
+            node.uuid, node.instance_info, stream_raw_images=self.stream_raw_images,
+            boot_mode=boot_mode(node), disk_label=capabilities(node).get("disk_label"),
+        )  # fmt: skip
         step = {
             "interface": "deploy",
             "step": "write_image",
@@ -251,19 +267,49 @@ class AgentDeploy(DeployInterface):
 
     @deploy_step(priority=60)
     def prepare_instance_boot(self, task: Task) -> str | None:
-        """The root partition's UUID recorded, the boot set to the instance (the disk)."""
+        """The root partition's UUID recorded, the bootloader of a partition image installed
+        by the agent, the boot set to the instance (the disk)."""
         node = task.node
         answer = self._client.execute(
             self._endpoint(task), "standby.get_partition_uuids", {}, wait=True
         )
         uuids = answer.get("command_result") or {}
-        root = uuids.get("root uuid") if isinstance(uuids, dict) else None
+        uuids = uuids if isinstance(uuids, dict) else {}
+        root = uuids.get("root uuid")
         if root:
             node.driver_internal_info[ROOT_UUID] = root
         LOG.info("Node %s: image written (root %s)", node.uuid, root or "unknown")
+        if image.is_partition_image(node.instance_info):
+            self._install_bootloader(task, uuids)
         with _worded(node.uuid, "Failed to prepare instance for booting:", with_type=False):
             task.driver.boot.prepare_instance(task)
         return None
+
+    def _install_bootloader(self, task: Task, uuids: Mapping[str, Any]) -> None:
+        """The agent installs the bootloader of the partition image it wrote (Ironic's
+        ``install_bootloader``: the root and EFI system partitions it reported)."""
+        node = task.node
+        if not uuids.get("root uuid"):
+            LOG.error("Node %s: the agent reported no root partition UUID (%s); installing "
+                      "the bootloader will likely fail", node.uuid, uuids)  # fmt: skip
+        mode = boot_mode(node)
+        params = {
+            "root_uuid": uuids.get("root uuid"),
+            "efi_system_part_uuid": (
+                uuids.get("efi system partition uuid") if mode == "uefi" else None
+            ),
+            "prep_boot_part_uuid": uuids.get("PReP Boot partition uuid"),
+            "target_boot_mode": mode,
+        }
+        answer = self._client.execute(
+            self._endpoint(task), "image.install_bootloader", params, wait=True
+        )
+        if answer.get("command_status") == FAILED:
+            raise StepFailed(
+                f"Failed to install a bootloader when deploying node {node.uuid}: "
+                f"{_error_text(answer)}",
+                node=node.uuid,
+            )
 
     @deploy_step(priority=40)
     def tear_down_agent(self, task: Task) -> str | None:

@@ -31,15 +31,18 @@ def ipa() -> Path:
 
 @pytest.fixture
 def make_sandbox(tmp_path: Path, ipa: Path) -> Iterator[Callable[..., Sandbox]]:
-    """``make_sandbox(mac, seed=False, leave_visible=0)``: a loop device and a sandbox for it.
+    """``make_sandbox(mac, seed=False, leave_visible=0, size_mib=64)``: a loop device (a
+    sparse file unless ``seed``) and a sandbox for it.
 
     ``leave_visible`` > 0 makes that many more loop devices and leaves them
     uncovered in the sandbox: what the isolation check must refuse.
     """
     with ExitStack() as stack:
 
-        def make(mac: str, *, seed: bool = False, leave_visible: int = 0) -> Sandbox:
-            disk = stack.enter_context(loop_device(tmp_path, seed=seed))
+        def make(
+            mac: str, *, seed: bool = False, leave_visible: int = 0, size_mib: int = 64
+        ) -> Sandbox:
+            disk = stack.enter_context(loop_device(tmp_path, size_mib, seed=seed))
             extra = tuple(stack.enter_context(loop_device(tmp_path)) for _ in range(leave_visible))
             work = tmp_path / f"sandbox-{os.path.basename(disk)}"
             sandbox = Sandbox(work, disk, mac, leave_visible=extra)

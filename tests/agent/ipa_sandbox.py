@@ -119,6 +119,8 @@ class Sandbox:
         self.leave_visible = list(leave_visible)
         #: More NICs the agent reports (no address, no link): inspection makes ports of them.
         self.extra_macs: list[str] = []
+        #: More of IPA's ``[DEFAULT]`` options (name -> value), written at each start.
+        self.ipa_options: dict[str, str] = {}
         self.work.mkdir(parents=True, exist_ok=True)
         tag = secrets.token_hex(3)
         self.netns = f"ifsm-{tag}"
@@ -179,6 +181,7 @@ class Sandbox:
             "image_download_connection_retry_interval = 1\n"
             f"debug = {str(heartbeat_log).lower()}\nlog_file = {work / 'ipa.log'}\n"
             f"{inspection}"
+            + "".join(f"{name} = {value}\n" for name, value in self.ipa_options.items())
         )
         shims = work / "shims"
         shims.mkdir(exist_ok=True)

@@ -44,7 +44,7 @@ _HARMLESS = {"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full
 _ALLOWED_COMMANDS = {
     "lsblk", "blkid", "wipefs", "sgdisk", "parted", "partprobe", "dd", "qemu-img", "blockdev",
     "shred", "hdparm", "sync", "udevadm", "hwclock", "poweroff", "reboot", "findmnt", "sfdisk",
-    "fuser", "ip", "hexdump",
+    "fuser", "ip", "hexdump", "test",
 }  # fmt: skip
 _DEVICE_ARG = re.compile(r"/dev/[\w./:-]+")
 
@@ -210,6 +210,32 @@ def _end(signum: int, frame: Any) -> None:
     os._exit(0)
 
 
+def _stand_in_for_udev() -> None:
+    """Answer the file system and partition UUIDs udev would have recorded.
+
+    IPA reads a partition's UUIDs with ``lsblk``, which takes them from
+    udev's database; the sandbox (and this machine) runs no udev, so they
+    would read empty (a partition image's root UUID among them). Where
+    ``lsblk`` has none, ``blkid -p`` probes the (allowed) device for them.
+    """
+    from ironic_python_agent import disk_utils
+
+    lsblk_read = disk_utils.get_device_information
+    tags = {"UUID": "UUID", "PARTUUID": "PART_ENTRY_UUID"}
+
+    def with_probe(device: str, fields: Any = None) -> dict[str, str]:
+        info: dict[str, str] = lsblk_read(device, fields=fields)
+        for field, tag in tags.items():
+            if (fields is None or field in fields) and not info.get(field):
+                probed = subprocess.run(["blkid", "-p", "-s", tag, "-o", "value", device],
+                                        capture_output=True, text=True)  # fmt: skip
+                if probed.stdout.strip():
+                    info[field] = probed.stdout.strip()
+        return info
+
+    disk_utils.get_device_information = with_probe
+
+
 def run_agent(settings: dict[str, Any]) -> None:
     import stevedore
 
@@ -236,6 +262,7 @@ def run_agent(settings: dict[str, Any]) -> None:
     from ironic_python_agent.extensions import rescue
 
     rescue.PASSWORD_FILE = str(Path(settings["work"]) / "ipa-rescue-password")
+    _stand_in_for_udev()
     sys.argv = ["ironic-python-agent", "--config-file", str(Path(settings["work"]) / "ipa.conf")]
     agent.run()
 
