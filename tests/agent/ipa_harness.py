@@ -6,7 +6,10 @@ Shared by the tests of cleaning (``test_ipa_peer``) and deployment
 
 from __future__ import annotations
 
+import functools
+import http.server
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -63,6 +66,24 @@ class Peer:
             f"node {uuid} never got there: {self.conductor.get_node(uuid)!r}\n"
             f"{self.sandbox.launcher_log()[-2000:]}\n{self.sandbox.ipa_log()[-4000:]}"
         )
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+
+@contextmanager
+def image_server(folder: Path, host: str) -> Iterator[str]:
+    """``folder`` served over HTTP on ``host`` (a sandbox's end of its link); its URL."""
+    handler = functools.partial(_Quiet, directory=str(folder))
+    images = http.server.ThreadingHTTPServer((host, 0), handler)
+    threading.Thread(target=images.serve_forever, daemon=True).start()
+    try:
+        yield f"http://{host}:{images.server_port}"
+    finally:
+        images.shutdown()
+        images.server_close()
 
 
 def users(tmp_path: Path) -> Path:

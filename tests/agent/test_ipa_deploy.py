@@ -7,12 +7,9 @@ does). After a deploy the loop device must hold the image byte for byte.
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import http.server
 import os
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
@@ -23,7 +20,7 @@ import attrs
 import bcrypt
 import pytest
 from api_helpers import cli_env, openstack
-from ipa_harness import HEARTBEAT_TIMEOUT, MAC, Peer, running_peer
+from ipa_harness import HEARTBEAT_TIMEOUT, MAC, Peer, image_server, running_peer
 from ipa_sandbox import Sandbox, SandboxManagement, SandboxPower
 
 from ironic_fsm import Config
@@ -40,11 +37,6 @@ DEPLOY_STEPS = [
     "deploy", "write_image", "prepare_instance_boot", "tear_down_agent",
     "switch_to_tenant_network", "boot_instance",
 ]  # fmt: skip
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        return None
 
 
 def _images(folder: Path) -> dict[str, Path]:
@@ -105,9 +97,6 @@ def deployer(
     sandbox = make_sandbox(MAC, seed=True)
     served = tmp_path / "images"
     served.mkdir()
-    handler = functools.partial(_Quiet, directory=str(served))
-    images = http.server.ThreadingHTTPServer((sandbox.host_ip, 0), handler)
-    threading.Thread(target=images.serve_forever, daemon=True).start()
     config = Config(
         ramdisk_heartbeat_timeout=HEARTBEAT_TIMEOUT,
         post_deploy_get_power_state_retry_interval=0.5,
@@ -120,14 +109,11 @@ def deployer(
             "rescue": AgentRescue(AgentClient(60)),
         }  # fmt: skip
 
-    try:
-        with running_peer(tmp_path, sandbox, ipa, config=config, kinds=kinds) as peer:
-            yield Deployer(
-                *attrs.astuple(peer, recurse=False), _images(served),
-                f"http://{sandbox.host_ip}:{images.server_port}",
-            )  # fmt: skip
-    finally:
-        images.shutdown()
+    with (
+        image_server(served, sandbox.host_ip) as url,
+        running_peer(tmp_path, sandbox, ipa, config=config, kinds=kinds) as peer,
+    ):
+        yield Deployer(*attrs.astuple(peer, recurse=False), _images(served), url)
 
 
 def _settled(node: Node) -> bool:

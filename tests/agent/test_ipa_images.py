@@ -10,13 +10,10 @@ the last 64 MiB of a disk. The images are small ext4 file systems made here
 from __future__ import annotations
 
 import base64
-import functools
 import gzip
 import hashlib
-import http.server
 import re
 import subprocess
-import threading
 import uuid as uuidlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,7 +21,7 @@ from typing import Any
 
 import attrs
 import pytest
-from ipa_harness import HEARTBEAT_TIMEOUT, MAC, Peer, running_peer
+from ipa_harness import HEARTBEAT_TIMEOUT, MAC, Peer, image_server, running_peer
 from ipa_sandbox import Sandbox, SandboxManagement
 
 from ironic_fsm import Config
@@ -34,11 +31,6 @@ from ironic_fsm.node import Node
 
 #: IPA's MBR config drive partition: the disk's last 64 MiB.
 CONFIG_DRIVE_MIB = 64
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        return None
 
 
 def _filesystem(path: Path, mib: int, label: str) -> str:
@@ -105,9 +97,6 @@ def writer(tmp_path: Path, make_sandbox: Callable[..., Sandbox], ipa: Path) -> I
     sandbox = make_sandbox(MAC, size_mib=2048)
     served = tmp_path / "images"
     served.mkdir()
-    handler = functools.partial(_Quiet, directory=str(served))
-    images = http.server.ThreadingHTTPServer((sandbox.host_ip, 0), handler)
-    threading.Thread(target=images.serve_forever, daemon=True).start()
     config = Config(
         ramdisk_heartbeat_timeout=HEARTBEAT_TIMEOUT, post_deploy_get_power_state_retry_interval=0.5
     )
@@ -115,11 +104,11 @@ def writer(tmp_path: Path, make_sandbox: Callable[..., Sandbox], ipa: Path) -> I
     def kinds(power: Any) -> dict[str, Any]:
         return {"management": SandboxManagement(power), "boot": PXEBoot()}
 
-    try:
-        with running_peer(tmp_path, sandbox, ipa, config=config, kinds=kinds) as peer:
-            yield Writer(peer, f"http://{sandbox.host_ip}:{images.server_port}", served)
-    finally:
-        images.shutdown()
+    with (
+        image_server(served, sandbox.host_ip) as url,
+        running_peer(tmp_path, sandbox, ipa, config=config, kinds=kinds) as peer,
+    ):
+        yield Writer(peer, url, served)
 
 
 def test_a_partition_image_and_its_config_drive_land_in_their_partitions(writer: Writer) -> None:
