@@ -116,6 +116,14 @@ def _add_ports(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> No
         )
 
 
+def _keep_ports(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value not in ("all", "present", "added"):
+        raise InvalidParameterValue(
+            f"Config.{attribute.name} must be all, present or added, not {value!r}",
+            option=attribute.name,
+        )
+
+
 #: The longest ``host``: a reservation holder (host, pid, start time, instance) fits 255.
 _HOST_MAX: Final = 200
 
@@ -406,6 +414,13 @@ class Config:
     #: ``active`` (with an IP address), ``pxe`` (the one it booted from) or ``disabled``
     #: (Ironic's ``[inspector]add_ports``).
     inspector_add_ports: str = attrs.field(default="pxe", validator=_add_ports)
+    #: Which of a node's ports ``agent`` inspection keeps: ``all``, ``present`` (their MAC
+    #: is in the inventory) or ``added`` (``inspector_add_ports`` would make them); the
+    #: others are deleted (Ironic's ``[inspector]keep_ports``).
+    inspector_keep_ports: str = attrs.field(default="all", validator=_keep_ports)
+    #: Whether ``agent`` inspection sets each kept port's ``pxe_enabled`` to whether the
+    #: ramdisk booted from it (Ironic's ``[inspector]update_pxe_enabled``).
+    inspector_update_pxe_enabled: bool = True
 
     def __init__(self, **options: Any) -> None:
         if "clean_nodes" in options:

@@ -435,6 +435,14 @@ class InspectInterface(BaseInterface):
         inventory once inspection finished; none unless the interface asks."""
         return []
 
+    def port_changes(
+        self, task: Task, inventory: Mapping[str, Any], ports: list[tuple[str, bool, Any]]
+    ) -> list[dict[str, Any]]:
+        """What the conductor changes of the node's ``ports`` (address, pxe_enabled, extra)
+        after making those of :meth:`ports_from`: ``{"address", "delete": True}``, or
+        ``{"address", "pxe_enabled"?, "client_id"?}``; nothing unless the interface asks."""
+        return []
+
 
 class RescueInterface(BaseInterface):
     """Boots a rescue ramdisk on an active node and back."""

@@ -254,10 +254,14 @@ class Flows:
     def _keep_inventory(
         self, job: Job, inventory: Mapping[str, Any], plugin_data: Mapping[str, Any]
     ) -> None:
-        """The inventory kept, and the ports the inspect interface asks for made."""
+        """The inventory kept, the ports the inspect interface asks for made, and the node's
+        ports changed as it says (keep_ports, update_pxe_enabled)."""
         uuid = job.node.uuid
         self._inventories.keep(uuid, inventory, plugin_data)
         self._inventories.add_ports(uuid, job.driver.inspect.ports_from(job.task, inventory))
+        ports = [(p.address, p.pxe_enabled, p.extra) for p in self._inventories.node_ports(uuid)]
+        changes = job.driver.inspect.port_changes(job.task, inventory, ports)
+        self._inventories.change_ports(uuid, changes)
 
     def _run_inspection_rules(self, job: Job, inventory: Mapping[str, Any]) -> None:
         """The inspection rules, run on the inventory the agent reported (as Ironic runs

@@ -19,6 +19,7 @@ from ironic_fsm.conductor.context import Context
 from ironic_fsm.conductor.records import Shelf
 from ironic_fsm.exceptions import ResourceExists, ResourceNotFound
 from ironic_fsm.records import NodeInventory, Port
+from ironic_fsm.stores.base import RecordQuery
 
 __all__ = ["Inventories"]
 
@@ -55,6 +56,29 @@ class Inventories:
         if records.find_record(NodeInventory, "node_uuid", node_uuid) is None:
             return records.add_record(kept)
         return records.replace_record(kept)
+
+    def node_ports(self, node_uuid: str) -> list[Port]:
+        """Every port of node ``node_uuid``."""
+        return self._ports.page(RecordQuery({"node_uuid": node_uuid}))
+
+    def change_ports(self, node_uuid: str, changes: Sequence[Mapping[str, Any]]) -> None:
+        """Apply the inspect interface's ``changes`` to node ``node_uuid``'s ports, by address:
+        delete the port, or set its ``pxe_enabled`` and ``extra['client-id']``."""
+        ports = {port.address: port for port in self.node_ports(node_uuid)}
+        for change in changes:
+            port = ports.get(str(change.get("address")))
+            if port is None:
+                continue
+            if change.get("delete"):
+                LOG.info("Node %s: port %s (%s) deleted: inspection did not find it as "
+                         "keep_ports asks", node_uuid, port.uuid, port.address)  # fmt: skip
+                self._ports.delete(port)
+                continue
+            if change.get("pxe_enabled") is not None:
+                port.pxe_enabled = bool(change["pxe_enabled"])
+            if change.get("client_id"):
+                port.extra = {**port.extra, "client-id": change["client_id"]}
+            self._ports.replace(port)
 
     def add_ports(self, node_uuid: str, wanted: Sequence[Mapping[str, Any]]) -> list[Port]:
         """A port for each of ``wanted`` (``address``, ``pxe_enabled``, ``extra``) whose

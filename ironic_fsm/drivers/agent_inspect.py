@@ -8,8 +8,10 @@ inventory's MAC addresses and hands the inventory to
 :meth:`AgentInspect.continue_inspection`, which sets ``cpus``,
 ``memory_mb``, ``cpu_arch`` and ``local_gb`` from it and powers the machine
 off (ending the agent, its token wiped); the node is then ``manageable``
-and the conductor keeps the inventory and makes the ports
-:meth:`AgentInspect.ports_from` asks for (``Config.inspector_add_ports``).
+and the conductor keeps the inventory, makes the ports
+:meth:`AgentInspect.ports_from` asks for (``Config.inspector_add_ports``)
+and changes the node's ports as :meth:`AgentInspect.port_changes` says
+(``inspector_keep_ports``, ``inspector_update_pxe_enabled``).
 An inspection that never reports back fails after ``inspect_wait_timeout``.
 """
 
@@ -18,6 +20,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from typing import Any, Final
+
+import attrs
 
 from ironic_fsm import states
 from ironic_fsm.agent import inventory as inventories
@@ -92,6 +96,19 @@ class AgentInspect(InspectInterface):
             {"address": port.address, "pxe_enabled": port.pxe_enabled, "extra": dict(port.extra)}
             for port in wanted
         ]
+
+    def port_changes(
+        self, task: Task, inventory: Mapping[str, Any], ports: list[tuple[str, bool, Any]]
+    ) -> list[dict[str, Any]]:
+        """The node's ports brought in line with the inventory (``Config.inspector_keep_ports``
+        and ``inspector_update_pxe_enabled``)."""
+        config = task.config
+        changes = inventories.port_changes(
+            inventory, ports, add_ports=config.inspector_add_ports,
+            keep_ports=config.inspector_keep_ports,
+            update_pxe_enabled=config.inspector_update_pxe_enabled,
+        )  # fmt: skip
+        return [attrs.asdict(change) for change in changes]
 
     def abort(self, task: Task) -> None:
         """Stop waiting: the machine off (its agent ends), the ramdisk's boot undone."""

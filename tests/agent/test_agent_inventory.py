@@ -87,12 +87,12 @@ class Served:
         return {p.address: p for p in self.conductor.list_ports(node=uuid)}
 
 
-def _served(tmp_path: Path, add_ports: str) -> Iterator[Served]:
+def _served(tmp_path: Path, add_ports: str, **options: Any) -> Iterator[Served]:
     users = tmp_path / "htpasswd"
     users.write_text(f"admin:{bcrypt.hashpw(b'pw', bcrypt.gensalt(rounds=4)).decode()}\n")
     db = tmp_path / "nodes.sqlite"
     store = SQLStore(f"sqlite:///{db}")
-    config = Config(api_url="http://192.0.2.1:6385", inspector_add_ports=add_ports)
+    config = Config(api_url="http://192.0.2.1:6385", inspector_add_ports=add_ports, **options)
     conductor = Conductor(store, config)
     conductor.register_hardware_type(
         "agent-fake", HardwareType(power=FakePower(), boot=FakeBoot(), inspect=AgentInspect())
@@ -126,6 +126,47 @@ def test_ports_are_made_as_add_ports_asks(tmp_path: Path, add_ports: str, made: 
         if ACTIVE in made:
             assert ports[ACTIVE].pxe_enabled is False
             assert ports[ACTIVE].extra == {"client-id": "ff:00:01"}
+
+
+@pytest.mark.parametrize(
+    ("keep_ports", "add_ports", "kept"),
+    [
+        ("all", "pxe", {PXE, ACTIVE, OTHER}),
+        ("present", "pxe", {PXE, ACTIVE}),  # OTHER is in no interface of the inventory
+        ("added", "pxe", {PXE}),  # add_ports pxe would have made only the PXE one
+        ("added", "active", {PXE, ACTIVE}),
+    ],
+)
+def test_the_nodes_ports_are_kept_as_keep_ports_asks(
+    tmp_path: Path, keep_ports: str, add_ports: str, kept: set[str]
+) -> None:
+    """Ports the node had: deleted or kept as ``[inspector]keep_ports`` says; a kept one's
+    pxe_enabled follows the interface the ramdisk booted from, its client-id the inventory's."""
+    for served in _served(tmp_path, add_ports, inspector_keep_ports=keep_ports):
+        uuid = served.waiting()
+        served.conductor.update_port(served.ports(uuid)[PXE].uuid, pxe_enabled=False)
+        served.conductor.create_port(ACTIVE, uuid, pxe_enabled=True, extra={"client-id": "x"})
+        served.conductor.create_port(OTHER, uuid)
+        assert served.post({"inventory": INVENTORY}).status_code == 202
+        ports = served.ports(uuid)
+        assert set(ports) == kept
+        assert ports[PXE].pxe_enabled is True
+        if ACTIVE in kept:
+            assert ports[ACTIVE].pxe_enabled is False
+            assert ports[ACTIVE].extra == {"client-id": "ff:00:01"}
+        if OTHER in kept:
+            assert ports[OTHER].pxe_enabled is False
+
+
+def test_pxe_enabled_is_left_alone_without_update_pxe_enabled(tmp_path: Path) -> None:
+    for served in _served(tmp_path, "all", inspector_update_pxe_enabled=False):
+        uuid = served.waiting()
+        served.conductor.update_port(served.ports(uuid)[PXE].uuid, pxe_enabled=False)
+        served.conductor.create_port(OTHER, uuid, pxe_enabled=True)
+        assert served.post({"inventory": INVENTORY}).status_code == 202
+        ports = served.ports(uuid)
+        assert (ports[PXE].pxe_enabled, ports[OTHER].pxe_enabled) == (False, True)
+        assert ports[IDLE].pxe_enabled is False  # a port made now: from the inventory
 
 
 def test_properties_are_set_as_ironic_sets_them_and_the_inventory_is_kept(
@@ -280,7 +321,7 @@ def test_inspection_needs_the_api_url(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("option", "value"),
     [("api_url", "ftp://192.0.2.1/"), ("api_url", "192.0.2.1:6385"),
-     ("inspector_add_ports", "some")],
+     ("inspector_add_ports", "some"), ("inspector_keep_ports", "some")],
 )  # fmt: skip
 def test_the_inspection_options_are_checked(option: str, value: str) -> None:
     with pytest.raises(InvalidParameterValue, match=option):
