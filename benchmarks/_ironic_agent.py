@@ -117,11 +117,11 @@ class IronicService:
         bindir = venv / "bin"
         subprocess.run([str(bindir / "ironic-dbsync"), "--config-file", str(conf),
                         "create_schema"], check=True, capture_output=True)  # fmt: skip
-        self.proc = subprocess.Popen(
-            [str(bindir / "ironic"), "--config-file", str(conf)],
-            stdout=subprocess.DEVNULL, stderr=(work / "ironic.err").open("wb"),
-            start_new_session=True,
-        )  # fmt: skip
+        with (work / "ironic.err").open("wb") as errors:
+            self.proc = subprocess.Popen(
+                [str(bindir / "ironic"), "--config-file", str(conf)],
+                stdout=subprocess.DEVNULL, stderr=errors, start_new_session=True,
+            )  # fmt: skip
         self.url = f"http://127.0.0.1:{self.port}"
         deadline = time.monotonic() + 120
         while True:
