@@ -32,6 +32,15 @@ BIN = Path(sys.executable).parent
 LATEST = {"X-OpenStack-Ironic-API-Version": "latest"}
 
 
+#: The database behind each served API's base URL (``served_url`` records it): what a test
+#: reads to see what the API keeps but does not show.
+DATABASES: dict[str, str] = {}
+
+
+def database_of(url: str) -> str:
+    return DATABASES[url]
+
+
 @contextmanager
 def api_process(
     db: Path, *extra: str, startup: float = 30.0, url: str | None = None

@@ -179,15 +179,17 @@ def served_url(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
     """``python -m ironic_fsm.api`` on a SQLite file, then on PostgreSQL: its base URL."""
-    from api_helpers import api_process
+    from api_helpers import DATABASES, api_process
 
     where = tmp_path_factory.mktemp("served")
     if request.param == "sqlite":
         with api_process(where / "served.sqlite") as base:
+            DATABASES[base] = f"sqlite:///{where / 'served.sqlite'}"
             yield base
         return
     for db_url in fresh_postgres_url(request.getfixturevalue("postgres_server")):
         with api_process(where / "pg", url=db_url) as base:
+            DATABASES[base] = db_url
             yield base
 
 

@@ -8,6 +8,7 @@ strand it.
 
 from __future__ import annotations
 
+import string
 from typing import Any, Final
 
 import falcon
@@ -69,7 +70,21 @@ PROVISION_SCHEMA: Final = {
     "type": "object",
     "properties": {
         "target": {"enum": sorted(_TARGETS)},
-        "configdrive": {"type": ["string", "object", "null"]},
+        "configdrive": {
+            "anyOf": [
+                {
+                    "type": "object",
+                    "properties": {
+                        "meta_data": {"type": "object"},
+                        "network_data": {"type": "object"},
+                        "user_data": {"type": ["object", "array", "string", "null"]},
+                        "vendor_data": {"type": "object"},
+                    },
+                    "additionalProperties": False,
+                },
+                {"type": ["string", "null"]},
+            ]
+        },
         "clean_steps": {"type": "array", "items": _STEP},
         "deploy_steps": {"type": "array", "items": _STEP},
         "service_steps": {"type": "array", "items": _STEP},
@@ -130,11 +145,44 @@ _check_maintenance = compile_schema(
 )
 
 
+#: What a config drive given as a string may hold when it is not a URL (Ironic's test: base64,
+#: with the white space such values often carry).
+_B64_ALPHABET: Final = frozenset(string.ascii_letters + string.digits + "+/=\n\r\t ")
+
+
+def _configdrive(target: str, drive: Any, req: falcon.Request) -> Any:
+    """A config drive as Ironic accepts one: with ``active`` (``rebuild`` from 1.35), a JSON
+    object from 1.56 (its ``vendor_data`` from 1.59), else a URL or base64 text."""
+    version = version_of(req)
+    allowed = ["active", "rebuild"] if version >= (1, 35) else ["active"]
+    if target not in allowed:
+        raise ApiError(
+            400,
+            "Adding a config drive is only supported when setting provision state to "
+            + ", ".join(allowed),
+        )
+    if isinstance(drive, dict):
+        for key, since in (("configdrive", (1, 56)), ("vendor_data", (1, 59))):
+            if (key == "configdrive" or key in drive) and version < since:
+                what = "a JSON object for configdrive" if key == "configdrive" else (
+                    "vendor_data in configdrive")  # fmt: skip
+                raise ApiError(
+                    400,
+                    f"Providing {what} is only supported starting with API version "
+                    f"{since[0]}.{since[1]}",
+                )
+    elif "://" not in drive and set(drive) - _B64_ALPHABET:
+        raise ApiError(
+            400, "Invalid configdrive format: it is neither a JSON, nor a URL, nor a base64 string"
+        )
+    return drive
+
+
 def _provision_arguments(target: str, body: dict[str, Any], req: falcon.Request) -> dict[str, Any]:
     """The library's keyword arguments for one request, refusing what does not fit the target."""
-    if "configdrive" in body:
-        raise ApiError(400, "configdrive is not supported by this server")
     args: dict[str, Any] = {}
+    if body.get("configdrive"):  # Ironic takes an empty one as none
+        args["configdrive"] = _configdrive(target, body["configdrive"], req)
     if "rescue_password" in body:
         if target != "rescue":
             raise ApiError(400, "rescue_password is only valid with the rescue target")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import base64
+import gzip
 import json
 import os
 import sys
@@ -155,3 +157,27 @@ def _load_steps(value: str, option: str) -> list[Any]:
     if not isinstance(steps, list):
         raise CLIError(f"{option}: expected a JSON list of steps, got {_kind(steps)}")
     return steps
+
+
+def _load_configdrive(value: str, option: str) -> Any:
+    """A config drive as ``openstack baremetal node deploy --config-drive`` takes one.
+
+    Inline JSON (an object: the drive's JSON form); a file holding that JSON,
+    the drive's base64 text, or the image itself (gzipped and encoded here,
+    the form the agent takes); else the text as given (a URL or base64).
+    """
+    if value.lstrip()[:1] == "{":
+        return _parse_json(value, "the argument", option)
+    if not os.path.isfile(value):
+        return value
+    try:
+        with open(value, "rb") as source:
+            data = source.read()
+    except OSError as exc:
+        raise CLIError(f"{option}: cannot read {value!r}: {exc.strerror}") from None
+    text = data.decode("ascii", errors="replace").strip()
+    if text[:1] == "{":
+        return _parse_json(text, repr(value), option)
+    if text and all(c.isalnum() or c in "+/=\n\r\t " for c in text):
+        return text
+    return base64.b64encode(gzip.compress(data)).decode("ascii")

@@ -199,6 +199,16 @@ def _build_verb(
         help=hidden("disable_ramdisk", "run the steps without booting the ramdisk"),
     )
     p.add_argument(
+        "--config-drive",
+        dest="configdrive",
+        metavar="DRIVE",
+        help=hidden(
+            "configdrive",
+            "the config drive: a JSON object (inline or a file) to build it from, a file of "
+            "the image or its base64 text, or a URL",
+        ),
+    )
+    p.add_argument(
         "--rescue-password",
         metavar="PASSWORD",
         required=verb == "rescue",

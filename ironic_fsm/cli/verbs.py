@@ -7,7 +7,7 @@ import time
 from typing import TYPE_CHECKING, Any, Final
 
 from ironic_fsm import states as s
-from ironic_fsm.cli.argtypes import _load_steps
+from ironic_fsm.cli.argtypes import _load_configdrive, _load_steps
 from ironic_fsm.cli.database import _open_conductor
 from ironic_fsm.cli.errors import _error, _usage_error
 from ironic_fsm.cli.output import Cell, _label, emit_list
@@ -49,6 +49,7 @@ _VERB_OPTIONS: Final = {
     "runbook": ("--runbook", frozenset({"clean", "service"})),
     "disable_ramdisk": ("--disable-ramdisk", frozenset({"clean", "service"})),
     "rescue_password": ("--rescue-password", frozenset({"rescue"})),
+    "configdrive": ("--config-drive", frozenset({"deploy", "rebuild"})),
 }
 
 
@@ -71,6 +72,9 @@ def _cmd_verb(args: argparse.Namespace) -> int:
         "runbook": args.runbook,
         "disable_ramdisk": args.disable_ramdisk,
         "rescue_password": args.rescue_password,
+        "configdrive": None
+        if args.configdrive is None
+        else _load_configdrive(args.configdrive, "--config-drive"),
     }
     for dest in ("clean_steps", "deploy_steps", "service_steps"):
         value = getattr(args, dest)

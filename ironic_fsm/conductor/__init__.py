@@ -714,8 +714,14 @@ class Conductor:
         runbook: str | None = None,
         disable_ramdisk: bool = False,
         rescue_password: str | None = None,
+        configdrive: str | dict[str, Any] | None = None,
     ) -> Node:
         """Ask the node to do ``verb`` (``manage``, ``provide``, ``deploy``, ...).
+
+        ``configdrive`` (``deploy``/``active``/``rebuild``): the config drive the
+        agent writes, as an image (gzipped, base64), its URL, or its JSON form
+        (``meta_data``, ``network_data``, ``user_data``, ``vendor_data``), kept
+        in ``instance_info`` and made into an image when the agent writes it.
 
         Without an executor, returns the node once it has settled (stable,
         wait, hold or failure state).
@@ -729,7 +735,7 @@ class Conductor:
         """
         request = Request(
             verb, clean_steps, deploy_steps, service_steps, runbook, disable_ramdisk,
-            rescue_password,
+            rescue_password, configdrive,
         )  # fmt: skip
         return self._verbs.provision(ident, verb, request)
 

@@ -65,8 +65,11 @@ class Request(NamedTuple):
     runbook: Any = None
     disable_ramdisk: Any = False
     rescue_password: Any = None
+    configdrive: Any = None
 
 
+#: What a config drive's JSON form may hold (Ironic's schema; ``vendor_data`` from API 1.59).
+_CONFIGDRIVE_KEYS = frozenset({"meta_data", "network_data", "user_data", "vendor_data"})
 #: The events whose handler starts a flow and touches no hardware before the flow's first
 #: save: on a store that can, that save takes the reservation (see the module's doc).
 _TAKEN_BY_FIRST_SAVE = frozenset(
@@ -92,6 +95,7 @@ def _value_problems(request: Request) -> list[str]:
         problems.append("disable_ramdisk must be True or False")
     if not _password_ok(request.rescue_password):
         problems.append("rescue_password must be a string without NUL characters")
+    problems += _configdrive_problems(request.configdrive)
     requested: tuple[tuple[Phase, Any], ...] = (
         ("clean", request.clean_steps),
         ("service", request.service_steps),
@@ -104,6 +108,25 @@ def _value_problems(request: Request) -> list[str]:
                     phase, given, source=f"{phase}_steps", require_priority=phase == "deploy"
                 )
             )
+    return problems
+
+
+def _configdrive_problems(drive: Any) -> list[str]:
+    """A config drive is an image (gzipped, base64), its URL, or its JSON form (Ironic's
+    schema: the four keys, each an object but ``user_data``)."""
+    if drive is None or type(drive) is str:
+        return []
+    if not isinstance(drive, dict):
+        return [f"configdrive must be a string or an object, not {shown(drive)}"]
+    problems = [f"configdrive has an unknown key {key!r}" for key in drive if key not in
+                _CONFIGDRIVE_KEYS]  # fmt: skip
+    for key in ("meta_data", "network_data", "vendor_data"):
+        if key in drive and not isinstance(drive[key], dict):
+            problems.append(f"configdrive's {key} must be an object, not {shown(drive[key])}")
+    user_data = drive.get("user_data")
+    if user_data is not None and not isinstance(user_data, (dict, list, str)):
+        problems.append(f"configdrive's user_data must be an object, list or string, "
+                        f"not {shown(user_data)}")  # fmt: skip
     return problems
 
 
@@ -122,6 +145,8 @@ def _placement_problems(request: Request) -> list[str]:
          "'active', 'deploy' or 'rebuild'"),
         (password, "rescue_password", ("rescue",), "'rescue'"),
         (request.runbook, "runbook", ("clean", "service"), "'clean' or 'service'"),
+        (request.configdrive, "configdrive", ("active", "deploy", "rebuild"),
+         "'active', 'deploy' or 'rebuild'"),
     )  # fmt: skip
     return [
         f"{name} may only be given with {verbs}"
@@ -144,13 +169,16 @@ def _steps_or_runbook(phase: str, steps: Any, runbook: Any) -> list[str]:
 
 def argument_problems(request: Request) -> list[str]:
     """Every problem with a verb's arguments that needs no node, in one list."""
-    verb, clean_steps, deploy_steps, service_steps, runbook, disable_ramdisk, password = request
+    verb, clean_steps, deploy_steps, service_steps, runbook, disable_ramdisk, password, drive = (
+        request
+    )
     if (
         clean_steps is None
         and deploy_steps is None
         and service_steps is None
         and runbook is None
         and password is None
+        and drive is None
         and disable_ramdisk is False
         and verb not in _VERBS_WITH_ARGUMENTS
     ):
@@ -419,6 +447,8 @@ class Verbs:
         self._flows.validate_interface(job, "power")
         self._flows.validate_interface(job, "deploy")
         plan = self._plans.deploy_plan(job, request.deploy_steps)
+        if request.configdrive is not None:  # kept as given; an object is built at write time
+            node.instance_info["configdrive"] = request.configdrive
         job.fire(s.REBUILD_EVENT if verb == "rebuild" else s.DEPLOY_EVENT, last_error=None)
         node.driver_internal_info[DEPLOY.steps_key] = plan
         node.driver_internal_info.pop(DEPLOY.index_key, None)

@@ -45,7 +45,7 @@ import attrs
 import tenacity
 
 from ironic_fsm import states
-from ironic_fsm.agent import image
+from ironic_fsm.agent import configdrive, image
 from ironic_fsm.agent import token as tokens
 from ironic_fsm.agent.client import FAILED, RUNNING, SUCCEEDED, AgentClient, AgentEndpoint
 from ironic_fsm.drivers.common import capabilities
@@ -257,6 +257,9 @@ class AgentDeploy(DeployInterface):
             node.uuid, node.instance_info, stream_raw_images=self.stream_raw_images,
             boot_mode=boot_mode(node), disk_label=capabilities(node).get("disk_label"),
         )  # fmt: skip
+        drive = node.instance_info.get("configdrive")
+        if isinstance(drive, dict):  # the JSON form (API 1.56): made into the image now
+            info["configdrive"] = configdrive.build(node.uuid, node.name, drive)
         step = {
             "interface": "deploy",
             "step": "write_image",

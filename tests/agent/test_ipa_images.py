@@ -12,6 +12,8 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
+import io
+import json
 import re
 import subprocess
 import uuid as uuidlib
@@ -81,12 +83,12 @@ class Writer:
             **changes,
         }
 
-    def deploy(self, instance_info: dict[str, Any]) -> Node:
+    def deploy(self, instance_info: dict[str, Any], **request: Any) -> Node:
         node = self.peer.node(
             provision_state="available", power_state="power off", instance_info=instance_info,
             properties={"capabilities": "boot_mode:bios"},
         )  # fmt: skip
-        self.peer.conductor.do_provisioning_action(node.uuid, "deploy")
+        self.peer.conductor.do_provisioning_action(node.uuid, "deploy", **request)
         return self.peer.wait_for(
             node.uuid, lambda n: n.provision_state in ("active", "deploy failed"), timeout=240
         )
@@ -173,6 +175,51 @@ def test_a_whole_disk_image_with_a_config_drive(writer: Writer) -> None:
     assert last["size"] // 2048 == CONFIG_DRIVE_MIB
     assert _read(disk, last, drive.stat().st_size) == drive.read_bytes()
     assert done.driver_internal_info["is_whole_disk_image"] is True
+
+
+def _whole_disk(folder: Path) -> Path:
+    image = folder / "disk.raw"
+    subprocess.run(["truncate", "-s", "8M", str(image)], check=True)
+    subprocess.run(["parted", "-s", str(image), "mklabel", "msdos", "mkpart", "primary",
+                    "1MiB", "100%"], check=True)  # fmt: skip
+    return image
+
+
+def test_a_config_drive_in_its_json_form_is_built_and_written(writer: Writer) -> None:
+    """Given with the deploy request as an object (API 1.56's form), the drive is kept in
+    instance_info as given and made into a config-2 ISO 9660 image when the agent writes it:
+    read back from the disk's last 64 MiB, it holds the files cloud-init reads."""
+    import pycdlib
+
+    image = _whole_disk(writer.folder)
+    drive = {
+        "meta_data": {"hostname": "web-1", "public_keys": {"0": "ssh-ed25519 AAAA test"}},
+        "network_data": {"links": [{"id": "eth0", "type": "phy"}]},
+        "user_data": "#cloud-config\nruncmd: [true]\n",
+    }
+    done = writer.deploy(writer.instance(image), configdrive=drive)
+    assert done.provision_state == "active", done.last_error
+    assert done.instance_info["configdrive"] == drive  # kept in its JSON form
+    disk = writer.peer.sandbox.disk
+    _, last = _partitions(disk)
+    assert last["size"] // 2048 == CONFIG_DRIVE_MIB
+    iso = pycdlib.PyCdlib()
+    with open(disk, "rb") as device:
+        device.seek(last["start"] * 512)
+        iso.open_fp(io.BytesIO(device.read(CONFIG_DRIVE_MIB << 20)))
+    assert iso.pvd.volume_identifier.rstrip() == b"config-2"
+
+    def read(path: str) -> bytes:
+        out = io.BytesIO()
+        iso.get_file_from_iso_fp(out, rr_path=path)
+        return out.getvalue()
+
+    for version in ("2012-08-10", "latest"):
+        meta = json.loads(read(f"/openstack/{version}/meta_data.json"))
+        assert meta == {**drive["meta_data"], "uuid": done.uuid}  # the node's uuid added
+        assert json.loads(read(f"/openstack/{version}/network_data.json")) == drive["network_data"]
+        assert read(f"/openstack/{version}/user_data").decode() == drive["user_data"]
+    iso.close()
 
 
 @pytest.mark.parametrize(
