@@ -44,8 +44,6 @@ from ironic_fsm.conductor.engine import StepEngine
 from ironic_fsm.conductor.fleet import ConductorInfo, FleetRecord
 from ironic_fsm.conductor.flows import Flows
 from ironic_fsm.conductor.history import History
-from ironic_fsm.conductor.inspection_rules import InspectionRules
-from ironic_fsm.conductor.inventory import Inventories
 from ironic_fsm.conductor.jobs import Job
 from ironic_fsm.conductor.launcher import Executor, Launcher
 from ironic_fsm.conductor.nodes import Nodes
@@ -68,28 +66,17 @@ from ironic_fsm.inspection_rules import RuleOutcome
 from ironic_fsm.interfaces import INTERFACE_KINDS
 from ironic_fsm.machine import LIFECYCLE, Lifecycle
 from ironic_fsm.node import Node
-from ironic_fsm.records import (
-    Allocation,
-    BiosSetting,
-    Chassis,
-    FirmwareComponent,
-    InspectionRule,
-    NodeInventory,
-    Port,
-    Portgroup,
-    VolumeConnector,
-    VolumeTarget,
-)
 from ironic_fsm.stores import MemoryStore, Store
 from ironic_fsm.stores.base import CatalogEntry, NodeFields
 from ironic_fsm.stores.capabilities import StoreCapabilities
 
-if TYPE_CHECKING:  # the parts only some verbs use: imported when first built
+if TYPE_CHECKING:  # the parts only some verbs use, and the records: imported when first built
     from ironic_fsm.conductor.allocations import Allocations
     from ironic_fsm.conductor.bios import BiosSettings
     from ironic_fsm.conductor.chassis import ChassisPart
     from ironic_fsm.conductor.console import Console
     from ironic_fsm.conductor.indicators import Indicators
+    from ironic_fsm.conductor.inspection_rules import InspectionRules
     from ironic_fsm.conductor.node_media import NodeMedia
     from ironic_fsm.conductor.portgroups import Portgroups
     from ironic_fsm.conductor.ports import Ports
@@ -98,6 +85,19 @@ if TYPE_CHECKING:  # the parts only some verbs use: imported when first built
     from ironic_fsm.conductor.sensors import SensorData, SensorReport
     from ironic_fsm.conductor.vifs import Vifs
     from ironic_fsm.conductor.volumes import Volumes
+    from ironic_fsm.records import (
+        Allocation,
+        BiosSetting,
+        Chassis,
+        FirmwareComponent,
+        InspectionRule,
+        NodeInventory,
+        Port,
+        Portgroup,
+        VolumeConnector,
+        VolumeTarget,
+    )
+
 
 __all__ = ["Conductor", "Guard", "Listener", "Observer", "Tally"]
 
@@ -173,6 +173,8 @@ class Conductor:
         self._catalog = catalog = Catalog(ctx)
         self._plans = plans = Plans(ctx, catalog)
         self._engine = engine = StepEngine(ctx, reservations, launcher, plans)
+        from ironic_fsm.conductor.inventory import Inventories  # brings the records in
+
         self._inventories = inventories = Inventories(ctx)
         self._flows = flows = Flows(ctx, reservations, launcher, plans, engine, inventories)
         self._nodes = Nodes(ctx, reservations)
@@ -188,7 +190,6 @@ class Conductor:
         self._history = History(ctx)
         #: Who hears of record changes (:meth:`add_record_listener`).
         self._notices = RecordNotices(ctx)
-        self._rules = InspectionRules(ctx)
 
     # The parts only some verbs use, built at first use (see _later).
     _allocations: cached_property[Allocations] = _later(
@@ -201,6 +202,7 @@ class Conductor:
     _media: cached_property[NodeMedia] = _later("node_media", "NodeMedia", "_reservations")
     _portgroups: cached_property[Portgroups] = _later("portgroups", "Portgroups")
     _ports: cached_property[Ports] = _later("ports", "Ports")
+    _rules: cached_property[InspectionRules] = _later("inspection_rules", "InspectionRules")
     _raid: cached_property[Raid] = _later("raid", "Raid", "_reservations")
     _sensors: cached_property[SensorData] = _later("sensors", "SensorData", "_owns")
     _vifs: cached_property[Vifs] = _later("vifs", "Vifs", "_reservations")
@@ -1052,40 +1054,40 @@ class Conductor:
     def create_volume_connector(self, node: str, **fields: Any) -> VolumeConnector:
         """A new connector of ``node``: ``type``, ``connector_id`` (a pair unique across
         connectors), ``extra``, ``uuid``."""
-        return self._volumes.create(VolumeConnector, node, **fields)
+        return self._volumes.create(self._volumes.connector, node, **fields)
 
     def get_volume_connector(self, uuid: str) -> VolumeConnector:
-        return self._volumes.get(VolumeConnector, uuid)
+        return self._volumes.get(self._volumes.connector, uuid)
 
     def list_volume_connectors(self, **query: Any) -> list[VolumeConnector]:
         """One page of connectors: filter ``node``; paging as :meth:`list_ports`."""
-        return self._volumes.list(VolumeConnector, **query)
+        return self._volumes.list(self._volumes.connector, **query)
 
     def update_volume_connector(self, uuid: str, **fields: Any) -> VolumeConnector:
         """Change a connector (its node powered off, as Ironic requires)."""
-        return self._volumes.update(VolumeConnector, uuid, **fields)
+        return self._volumes.update(self._volumes.connector, uuid, **fields)
 
     def delete_volume_connector(self, uuid: str) -> None:
-        self._volumes.delete(VolumeConnector, uuid)
+        self._volumes.delete(self._volumes.connector, uuid)
 
     def create_volume_target(self, node: str, **fields: Any) -> VolumeTarget:
         """A new target of ``node``: ``volume_type``, ``volume_id``, ``boot_index`` (unique
         on the node), ``properties``, ``extra``, ``uuid``."""
-        return self._volumes.create(VolumeTarget, node, **fields)
+        return self._volumes.create(self._volumes.target, node, **fields)
 
     def get_volume_target(self, uuid: str) -> VolumeTarget:
-        return self._volumes.get(VolumeTarget, uuid)
+        return self._volumes.get(self._volumes.target, uuid)
 
     def list_volume_targets(self, **query: Any) -> list[VolumeTarget]:
         """One page of targets: filter ``node``; paging as :meth:`list_ports`."""
-        return self._volumes.list(VolumeTarget, **query)
+        return self._volumes.list(self._volumes.target, **query)
 
     def update_volume_target(self, uuid: str, **fields: Any) -> VolumeTarget:
         """Change a target (its node powered off, as Ironic requires)."""
-        return self._volumes.update(VolumeTarget, uuid, **fields)
+        return self._volumes.update(self._volumes.target, uuid, **fields)
 
     def delete_volume_target(self, uuid: str) -> None:
-        self._volumes.delete(VolumeTarget, uuid)
+        self._volumes.delete(self._volumes.target, uuid)
 
     # -- Vifs (vifs.py) ---------------------------------------------------------
 
