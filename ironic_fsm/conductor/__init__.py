@@ -191,25 +191,28 @@ class Conductor:
         #: Who hears of record changes (:meth:`add_record_listener`).
         self._notices = RecordNotices(ctx)
 
-    # The parts only some verbs use, built at first use (see _later).
+    # The parts only some verbs use, built at first use (see _later). Records beside the
+    # nodes, each kept by the store:
+    _ports: cached_property[Ports] = _later("ports", "Ports")
+    _portgroups: cached_property[Portgroups] = _later("portgroups", "Portgroups")
+    _chassis: cached_property[ChassisPart] = _later("chassis", "ChassisPart")
     _allocations: cached_property[Allocations] = _later(
         "allocations", "Allocations", "_reservations"
     )
+    _volumes: cached_property[Volumes] = _later("volumes", "Volumes")
+    _vifs: cached_property[Vifs] = _later("vifs", "Vifs", "_reservations")
+    # What a node's hardware does or reports, through its driver:
+    _raid: cached_property[Raid] = _later("raid", "Raid", "_reservations")
+    _media: cached_property[NodeMedia] = _later("node_media", "NodeMedia", "_reservations")
     _bios: cached_property[BiosSettings] = _later("bios", "BiosSettings")
-    _chassis: cached_property[ChassisPart] = _later("chassis", "ChassisPart")
     _console: cached_property[Console] = _later("console", "Console", "_reservations")
     _indicators: cached_property[Indicators] = _later("indicators", "Indicators", "_reservations")
-    _media: cached_property[NodeMedia] = _later("node_media", "NodeMedia", "_reservations")
-    _portgroups: cached_property[Portgroups] = _later("portgroups", "Portgroups")
-    _ports: cached_property[Ports] = _later("ports", "Ports")
-    _rules: cached_property[InspectionRules] = _later("inspection_rules", "InspectionRules")
-    _raid: cached_property[Raid] = _later("raid", "Raid", "_reservations")
     _sensors: cached_property[SensorData] = _later("sensors", "SensorData", "_owns")
-    _vifs: cached_property[Vifs] = _later("vifs", "Vifs", "_reservations")
-    _volumes: cached_property[Volumes] = _later("volumes", "Volumes")
+    # The ramdisk agent's lookup and heartbeat, and the rules run on what it reports:
     _ramdisk: cached_property[Ramdisk] = _later(
         "ramdisk", "Ramdisk", "_reservations", "_engine", "_ports"
     )
+    _rules: cached_property[InspectionRules] = _later("inspection_rules", "InspectionRules")
 
     @property
     def config(self) -> Config:
