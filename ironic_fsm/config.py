@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
@@ -200,6 +199,14 @@ def _default(kind: str, ironic: str | None = None) -> Any:
 _DISALLOWED_BY_DEFAULT = ("vendor.send_raw",)
 
 
+def _hostname() -> str:
+    """This machine's name: ``socket`` is imported when a config first needs it, not by
+    ``import ironic_fsm``."""
+    import socket
+
+    return socket.gethostname()
+
+
 @attrs.frozen(init=False, kw_only=True)
 class Config:
     """Operator settings for a :class:`~ironic_fsm.Conductor`.
@@ -287,7 +294,7 @@ class Config:
     #: (``[sensor_data]enable_for_undeployed_nodes``).
     send_sensor_data_for_undeployed_nodes: bool = attrs.field(default=False, validator=_boolean)
     #: This conductor's name in reservations and in the conductor registry.
-    host: str = attrs.field(factory=socket.gethostname, validator=_host)
+    host: str = attrs.field(factory=_hostname, validator=_host)
     #: The conductor group this conductor joins ('' is the default group);
     #: case-insensitive, kept in lower case as Ironic does.
     conductor_group: str = attrs.field(default="", converter=_conductor_group)

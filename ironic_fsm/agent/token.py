@@ -16,8 +16,6 @@ the same names. ``agent_secret_token`` holds both markers of
 
 from __future__ import annotations
 
-import hmac
-import secrets
 from collections.abc import Mapping, MutableMapping
 from datetime import datetime
 from typing import Any, Final
@@ -68,6 +66,8 @@ def issue(info: MutableMapping[str, Any]) -> str:
     """
     if has_token(info):
         return MASK
+    import secrets  # here, not at import: it pulls in hashlib and OpenSSL
+
     token = secrets.token_urlsafe()
     info[TOKEN_KEY] = token
     info.pop(_PREGENERATED_KEY, None)
@@ -79,6 +79,8 @@ def token_matches(info: Mapping[str, Any], token: str | None) -> bool:
     known = info.get(TOKEN_KEY)
     if token is None or not isinstance(known, str) or known == MASK:
         return False
+    import hmac  # here, not at import: it pulls in hashlib and OpenSSL
+
     return hmac.compare_digest(known.encode(), token.encode())
 
 

@@ -28,47 +28,34 @@ calls the driver. Each public method here delegates to one part.
 
 from __future__ import annotations
 
+import importlib
 import os
 import uuid as _uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, overload
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, overload
 
 from ironic_fsm.agent.token import MASK
-from ironic_fsm.conductor.allocations import Allocations
-from ironic_fsm.conductor.bios import BiosSettings
 from ironic_fsm.conductor.catalog import Catalog
-from ironic_fsm.conductor.chassis import ChassisPart
 from ironic_fsm.conductor.common import process_start, utcnow
-from ironic_fsm.conductor.console import Console
 from ironic_fsm.conductor.context import Context, Guard, Listener, Observer, Tally
 from ironic_fsm.conductor.engine import StepEngine
 from ironic_fsm.conductor.fleet import ConductorInfo, FleetRecord
 from ironic_fsm.conductor.flows import Flows
 from ironic_fsm.conductor.history import History
-from ironic_fsm.conductor.indicators import Indicators
-from ironic_fsm.conductor.inspection_rules import InspectionRules
-from ironic_fsm.conductor.inventory import Inventories
 from ironic_fsm.conductor.jobs import Job
 from ironic_fsm.conductor.launcher import Executor, Launcher
-from ironic_fsm.conductor.node_media import NodeMedia
 from ironic_fsm.conductor.nodes import Nodes
 from ironic_fsm.conductor.notices import RecordNotices
 from ironic_fsm.conductor.ownership import Ownership
 from ironic_fsm.conductor.plans import Plans
-from ironic_fsm.conductor.portgroups import Portgroups
-from ironic_fsm.conductor.ports import Ports
 from ironic_fsm.conductor.power_sync import PowerSync, PowerSyncReport
-from ironic_fsm.conductor.raid import Raid
-from ironic_fsm.conductor.ramdisk import AgentLookup, Ramdisk
 from ironic_fsm.conductor.reconcile import Reconcile
 from ironic_fsm.conductor.recovery import Recovery
 from ironic_fsm.conductor.registry import HardwareRegistry
 from ironic_fsm.conductor.reservations import Reservations, _Reserved
-from ironic_fsm.conductor.sensors import SensorData, SensorReport
 from ironic_fsm.conductor.verbs import Request, Verbs
-from ironic_fsm.conductor.vifs import Vifs
-from ironic_fsm.conductor.volumes import Volumes
 from ironic_fsm.conductor.work import Work
 from ironic_fsm.config import Config
 from ironic_fsm.events import Event
@@ -79,23 +66,56 @@ from ironic_fsm.inspection_rules import RuleOutcome
 from ironic_fsm.interfaces import INTERFACE_KINDS
 from ironic_fsm.machine import LIFECYCLE, Lifecycle
 from ironic_fsm.node import Node
-from ironic_fsm.records import (
-    Allocation,
-    BiosSetting,
-    Chassis,
-    FirmwareComponent,
-    InspectionRule,
-    NodeInventory,
-    Port,
-    Portgroup,
-    VolumeConnector,
-    VolumeTarget,
-)
 from ironic_fsm.stores import MemoryStore, Store
 from ironic_fsm.stores.base import CatalogEntry, NodeFields
 from ironic_fsm.stores.capabilities import StoreCapabilities
 
+if TYPE_CHECKING:  # the parts only some verbs use, and the records: imported when first built
+    from ironic_fsm.conductor.allocations import Allocations
+    from ironic_fsm.conductor.bios import BiosSettings
+    from ironic_fsm.conductor.chassis import ChassisPart
+    from ironic_fsm.conductor.console import Console
+    from ironic_fsm.conductor.indicators import Indicators
+    from ironic_fsm.conductor.inspection_rules import InspectionRules
+    from ironic_fsm.conductor.node_media import NodeMedia
+    from ironic_fsm.conductor.portgroups import Portgroups
+    from ironic_fsm.conductor.ports import Ports
+    from ironic_fsm.conductor.raid import Raid
+    from ironic_fsm.conductor.ramdisk import AgentLookup, Ramdisk
+    from ironic_fsm.conductor.sensors import SensorData, SensorReport
+    from ironic_fsm.conductor.vifs import Vifs
+    from ironic_fsm.conductor.volumes import Volumes
+    from ironic_fsm.records import (
+        Allocation,
+        BiosSetting,
+        Chassis,
+        FirmwareComponent,
+        InspectionRule,
+        NodeInventory,
+        Port,
+        Portgroup,
+        VolumeConnector,
+        VolumeTarget,
+    )
+
+
 __all__ = ["Conductor", "Guard", "Listener", "Observer", "Tally"]
+
+
+def _later(module: str, name: str, *uses: str) -> cached_property[Any]:
+    """A part only some verbs use: ``ironic_fsm.conductor.<module>.<name>``, imported and
+    built at first use, handed the context and the facade's attributes named in ``uses``.
+
+    ``import ironic_fsm``, and a conductor that never calls the part, pay nothing for it.
+    Such a part keeps no state but what it is handed, so that a second one, built by a
+    thread racing the first, is the same part.
+    """
+
+    def build(conductor: Conductor) -> Any:
+        part = getattr(importlib.import_module(f"ironic_fsm.conductor.{module}"), name)
+        return part(conductor._ctx, *(getattr(conductor, use) for use in uses))
+
+    return cached_property(build)
 
 
 class Conductor:
@@ -153,6 +173,8 @@ class Conductor:
         self._catalog = catalog = Catalog(ctx)
         self._plans = plans = Plans(ctx, catalog)
         self._engine = engine = StepEngine(ctx, reservations, launcher, plans)
+        from ironic_fsm.conductor.inventory import Inventories  # brings the records in
+
         self._inventories = inventories = Inventories(ctx)
         self._flows = flows = Flows(ctx, reservations, launcher, plans, engine, inventories)
         self._nodes = Nodes(ctx, reservations)
@@ -164,24 +186,33 @@ class Conductor:
         # Power sync asks this facade's owns() at each node, so that a caller may put its
         # own rule in its place.
         self._power_sync = PowerSync(ctx, reservations, launcher, self._owns)
-        self._sensors = SensorData(ctx, self._owns)
         self._reconcile = Reconcile(ctx, verbs)
         self._history = History(ctx)
         #: Who hears of record changes (:meth:`add_record_listener`).
         self._notices = RecordNotices(ctx)
-        self._ports = ports = Ports(ctx)
-        self._ramdisk = Ramdisk(ctx, reservations, engine, ports)
-        self._portgroups = Portgroups(ctx)
-        self._chassis = ChassisPart(ctx)
-        self._rules = InspectionRules(ctx)
-        self._raid = Raid(ctx, reservations)
-        self._media = NodeMedia(ctx, reservations)
-        self._bios = BiosSettings(ctx)
-        self._console = Console(ctx, reservations)
-        self._indicators = Indicators(ctx, reservations)
-        self._allocations = Allocations(ctx, reservations)
-        self._volumes = Volumes(ctx)
-        self._vifs = Vifs(ctx, reservations)
+
+    # The parts only some verbs use, built at first use (see _later). Records beside the
+    # nodes, each kept by the store:
+    _ports: cached_property[Ports] = _later("ports", "Ports")
+    _portgroups: cached_property[Portgroups] = _later("portgroups", "Portgroups")
+    _chassis: cached_property[ChassisPart] = _later("chassis", "ChassisPart")
+    _allocations: cached_property[Allocations] = _later(
+        "allocations", "Allocations", "_reservations"
+    )
+    _volumes: cached_property[Volumes] = _later("volumes", "Volumes")
+    _vifs: cached_property[Vifs] = _later("vifs", "Vifs", "_reservations")
+    # What a node's hardware does or reports, through its driver:
+    _raid: cached_property[Raid] = _later("raid", "Raid", "_reservations")
+    _media: cached_property[NodeMedia] = _later("node_media", "NodeMedia", "_reservations")
+    _bios: cached_property[BiosSettings] = _later("bios", "BiosSettings")
+    _console: cached_property[Console] = _later("console", "Console", "_reservations")
+    _indicators: cached_property[Indicators] = _later("indicators", "Indicators", "_reservations")
+    _sensors: cached_property[SensorData] = _later("sensors", "SensorData", "_owns")
+    # The ramdisk agent's lookup and heartbeat, and the rules run on what it reports:
+    _ramdisk: cached_property[Ramdisk] = _later(
+        "ramdisk", "Ramdisk", "_reservations", "_engine", "_ports"
+    )
+    _rules: cached_property[InspectionRules] = _later("inspection_rules", "InspectionRules")
 
     @property
     def config(self) -> Config:
@@ -876,6 +907,8 @@ class Conductor:
         if with_token:
             token = self._ramdisk.lookup(node_uuid=node.uuid, with_token=True).token
         done = self._flows.continue_node_inspect(node.uuid, inventory, plugin_data)
+        from ironic_fsm.conductor.ramdisk import AgentLookup  # built by then: no import cost
+
         return AgentLookup(done, token)
 
     # -- Ports (ports.py) -------------------------------------------------------
@@ -1030,40 +1063,40 @@ class Conductor:
     def create_volume_connector(self, node: str, **fields: Any) -> VolumeConnector:
         """A new connector of ``node``: ``type``, ``connector_id`` (a pair unique across
         connectors), ``extra``, ``uuid``."""
-        return self._volumes.create(VolumeConnector, node, **fields)
+        return self._volumes.create(self._volumes.connector, node, **fields)
 
     def get_volume_connector(self, uuid: str) -> VolumeConnector:
-        return self._volumes.get(VolumeConnector, uuid)
+        return self._volumes.get(self._volumes.connector, uuid)
 
     def list_volume_connectors(self, **query: Any) -> list[VolumeConnector]:
         """One page of connectors: filter ``node``; paging as :meth:`list_ports`."""
-        return self._volumes.list(VolumeConnector, **query)
+        return self._volumes.list(self._volumes.connector, **query)
 
     def update_volume_connector(self, uuid: str, **fields: Any) -> VolumeConnector:
         """Change a connector (its node powered off, as Ironic requires)."""
-        return self._volumes.update(VolumeConnector, uuid, **fields)
+        return self._volumes.update(self._volumes.connector, uuid, **fields)
 
     def delete_volume_connector(self, uuid: str) -> None:
-        self._volumes.delete(VolumeConnector, uuid)
+        self._volumes.delete(self._volumes.connector, uuid)
 
     def create_volume_target(self, node: str, **fields: Any) -> VolumeTarget:
         """A new target of ``node``: ``volume_type``, ``volume_id``, ``boot_index`` (unique
         on the node), ``properties``, ``extra``, ``uuid``."""
-        return self._volumes.create(VolumeTarget, node, **fields)
+        return self._volumes.create(self._volumes.target, node, **fields)
 
     def get_volume_target(self, uuid: str) -> VolumeTarget:
-        return self._volumes.get(VolumeTarget, uuid)
+        return self._volumes.get(self._volumes.target, uuid)
 
     def list_volume_targets(self, **query: Any) -> list[VolumeTarget]:
         """One page of targets: filter ``node``; paging as :meth:`list_ports`."""
-        return self._volumes.list(VolumeTarget, **query)
+        return self._volumes.list(self._volumes.target, **query)
 
     def update_volume_target(self, uuid: str, **fields: Any) -> VolumeTarget:
         """Change a target (its node powered off, as Ironic requires)."""
-        return self._volumes.update(VolumeTarget, uuid, **fields)
+        return self._volumes.update(self._volumes.target, uuid, **fields)
 
     def delete_volume_target(self, uuid: str) -> None:
-        self._volumes.delete(VolumeTarget, uuid)
+        self._volumes.delete(self._volumes.target, uuid)
 
     # -- Vifs (vifs.py) ---------------------------------------------------------
 

@@ -16,7 +16,7 @@ node recorded, as crash recovery does.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ironic_fsm import states as s
 from ironic_fsm.conductor.common import check_ident, describe_exc, shown
@@ -30,8 +30,6 @@ from ironic_fsm.conductor.engine import (
     PhaseInfo,
     StepEngine,
 )
-from ironic_fsm.conductor.inspection_rules import InspectionRules
-from ironic_fsm.conductor.inventory import Inventories
 from ironic_fsm.conductor.jobs import Job
 from ironic_fsm.conductor.launcher import Launcher
 from ironic_fsm.conductor.plans import Plans
@@ -42,6 +40,9 @@ from ironic_fsm.node import Node, check_json
 from ironic_fsm.planner import sort_steps, validate_user_steps
 from ironic_fsm.steps import step_id
 from ironic_fsm.task import Task
+
+if TYPE_CHECKING:
+    from ironic_fsm.conductor.inventory import Inventories
 
 __all__ = ["FLOW_STATES", "Flows"]
 
@@ -74,6 +75,10 @@ class Flows:
                  plans: Plans, engine: StepEngine, inventories: Inventories) -> None:  # fmt: skip
         self._ctx, self._reservations, self._launcher = ctx, reservations, launcher
         self._plans, self._engine, self._inventories = plans, engine, inventories
+        # Here, not at import: the rules and inventories bring the record classes in, which
+        # ``import ironic_fsm`` does not need.
+        from ironic_fsm.conductor.inspection_rules import InspectionRules
+
         self._rules = InspectionRules(ctx)
 
     def validate_interface(self, job: Job, kind: str) -> None:

@@ -39,6 +39,9 @@ class Volumes:
 
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
+        #: The two kinds (the facade names them through here: it does not import records).
+        self.connector: type[VolumeConnector] = VolumeConnector
+        self.target: type[VolumeTarget] = VolumeTarget
 
     def get(self, kind: type[V], uuid: str) -> V:
         """The connector or target with this UUID (they have no names)."""

@@ -18,13 +18,15 @@ import builtins
 import threading
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
-from typing import Any, Final, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, runtime_checkable
 
 import attrs
 import orjson
 
 from ironic_fsm.exceptions import InvalidParameterValue, ResourceExists, ResourceNotFound
-from ironic_fsm.records import Record
+
+if TYPE_CHECKING:  # the record classes are imported with the first store, not by ironic_fsm
+    from ironic_fsm.records import Record
 
 __all__ = [
     "SORT_TIMES",
@@ -37,7 +39,7 @@ __all__ = [
 ]
 
 _UTC: Final = timezone.utc
-R = TypeVar("R", bound=Record)
+R = TypeVar("R", bound="Record")
 #: Sort keys every kind offers besides its columns (``id``: creation order).
 SORT_TIMES: Final = ("id", "uuid", "created_at", "updated_at")
 

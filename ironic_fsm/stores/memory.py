@@ -14,7 +14,6 @@ from ironic_fsm.exceptions import ConcurrentUpdate
 from ironic_fsm.history import HistoryEntry
 from ironic_fsm.node import Node, Snapshot, freeze_checked
 from ironic_fsm.stores._catalog import CatalogEntry, CatalogKind, MemoryCatalog
-from ironic_fsm.stores._kinds import KINDS
 from ironic_fsm.stores._listed_scans import ListedScans
 from ironic_fsm.stores._memory_record import Record
 from ironic_fsm.stores._memory_scans import MemoryScans
@@ -96,6 +95,8 @@ class MemoryStore:
         self._checked = ListedScans(self.list, due=scans.in_states, woken=scans.waking)
         self._catalog = MemoryCatalog()
         #: Ports, chassis, allocations... (:class:`~._records.RecordStore`).
+        from ironic_fsm.stores._kinds import KINDS  # the record classes: not at import
+
         self.records = MemoryRecords(KINDS)
 
     def _uuid(self, ident: str) -> str:

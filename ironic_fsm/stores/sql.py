@@ -30,8 +30,8 @@ turns a node into the row a write sets. Pages (``_paging``), scans
 methods that delegate to them in a line; ``_migrate`` brings a database to
 the layout of ``_tables`` by the revision files of ``migrations`` (Alembic,
 imported only then). The hot statements (``get``, ``reserve``,
-``save``, ``release``) stay here, by hand on the driver connection: they are
-most of a lifecycle's store cost.
+``release``) stay here and the saves are ``_saves``'s, by hand on the driver
+connection: they are most of a lifecycle's store cost.
 
 Durability on SQLite: files are opened in WAL mode. With the default
 ``sqlite_synchronous='NORMAL'`` a committed change survives the process being
@@ -75,11 +75,10 @@ from ironic_fsm.stores._power import PowerSyncRow
 from ironic_fsm.stores._query import NodeFields, _scan_filters, page_query
 from ironic_fsm.stores._registry import Registry, check_holder
 from ironic_fsm.stores._rows import Rows
+from ironic_fsm.stores._saves import Saves
 from ironic_fsm.stores._scans import Scans
 from ironic_fsm.stores._schema import (
     _COLUMNS,  # noqa: F401  (read here by tests and tools: the columns a save sets)
-    _CREATED,
-    _RESERVATION,
     SCHEMA_VERSION,
 )
 from ironic_fsm.stores._sql_catalog import Catalog
@@ -87,11 +86,10 @@ from ironic_fsm.stores._sql_claims import Claims, check_claimer
 from ironic_fsm.stores._sql_counts import NodeCounts
 from ironic_fsm.stores._sql_power import PowerSync
 from ironic_fsm.stores._sql_records import SQLRecords
-from ironic_fsm.stores._statements import Statements, pick, save_refusal, to_node
+from ironic_fsm.stores._statements import Statements, pick, to_node
 from ironic_fsm.stores.base import (
     ConductorRecord,
     Reserved,
-    check_history,
     duplicate_name,
     locked_error,
     not_found,
@@ -112,11 +110,6 @@ POOL_SIZE: Final = 10
 #: Seconds a caller waits for a free PostgreSQL connection before giving up.
 POOL_TIMEOUT: Final = 30.0
 
-#: Most nodes whose last written columns a store remembers (see ``_save_statement``).
-_WRITTEN_CAP: Final = 50_000
-#: Most nodes whose last written record a store remembers (see ``last_written``): a
-#: record is a kilobyte or two, so a few megabytes, for the nodes at work now.
-_RECENT_CAP: Final = 4_096
 _UTC: Final = timezone.utc
 
 
@@ -177,10 +170,6 @@ class SQLStore:
         self._echo = echo
         self.url: str = _hide_password(url)
         self.dialect: str = db.name
-        self._written: dict[str, tuple[int, tuple[Any, ...]]] = {}
-        #: The last record this store wrote of each node (version, JSON, reservation).
-        self._recent: dict[str, tuple[int, str, str | None]] = {}
-        self._save_sql: dict[tuple[Any, ...], str] = {}
         # The parts: each holds what it uses, none knows the store.
         sql = self._sql = Statements(db, echo)
         self._q = sql.q
@@ -190,6 +179,7 @@ class SQLStore:
         self._paging = Paging(sql)
         self._scans = Scans(sql)
         self._history = History(sql, rows.bound)
+        self._saves = Saves(db, sql, rows, self._history)
         self._registry = Registry(sql)
         self._power = PowerSync(sql)
         self._counts = NodeCounts(sql)
@@ -222,7 +212,7 @@ class SQLStore:
             conn.execute(self._sql.create, (node.uuid, *columns, created, data))
             if check_name and conn.execute(self._sql.uuid_exists, (node.name,)).fetchall():
                 raise duplicate_name(node.name)
-        self._remember(node.uuid, 1, (*columns, created), data)
+        self._saves.remember(node.uuid, 1, (*columns, created), data)
         node.version = 1
 
     def create_many(self, nodes: builtins.list[Node]) -> None:
@@ -282,7 +272,7 @@ class SQLStore:
             InvalidParameterValue: another node has this name, or a value
                 cannot be stored (the message names the field).
         """
-        self._save(node, history, free=False)
+        self._saves.save(node, history, free=False)
 
     def save_reserving(self, node: Node, *, history: Sequence[HistoryEntry] = ()) -> None:
         """:meth:`save`, only if nobody holds the node: a reservation and a save in one write.
@@ -298,7 +288,7 @@ class SQLStore:
             NodeNotFound: the record is gone.
             InvalidParameterValue: as :meth:`save`.
         """
-        self._save(node, history, free=True)
+        self._saves.save(node, history, free=True)
 
     def save_held(self, node: Node, holder: str, *, history: Sequence[HistoryEntry] = ()) -> None:
         """:meth:`save`, only while ``holder`` holds the node: a compare-and-set on both.
@@ -315,7 +305,7 @@ class SQLStore:
             NodeNotFound: the record is gone.
             InvalidParameterValue: as :meth:`save`.
         """
-        self._save(node, history, free=False, holder=holder)
+        self._saves.save(node, history, free=False, holder=holder)
 
     def last_written(self, uuid: str) -> Node | None:
         """A copy of the node as this store last wrote it, if it remembers; maybe stale.
@@ -323,141 +313,7 @@ class SQLStore:
         Another writer may have changed the node since: only a
         :meth:`save_reserving` at its version (which checks) may act on it.
         """
-        found = self._recent.get(uuid)
-        return None if found is None else to_node(found[1], found[2], found[0])
-
-    def _save(
-        self,
-        node: Node,
-        history: Sequence[HistoryEntry],
-        free: bool,
-        holder: str | None = None,
-    ) -> None:
-        """:meth:`save`; ``free``: only if the row is unreserved (:meth:`save_reserving`);
-        ``holder``: only if the row is reserved by it (:meth:`save_held`)."""
-        data, values = self._row(node)
-        if history:
-            check_history(history, node)
-        new_version = node.version + 1
-        rows: list[Any] = []
-        # The reservation the row must hold (the WHERE), if any.
-        expect = holder if holder is not None else None if free else node.reservation
-        # One autocommit statement, but for history on SQLite: a transaction.
-        apart = bool(history) and not self._sql.history_cte
-        opened = self._db.transaction(node) if apart else self._db.connection(node)
-        with opened as conn:
-            written = self._update(conn, node, values, data, expect, history, free)
-            if written == 0 and expect is not None and holder is None:
-                # A plain save of a node the row is not held as: set the reservation too.
-                written = self._update(conn, node, values, data, None, history)
-            if written == 0:
-                checked = free or holder is not None
-                why = self._sql.version_holder if checked else self._sql.version
-                rows = conn.execute(why, (node.uuid,)).fetchall()
-            elif apart:
-                self._history.insert(conn, history, last=written)
-        if written == 0:
-            raise save_refusal(node, rows, free, holder)
-        self._remember(node.uuid, new_version, values, data)
-        node.version = new_version
-
-    def _remember(self, uuid: str, version: int, values: tuple[Any, ...], data: str) -> None:
-        """What this store wrote last: the columns (see ``_save_statement``) and the record
-        (:meth:`last_written`). Each cache, when full, is emptied at once (one call: safe
-        from any thread)."""
-        if len(self._written) >= _WRITTEN_CAP:
-            self._written.clear()  # only a cost: the next saves set every column
-        self._written[uuid] = (version, values)
-        if len(self._recent) >= _RECENT_CAP:
-            self._recent.clear()  # only a cost: the next verb on each node reads it first
-        self._recent[uuid] = (version, data, values[_RESERVATION])
-
-    def _update(
-        self,
-        conn: _Connection,
-        node: Node,
-        values: tuple[Any, ...],
-        data: str,
-        expect: str | None,
-        history: Sequence[HistoryEntry],
-        free: bool = False,
-    ) -> int:
-        """Run the save's ``UPDATE``; 0 if refused (nothing written).
-
-        ``expect``: the reservation the row must hold, if any (``AND reservation = ?``).
-
-        Else how many rows it wrote: 1, or on PostgreSQL with ``history``
-        the entries it inserted too. SQLite, counting ``history`` in the
-        row: the last ``seq`` of the node's history, for the entries' insert.
-        """
-        n = len(history)
-        held = expect is not None
-        # A reservation the row already holds and keeps is left out of the SET.
-        keep = held and node.reservation == expect
-        sql, params = self._save_statement(node, values, held, keep, n > 0, free)
-        if n:
-            params.extend((n, n))
-        params.extend((node.version + 1, data, node.uuid, node.version))
-        if held:
-            params.append(expect)
-        if n and self._sql.history_cte:
-            params.extend(self._history.arrays(history))
-        if self._echo:
-            self._sql.log(sql)
-        cursor = conn.execute(sql, params)
-        if n and self._sql.history_cte:
-            return int(cursor.rowcount)
-        if not n or not self._db.returning:
-            written = int(cursor.rowcount)
-            return self._history.last(conn, node.uuid) if n and written else written
-        rows = cursor.fetchall()
-        return int(rows[0][0]) if rows else 0
-
-    def _save_statement(
-        self,
-        node: Node,
-        values: tuple[Any, ...],
-        held: bool,
-        keep: bool,
-        counted: bool,
-        free: bool,
-    ) -> tuple[str, builtins.list[Any]]:
-        """The ``UPDATE`` for this save: only the columns that differ from what we last wrote.
-
-        Every column set costs its indexes an update, even to the same
-        value (on SQLite a page more in the commit), and most saves change
-        two or three of fifteen. What this store last wrote at
-        ``node.version`` is what the row holds, since any other change of
-        these columns bumps the version (and then the ``WHERE version``
-        refuses the save). Reserving changes ``reservation`` without a new
-        version, so it is set unless ``keep``: the statement then requires
-        the row to hold the node's reservation already (``held``: the usual
-        save of a reserved node). ``held`` alone: the row must hold the
-        caller's reservation, which the save changes (a release in the
-        final save, :meth:`save_held`).
-        ``counted``: the save writes history, counted in the same row (and on
-        PostgreSQL inserted by the same statement). ``free``: only if the row is
-        unreserved (the reservation is set, as unless ``keep``).
-        """
-        known = self._written.get(node.uuid)
-        skip = _RESERVATION if keep else -1
-        if known is None or known[0] != node.version:
-            changed = tuple(i for i in range(len(values)) if i != skip)
-        else:
-            old = known[1]
-            changed = tuple(
-                i
-                for i, value in enumerate(values)
-                if i != skip
-                and (
-                    i == _RESERVATION or (value != old[i] and (i != _CREATED or value is not None))
-                )
-            )
-        key = (held, keep, counted, free, *changed)
-        sql = self._save_sql.get(key)
-        if sql is None:
-            sql = self._save_sql[key] = self._sql.save_text(changed, held, counted, free)
-        return sql, [values[i] for i in changed]
+        return self._saves.last_written(uuid)
 
     def delete(self, ident: str) -> None:
         """Remove the node with this UUID (or else this name) and its history, at once.
@@ -466,8 +322,7 @@ class SQLStore:
         """
         if "\x00" in ident:
             raise not_found(ident)
-        self._written.pop(ident, None)
-        self._recent.pop(ident, None)
+        self._saves.forget(ident)
         with self._db.transaction() as conn:
             uuid = ident
             if conn.execute(self._sql.delete, (ident,)).rowcount == 0:
@@ -476,8 +331,7 @@ class SQLStore:
                     raise not_found(ident)
                 uuid = found[0][0]
                 conn.execute(self._sql.delete, (uuid,))
-                self._written.pop(uuid, None)
-                self._recent.pop(uuid, None)
+                self._saves.forget(uuid)
             conn.execute(self._sql.history_drop, (uuid,))
 
     # -- reservations ------------------------------------------------------------------------
