@@ -55,6 +55,7 @@ from ironic_fsm.conductor.node_media import NodeMedia
 from ironic_fsm.conductor.nodes import Nodes
 from ironic_fsm.conductor.notices import RecordNotices
 from ironic_fsm.conductor.ownership import Ownership
+from ironic_fsm.conductor.passthru import Passthru, PassthruResult
 from ironic_fsm.conductor.plans import Plans
 from ironic_fsm.conductor.portgroups import Portgroups
 from ironic_fsm.conductor.ports import Ports
@@ -179,6 +180,7 @@ class Conductor:
         self._bios = BiosSettings(ctx)
         self._console = Console(ctx, reservations)
         self._indicators = Indicators(ctx, reservations)
+        self._passthru = Passthru(ctx, reservations, launcher)
         self._allocations = Allocations(ctx, reservations)
         self._volumes = Volumes(ctx)
         self._vifs = Vifs(ctx, reservations)
@@ -608,6 +610,26 @@ class Conductor:
     def set_indicator_state(self, ident: str, name: str, state: str) -> None:
         """Set indicator ``<indicator>@<component>`` to one of its states."""
         self._indicators.set_indicator_state(ident, name, state)
+
+    def list_vendor_passthru_methods(self, ident: str) -> dict[str, dict[str, Any]]:
+        """The node's vendor pass-through methods: HTTP methods, async, description, attach."""
+        return self._passthru.node_methods(ident)
+
+    def vendor_passthru(
+        self, ident: str, method: str, http_method: str = "POST", args: Mapping[str, Any] = {}
+    ) -> PassthruResult:
+        """Call a vendor pass-through method of the node (asynchronous ones run on)."""
+        return self._passthru.call_node(ident, method, http_method, args)
+
+    def list_driver_vendor_passthru_methods(self, driver: str) -> dict[str, dict[str, Any]]:
+        """Hardware type ``driver``'s pass-through methods (of its default vendor interface)."""
+        return self._passthru.driver_methods(driver)
+
+    def driver_vendor_passthru(
+        self, driver: str, method: str, http_method: str = "POST", args: Mapping[str, Any] = {}
+    ) -> PassthruResult:
+        """Call a pass-through method of hardware type ``driver``'s default vendor interface."""
+        return self._passthru.call_driver(driver, method, http_method, args)
 
     def create_node(self, **fields: Any) -> Node:
         """Enroll a node; any :class:`~ironic_fsm.Node` field may be given."""
