@@ -18,6 +18,7 @@ from typing import Any, Final
 from ironic_fsm.cli.argtypes import _key_value
 from ironic_fsm.cli.database import _open_conductor
 from ironic_fsm.cli.output import emit_list, emit_one
+from ironic_fsm.conductor.node_media import DEVICE_TYPES, DOWNLOAD_SOURCES
 
 __all__ = ["build"]
 
@@ -31,7 +32,6 @@ _BIOS_LONG: Final = (
     "name", "value", "attribute_type", "allowable_values", "lower_bound", "min_length",
     "max_length", "read_only", "reset_required", "unique", "upper_bound",
 )  # fmt: skip
-_DEVICE_TYPES: Final = ("cdrom", "floppy", "usb")
 
 Leaf = Callable[..., argparse.ArgumentParser]
 Finish = Callable[..., None]
@@ -200,17 +200,17 @@ def _build_vmedia(sub: Any, common: argparse.ArgumentParser, leaf: Leaf, finish:
                    "Insert an image into the node's virtual media, or eject it.")  # fmt: skip
     p = leaf(group, "attach", [common], "insert an image",
              "Insert an image into a virtual media device of the node.", node=True)  # fmt: skip
-    p.add_argument("device_type", metavar="DEVICE_TYPE", choices=_DEVICE_TYPES,
-                   help="cdrom, floppy or usb")  # fmt: skip
+    p.add_argument("device_type", metavar="DEVICE_TYPE", choices=DEVICE_TYPES,
+                   help=", ".join(DEVICE_TYPES))  # fmt: skip
     p.add_argument("image_url", metavar="IMAGE_URL", help="where the image is")
-    p.add_argument("--image-download-source", default="local", choices=("local", "http"),
+    p.add_argument("--image-download-source", default="local", choices=DOWNLOAD_SOURCES,
                    help="who serves it to the BMC (default: local)")  # fmt: skip
     finish(p, _cmd_vmedia)
     p = leaf(group, "detach", [common], "eject images",
              "Eject the node's virtual media (every device type unless named).",
              node=True)  # fmt: skip
     p.add_argument("--device-type", dest="device_types", action="append",
-                   choices=_DEVICE_TYPES, help="only this device type; repeatable")  # fmt: skip
+                   choices=DEVICE_TYPES, help="only this device type; repeatable")  # fmt: skip
     finish(p, _cmd_vmedia)
 
 

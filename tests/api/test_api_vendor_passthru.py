@@ -1,7 +1,7 @@
 """Vendor pass-through (``/v1/{nodes,drivers}/{id}/vendor_passthru[/methods]``): through
 openstacksdk, the ``openstack baremetal`` CLI, plain HTTP and the library, on SQLite and
 PostgreSQL; the ipmi hardware type's ``send_raw`` and ``bmc_reset`` over the wire to
-OpenIPMI's ``ipmi_sim``.
+OpenIPMI's ``ipmi_sim``, and redfish's ``eject_vmedia`` on the sushy-tools emulator.
 
 Refused calls (unknown method, wrong HTTP method, missing or unexpected
 arguments, ``no-vendor``) answer 400 and leave the node as it was, unreserved.
@@ -9,6 +9,7 @@ arguments, ``no-vendor``) answer 400 and leave the node as it was, unreserved.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 from api_helpers import LATEST, api_process, openstack, sdk
+from helpers import stopped_after
 from openstack.exceptions import BadRequestException, ResourceNotFound
 
 from ironic_fsm import Conductor, Config
@@ -24,6 +26,10 @@ from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.passthru import passthru
 from ironic_fsm.stores import MemoryStore
 from ironic_fsm.testing.ipmi_sim import start_sim
+from ironic_fsm.testing.redfish_emulator import FileServer, start_emulator
+
+#: A started peer (emulator, file server) as a context: stopped by its PID on the way out.
+stopped = contextlib.contextmanager(stopped_after)
 
 FAKE_METHODS = {"second_method", "third_method_sync", "fourth_method_shared_lock",
                 "log_passthrough"}  # fmt: skip
@@ -197,3 +203,39 @@ def test_ipmi_send_raw_and_bmc_reset_reach_ipmi_sim(
 
         with pytest.raises(BadRequestException, match=r"unexpected argument\(s\): cold"):
             bm.call_node_vendor_passthru(node, "POST", "bmc_reset", {"cold": True})
+
+
+# -- redfish's eject_vmedia on the sushy-tools emulator -----------------------------------
+
+
+def test_redfish_eject_vmedia_ejects_from_the_emulator(tmp_path: Path) -> None:
+    images = tmp_path / "images"
+    images.mkdir()
+    (images / "tools.iso").write_bytes(b"\0" * 4096)
+    with (
+        stopped(start_emulator(tmp_path / "emu", password="Redfish-Vendor-Secret")) as emu,
+        stopped(FileServer(images)) as files,
+        api_process(tmp_path / "redfish.sqlite") as url,
+        sdk(url) as cloud,
+    ):
+        bm = cloud.baremetal
+        node = bm.create_node(driver="redfish", driver_info=emu.driver_info())
+        assert node.vendor_interface == "redfish"
+        assert set(bm.list_node_vendor_passthru(node)) == {"eject_vmedia"}
+        image = f"{files.url}/tools.iso"
+        bm.attach_vmedia_to_node(node, device_type="cdrom", image_url=image)
+        assert emu.system_state()["vmedia"]["Cd"] == {"image_url": image, "inserted": True}
+
+        # Checked as it runs (it is asynchronous, as Ironic's): the refusal is the last_error.
+        refused = bm.call_node_vendor_passthru(
+            node, "POST", "eject_vmedia", {"boot_device": "tape"}
+        )
+        assert refused.status_code == 202
+        shown = wait_for(lambda: bm.get_node(node.id).last_error)
+        assert "boot_device must be one of cd, dvd, usb, floppy, not 'tape'" in shown
+        wait_for(lambda: bm.get_node(node.id).reservation is None)
+        assert emu.system_state()["vmedia"]["Cd"]["inserted"] is True
+        ejected = bm.call_node_vendor_passthru(node, "POST", "eject_vmedia", {"boot_device": "cd"})
+        assert ejected.status_code == 202
+        wait_for(lambda: emu.system_state()["vmedia"]["Cd"]["inserted"] is False)
+        wait_for(lambda: bm.get_node(node.id).reservation is None)
