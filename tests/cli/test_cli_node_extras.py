@@ -131,3 +131,21 @@ def test_console_vmedia_and_indicators_reach_the_api(served: tuple[str, Path]) -
     assert "PURPLE" in refused.stderr
     assert json.loads(ours(db, "node", "indicator", "show", "x1", "led@system", "-f",
                            "json").stdout) == {"state": "BLINKING"}  # fmt: skip
+
+
+def test_target_raid_config_is_set_and_refused_alike(served: tuple[str, Path]) -> None:
+    url, db = served
+    wanted = {"logical_disks": [{"size_gb": 100, "raid_level": "1", "is_root_volume": True}]}
+    ours(db, "node", "set", "x1", "--target-raid-config", json.dumps(wanted))
+    mine, theirs = both(url, db, "node", "show", "x1", "-c", "target_raid_config")
+    assert mine == theirs == {"target_raid_config": wanted}
+
+    bad = json.dumps({"logical_disks": [{"size_gb": 100, "raid_level": "7"}]})
+    refused = ours(db, "node", "set", "x1", "--target-raid-config", bad, check=False)
+    told = osc(url, "node", "set", "x1", "--target-raid-config", bad, check=False)
+    for result in (refused, told):
+        assert result.returncode != 0
+        assert "raid_level must be one of" in result.stderr, result.stderr
+    assert both(url, db, "node", "show", "x1", "-c", "target_raid_config")[0] == {
+        "target_raid_config": wanted,
+    }  # fmt: skip
