@@ -6,7 +6,15 @@ import argparse
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from ironic_fsm.cli import allocations, chassis, inspection_rules, ports, records, volumes
+from ironic_fsm.cli import (
+    allocations,
+    chassis,
+    inspection_rules,
+    node_extras,
+    ports,
+    records,
+    volumes,
+)
 from ironic_fsm.cli.apply import _cmd_apply
 from ironic_fsm.cli.argtypes import _boolean, _key_value, _limit, _provision_state, _sort, _timeout
 from ironic_fsm.cli.conductors import _cmd_conductor_list
@@ -457,6 +465,7 @@ def _build_node(top: _Sub[argparse.ArgumentParser], common: argparse.ArgumentPar
     )
     p.add_argument("--file", metavar="FILE", help="write it here instead of standard output")
     _finish(p, _cmd_inventory)
+    node_extras.build(sub, common, _leaf, _finish)
 
 
 def _build_history(sub: _Sub[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:

@@ -49,6 +49,7 @@ from ironic_fsm.conductor.launcher import Executor, Launcher
 from ironic_fsm.conductor.nodes import Nodes
 from ironic_fsm.conductor.notices import RecordNotices
 from ironic_fsm.conductor.ownership import Ownership
+from ironic_fsm.conductor.passthru import Passthru, PassthruResult
 from ironic_fsm.conductor.plans import Plans
 from ironic_fsm.conductor.power_sync import PowerSync, PowerSyncReport
 from ironic_fsm.conductor.reconcile import Reconcile
@@ -639,6 +640,30 @@ class Conductor:
     def set_indicator_state(self, ident: str, name: str, state: str) -> None:
         """Set indicator ``<indicator>@<component>`` to one of its states."""
         self._indicators.set_indicator_state(ident, name, state)
+
+    def _passthru(self) -> Passthru:
+        """The vendor pass-through part, made when asked (it keeps nothing of its own)."""
+        return Passthru(self._ctx, self._reservations, self._launcher)
+
+    def list_vendor_passthru_methods(self, ident: str) -> dict[str, dict[str, Any]]:
+        """The node's vendor pass-through methods: HTTP methods, async, description, attach."""
+        return self._passthru().node_methods(ident)
+
+    def vendor_passthru(
+        self, ident: str, method: str, http_method: str = "POST", args: Mapping[str, Any] = {}
+    ) -> PassthruResult:
+        """Call a vendor pass-through method of the node (asynchronous ones run on)."""
+        return self._passthru().call_node(ident, method, http_method, args)
+
+    def list_driver_vendor_passthru_methods(self, driver: str) -> dict[str, dict[str, Any]]:
+        """Hardware type ``driver``'s pass-through methods (of its default vendor interface)."""
+        return self._passthru().driver_methods(driver)
+
+    def driver_vendor_passthru(
+        self, driver: str, method: str, http_method: str = "POST", args: Mapping[str, Any] = {}
+    ) -> PassthruResult:
+        """Call a pass-through method of hardware type ``driver``'s default vendor interface."""
+        return self._passthru().call_driver(driver, method, http_method, args)
 
     def create_node(self, **fields: Any) -> Node:
         """Enroll a node; any :class:`~ironic_fsm.Node` field may be given."""

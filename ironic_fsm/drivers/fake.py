@@ -27,6 +27,7 @@ from ironic_fsm.interfaces import (
     StorageInterface,
     VendorInterface,
 )
+from ironic_fsm.passthru import driver_passthru, passthru
 from ironic_fsm.steps import clean_step, deploy_step, service_step
 from ironic_fsm.task import Task
 
@@ -254,10 +255,34 @@ class FakeRescue(RescueInterface):
 
 
 class FakeVendor(VendorInterface):
-    """A priority-1 clean step that only logs, and a raw pass-through disallowed by default."""
+    """A priority-1 clean step that only logs, and a raw pass-through disallowed by default.
+
+    Its pass-through methods are those of Ironic's fake vendor interface:
+    each answers whether ``bar`` is its word; ``echo`` (on the hardware
+    type) answers its arguments.
+    """
+
+    @passthru(["POST"], description="Whether bar is 'kazoo' (asynchronous).")
+    def second_method(self, task: Task, bar: str) -> bool:
+        task.node.driver_internal_info["fake_vendor_bar"] = bar
+        return bar == "kazoo"
+
+    @passthru(["POST"], async_call=False, description="Whether bar is 'meow'.")
+    def third_method_sync(self, task: Task, bar: str) -> bool:
+        task.node.driver_internal_info["fake_vendor_bar"] = bar
+        return bar == "meow"
+
+    @passthru(["POST"], require_exclusive_lock=False, description="Whether bar is 'woof'.")
+    def fourth_method_shared_lock(self, task: Task, bar: str) -> bool:
+        return bar == "woof"
+
+    @driver_passthru(["GET", "POST"], async_call=False, description="Its arguments, back.")
+    def echo(self, http_method: str, **kwargs: Any) -> dict[str, Any]:
+        return {"http_method": http_method, **kwargs}
 
     @clean_step(priority=1, requires_ramdisk=False)
     @service_step(requires_ramdisk=False)
+    @passthru(["POST"], description="Logs and counts its calls.")
     def log_passthrough(self, task: Task, **kwargs: Any) -> None:
         LOG.debug("Node %s: fake vendor step log_passthrough ran", task.node.uuid)
         task.node.driver_internal_info["fake_log_passthrough"] = (

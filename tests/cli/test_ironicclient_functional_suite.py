@@ -4,7 +4,8 @@ Those tests drive the real ``openstack baremetal`` CLI against a running
 Ironic; they shipped in the client's sdist up to 5.8.1 (5.9.0 removed them).
 Here they run unchanged, in a venv of their own (tempest, the client, the
 OpenStack CLI: cached between runs), against a real ``ironic-fsm serve
---api`` on SQLite, configured as the suite's ``noauth`` mode expects.
+--api`` on SQLite and on PostgreSQL, configured as the suite's ``noauth`` mode
+expects.
 
 One shim: the suite's ``setUp`` checks ``self.auth_ref.project_scoped``, an
 attribute only a keystone run ever had; under ``noauth`` there is no token
@@ -24,7 +25,10 @@ import tarfile
 from pathlib import Path
 
 from api_helpers import check_suite, serve_api
+from test_sdk_functional_suite import db_url
 from venvs import cached_venv
+
+__all__ = ["db_url"]  # the server's database: SQLite, then PostgreSQL (borrowed fixture)
 
 VERSION = "5.8.1"
 
@@ -66,7 +70,7 @@ def _requirements(pip: list[str], venv: Path) -> list[str]:
     return [str(archive), "tempest", "python-openstackclient", "ddt", "pytest", "pytest-xdist"]
 
 
-def test_python_ironicclient_functional_suite(tmp_path: Path) -> None:
+def test_python_ironicclient_functional_suite(db_url: str, tmp_path: Path) -> None:
     venv = suite_venv()
     site = next((venv / "lib").glob("python3*/site-packages"))
     suite = site / "ironicclient" / "tests" / "functional"
@@ -75,10 +79,7 @@ def test_python_ironicclient_functional_suite(tmp_path: Path) -> None:
     (tmp_path / ".tox" / "functional").mkdir(parents=True)
     (tmp_path / ".tox" / "functional" / "bin").symlink_to(venv / "bin")
     (tmp_path / "ifsm_suite_shim.py").write_text(_SHIM)
-    with serve_api("--db", str(tmp_path / "suite.sqlite"), "serve", "--no-access-log") as (
-        url,
-        _lines,
-    ):
+    with serve_api("--db", db_url, "serve", "--no-access-log") as (url, _lines):
         config = tmp_path / "test.conf"
         config.write_text(f"[functional]\nauth_strategy = noauth\nironic_url = {url}\n")
         env = {

@@ -21,6 +21,7 @@ from ironic_fsm.exceptions import (
     InvalidParameterValue,
 )
 from ironic_fsm.interfaces import VendorInterface
+from ironic_fsm.passthru import passthru
 from ironic_fsm.task import Task
 
 if TYPE_CHECKING:
@@ -92,9 +93,12 @@ _RAW_ARG: Final = {
 
 
 class IPMIVendor(_IPMIInterface, VendorInterface):
-    """BMC reset and raw IPMI commands, as manual clean and service steps."""
+    """BMC reset and raw IPMI commands, as manual clean and service steps and as
+    vendor pass-through methods (``openstack baremetal node passthru call``)."""
 
     @bmc_step("service", _WARM_ARG)
+    @passthru(["POST"], description="Reset the BMC; 'warm' (Boolean, default false) for a warm "
+              "reset instead of a cold one. It answers again before this ends.")  # fmt: skip
     def bmc_reset(self, task: Task, warm: bool = False) -> None:
         """Reset the BMC, then wait (``ipmi_reset_wait``) until it answers again.
 
@@ -154,6 +158,9 @@ class IPMIVendor(_IPMIInterface, VendorInterface):
                 time.sleep(min(0.2, max(deadline - time.monotonic(), 0)))
 
     @bmc_step("service", _RAW_ARG)
+    @passthru(["POST"], description="Send one raw IPMI command: 'raw_bytes', network function "
+              "first, e.g. '0x06 0x01'; the reply lands in driver_internal_info's "
+              "ipmi_raw_reply.")  # fmt: skip
     def send_raw(self, task: Task, raw_bytes: str) -> None:
         """Send one raw IPMI command; the reply lands in ``driver_internal_info``.
 

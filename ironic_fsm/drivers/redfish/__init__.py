@@ -63,6 +63,7 @@ from ironic_fsm.drivers.redfish.raid import RedfishRAID
 from ironic_fsm.drivers.redfish.rescue import RedfishRescue
 from ironic_fsm.drivers.redfish.session import _sushy as _sushy  # the tests clear its cache
 from ironic_fsm.drivers.redfish.session import clear_connection_cache
+from ironic_fsm.drivers.redfish.vendor import RedfishVendor
 from ironic_fsm.hardware import HardwareType
 
 __all__ = [
@@ -81,6 +82,7 @@ __all__ = [
     "RedfishPower",
     "RedfishRAID",
     "RedfishRescue",
+    "RedfishVendor",
     "clear_connection_cache",
     "parse_driver_info",
     "redfish_hardware",
@@ -115,4 +117,5 @@ def redfish_hardware() -> HardwareType:
         inspect=[("redfish", RedfishInspect()), "agent", "no-inspect"],
         rescue=[("redfish", RedfishRescue()), "no-rescue", "agent"],
         firmware=[("redfish", RedfishFirmware()), "no-firmware"],
+        vendor=[("redfish", RedfishVendor()), "no-vendor"],
     )
