@@ -10,7 +10,7 @@ listens); and :class:`ironic_fsm.metrics.Metrics` attached (metrics on: the
 conductor's tally, which gets each save's events as plain tuples, no Event
 built, and driver calls' timings, which the flows fold into counters and
 histograms every ``FOLD_AT`` items: kept for the scrape instead, the
-flows paid less instructions, 1.07x against 1.13x, but more CPU, the
+flows paid fewer instructions, 1.07x against 1.13x, but more CPU, the
 tuples outliving the caches). The scrape's fold of what is left is timed
 apart after each pass (a scrape at its end) and shown beside, so that the
 metrics' whole cost is in the table.
