@@ -45,6 +45,7 @@ import bench_ports
 import bench_power_sync
 import bench_reconcile
 import bench_scaleout
+import bench_sensors
 from _harness import Section, SummaryRow
 
 BENCHMARKS: dict[str, ModuleType] = {
@@ -65,6 +66,7 @@ BENCHMARKS: dict[str, ModuleType] = {
     "pgcost": bench_pgcost,
     "db_restart": bench_db_restart,
     "metrics": bench_metrics,
+    "sensors": bench_sensors,
     "ports": bench_ports,
     "allocations": bench_allocations,
 }
