@@ -32,6 +32,8 @@ class Ownership:
         self._until: datetime | None = None
         #: The fleet record's generation the rings were read at.
         self._generation = -1
+        #: When a process that never registers last read the live members, and their rings.
+        self._seen: tuple[datetime, HashRings] | None = None
         #: The (group, hardware type) pairs reported as served by nobody, since the last rebuild.
         self._orphans_told: frozenset[tuple[str, str]] = frozenset()
 
@@ -95,17 +97,25 @@ class Ownership:
         so it names its own host; ``None`` when the live conductors serve
         none of the node's group and hardware type.
         """
-        fleet = self._fleet
-        if fleet.record is not None:
-            rings = self._current_rings()
-        else:
-            now = self._ctx.clock()
-            live = [record for record in fleet.records() if fleet.alive(record, now)]
-            rings = HashRings((r.holder, r.conductor_group, r.hardware_types) for r in live)
+        rings = self._current_rings() if self._fleet.record is not None else self._observed()
         if rings is None or not rings.members:
             return self._ctx.config.host
         holder = rings.owner(node_uuid, driver, conductor_group)
         return None if holder is None else holder.split(":", 1)[0]
+
+    def _observed(self) -> HashRings:
+        """The live members' rings as a process that never registers sees them: read from
+        the registry at most once a heartbeat interval, not once a node (a page of 1,000
+        nodes was 1,000 reads of the registry)."""
+        now, seen = self._ctx.clock(), self._seen
+        fresh = timedelta(seconds=self._ctx.config.heartbeat_interval)
+        if seen is not None and seen[0] <= now < seen[0] + fresh:
+            return seen[1]
+        fleet = self._fleet
+        live = [record for record in fleet.records() if fleet.alive(record, now)]
+        rings = HashRings((r.holder, r.conductor_group, r.hardware_types) for r in live)
+        self._seen = (now, rings)
+        return rings
 
     def live_count(self) -> int:
         """How many live conductors the rings were last built over (1 before any)."""

@@ -244,3 +244,29 @@ def test_a_conductor_of_this_host_whose_process_is_gone_is_dead_at_once(
     assert [c.alive for c in living.list_conductors()].count(True) == 1
     split = owned([living], UUIDS[:200])
     assert all(hosts == ["h"] for hosts in split.values())  # no share left with the dead one
+
+
+def test_a_process_that_never_registers_names_the_owners_from_one_read(
+    shared_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command line and an unregistered API name each node's conductor by the live
+    members' rings, read once a heartbeat interval: a page of nodes is not a read per node.
+    Once a member dies and the interval has passed, the names follow the new rings."""
+    clock = Clock()
+    fleet = [conductor(shared_store, clock, f"c{i}") for i in range(2)]
+    for member in fleet:
+        member.register()
+    watcher = conductor(shared_store, clock, "watcher")  # never registers
+    nodes = [Node(uuid=u, driver=HW) for u in UUIDS[:300]]
+    split = owned(fleet, [n.uuid for n in nodes])
+    reads: list[int] = []
+    real = shared_store.list_conductors
+    monkeypatch.setattr(shared_store, "list_conductors", lambda: reads.append(1) or real())
+    named = {n.uuid: watcher.conductor_of(n) for n in nodes}
+    assert named == {u: hosts[0] for u, hosts in split.items()}
+    assert {"c0", "c1"} == set(named.values())
+    assert len(reads) == 1
+    fleet[1].unregister()
+    clock.advance(watcher.config.heartbeat_interval)
+    assert {watcher.conductor_of(n) for n in nodes} == {"c0"}
+    assert len(reads) == 2
