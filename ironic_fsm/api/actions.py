@@ -15,7 +15,15 @@ import falcon
 
 from ironic_fsm import states as s
 from ironic_fsm.api import _glue
-from ironic_fsm.api.common import compile_schema, read_json, require_version, send, version_of
+from ironic_fsm.api.common import (
+    Resource,
+    compile_schema,
+    one_field,
+    read_json,
+    require_version,
+    send,
+    version_of,
+)
 from ironic_fsm.api.errors import ApiError
 from ironic_fsm.api.views import console_enabled, older_state_names, stamp
 from ironic_fsm.conductor import Conductor
@@ -119,18 +127,8 @@ BOOT_DEVICE_SCHEMA: Final = {
 }
 
 
-def _target_only(target: dict[str, Any]) -> dict[str, Any]:
-    """A body of one required ``target`` and nothing else, as Ironic's ``states/*`` setters."""
-    return {
-        "type": "object",
-        "properties": {"target": target},
-        "required": ["target"],
-        "additionalProperties": False,
-    }
-
-
-BOOT_MODE_SCHEMA: Final = _target_only({"enum": ["uefi", "bios"]})
-SECURE_BOOT_SCHEMA: Final = _target_only({"type": "boolean"})
+BOOT_MODE_SCHEMA: Final = one_field("target", {"enum": ["uefi", "bios"]})
+SECURE_BOOT_SCHEMA: Final = one_field("target", {"type": "boolean"})
 _check_provision = compile_schema(PROVISION_SCHEMA)
 _check_power = compile_schema(POWER_SCHEMA)
 _check_boot_device = compile_schema(BOOT_DEVICE_SCHEMA)
@@ -213,11 +211,8 @@ def _provision_arguments(target: str, body: dict[str, Any], req: falcon.Request)
     return args
 
 
-class ProvisionState:
+class ProvisionState(Resource):
     """``PUT /v1/nodes/{ident}/states/provision``."""
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_put(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         body = _check_provision(read_json(req))
@@ -243,11 +238,8 @@ class ProvisionState:
             self._conductor.validate_deploy_steps(ident, args["deploy_steps"])
 
 
-class PowerState:
+class PowerState(Resource):
     """``PUT /v1/nodes/{ident}/states/power``: soft targets and ``timeout`` from 1.27."""
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_put(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         body = _check_power(read_json(req))
@@ -259,11 +251,8 @@ class PowerState:
         resp.location = f"{req.prefix}/v1/nodes/{node.uuid}/states"
 
 
-class NodeStates:
+class NodeStates(Resource):
     """``GET /v1/nodes/{ident}/states``."""
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         node = self._conductor.get_node(ident)
@@ -331,11 +320,8 @@ class BootDevice:
         resp.status = 204
 
 
-class Maintenance:
+class Maintenance(Resource):
     """``PUT`` and ``DELETE /v1/nodes/{ident}/maintenance``: 202 with no body, as Ironic."""
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_put(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         body = _check_maintenance(read_json(req, optional=True)) or {}
@@ -347,11 +333,8 @@ class Maintenance:
         resp.status = 202
 
 
-class Validate:
+class Validate(Resource):
     """``GET /v1/nodes/{ident}/validate`` and the legacy ``/v1/nodes/validate?node=``."""
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, ident: str | None = None) -> None:
         ident = ident or req.get_param("node")

@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import falcon
 
-from ironic_fsm.api.common import require_version, send, version_of
+from ironic_fsm.api.common import Resource, require_version, send, version_of
 from ironic_fsm.api.errors import ApiError
 from ironic_fsm.api.records import Collection, Item, ListQuery, Shape, shown_as
 from ironic_fsm.conductor import Conductor
@@ -91,11 +91,8 @@ class AllocationItem(Item):
         super().on_patch(req, resp, ident)
 
 
-class NodeAllocation:
+class NodeAllocation(Resource):
     """``GET`` and ``DELETE /v1/nodes/{ident}/allocation``: the node's allocation."""
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         require_version(req, (1, 52), "allocations", status=404)

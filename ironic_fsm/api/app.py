@@ -33,7 +33,7 @@ from ironic_fsm.api import (
 )  # fmt: skip
 from ironic_fsm.api.access_log import AccessLog
 from ironic_fsm.api.auth import BasicAuth
-from ironic_fsm.api.common import send, version_of
+from ironic_fsm.api.common import Resource, send, version_of
 from ironic_fsm.api.errors import ApiError, install_error_handlers
 from ironic_fsm.api.versions import (
     MAX_VERSION,
@@ -110,16 +110,13 @@ class Health:
     on_head = on_get
 
 
-class Ready:
+class Ready(Resource):
     """``GET /readyz``: ready for work (Kubernetes' readiness probe; no auth).
 
     Ready when the database answers, this conductor is registered and alive
     in it (its heartbeat is current), and it is not draining; else ``503``
     with the reason, so that a load balancer sends requests elsewhere.
     """
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         reason = self._unready()

@@ -6,7 +6,15 @@ from typing import Any, Final
 
 import falcon
 
-from ironic_fsm.api.common import link_pair, query_bool, require_version, send, version_of
+from ironic_fsm.api.common import (
+    Resource,
+    link_pair,
+    query_bool,
+    require_version,
+    send,
+    version_of,
+    with_item,
+)
 from ironic_fsm.api.views import stamp
 from ironic_fsm.conductor import Conductor
 
@@ -19,11 +27,8 @@ _BIOS_1_74: Final = (
 )  # fmt: skip
 
 
-class Bios:
+class Bios(Resource):
     """``GET /v1/nodes/{id}/bios[/{name}]`` (1.40): the node's BIOS settings."""
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         require_version(req, (1, 40), f"/v1/nodes/{ident}/bios", status=404)
@@ -55,8 +60,4 @@ def _setting(req: falcon.Request, ident: str, setting: Any, detail: bool) -> dic
 
 
 def routes(conductor: Conductor) -> list[tuple[str, Any, dict[str, str]]]:
-    bios = Bios(conductor)
-    return [
-        ("/v1/nodes/{ident}/bios", bios, {}),
-        ("/v1/nodes/{ident}/bios/{name}", bios, {"suffix": "item"}),
-    ]
+    return with_item("/v1/nodes/{ident}/bios", Bios(conductor), "name")

@@ -19,6 +19,7 @@ import jsonpatch
 import jsonpointer
 
 from ironic_fsm.api.common import (
+    Resource,
     compile_schema,
     link_pair,
     query_bool,
@@ -283,11 +284,8 @@ _check_traits = compile_schema(TRAITS_SCHEMA)
 _check_trait = compile_schema(TRAIT_SCHEMA)
 
 
-class RunbookTraits:
+class RunbookTraits(Resource):
     """``/v1/runbooks/{ident}/traits[/{trait}]`` (1.112): list, replace, clear, add, remove."""
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def _runbook(self, req: falcon.Request, ident: str) -> CatalogEntry:
         require_version(req, _RUNBOOK_TRAITS_VERSION, "runbook traits", status=404)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import zlib
 from collections.abc import Callable
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import falcon
 import fastjsonschema
@@ -20,12 +20,18 @@ from ironic_fsm.api.errors import ApiError
 from ironic_fsm.api.versions import Version, version_text
 from ironic_fsm.exceptions import ConcurrentUpdate
 
+if TYPE_CHECKING:
+    from ironic_fsm.conductor import Conductor
+
 __all__ = [
     "MAX_BODY_BYTES",
+    "Resource",
     "compile_schema",
     "link_pair",
     "page_limit",
     "node_lock",
+    "one_field",
+    "one_field_check",
     "query_bool",
     "read_json",
     "read_modify_write",
@@ -33,6 +39,7 @@ __all__ = [
     "send",
     "text_bool",
     "too_new",
+    "with_item",
     "wants_detail",
 ]
 
@@ -91,6 +98,37 @@ def compile_schema(schema: dict[str, Any]) -> Validator:
             raise ApiError(400, f"Invalid input: {error.message}{_size_words(error)}") from None
 
     return validate
+
+
+class Resource:
+    """A falcon resource: its responders answer through the conductor it is handed."""
+
+    def __init__(self, conductor: Conductor) -> None:
+        self._conductor = conductor
+
+
+def one_field(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema of a body of one required field ``name`` (checked by ``schema``) and
+    nothing else, as Ironic's ``states/*`` setters, console mode and indicator state."""
+    return {
+        "type": "object",
+        "properties": {name: schema},
+        "required": [name],
+        "additionalProperties": False,
+    }
+
+
+def one_field_check(name: str, schema: dict[str, Any]) -> Validator:
+    """The validator of :func:`one_field`'s body."""
+    return compile_schema(one_field(name, schema))
+
+
+def with_item(
+    path: str, resource: object, item: str, suffix: str = "item"
+) -> list[tuple[str, Any, dict[str, str]]]:
+    """The routes of a collection at ``path`` and of one member at ``path/{item}``, one
+    resource answering both (the member's responders are ``on_<method>_<suffix>``)."""
+    return [(path, resource, {}), (f"{path}/{{{item}}}", resource, {"suffix": suffix})]
 
 
 #: jsonschema's words for a size limit (Ironic validates with it, and clients match them).

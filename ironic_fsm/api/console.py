@@ -6,24 +6,16 @@ from typing import Any, Final
 
 import falcon
 
-from ironic_fsm.api.common import compile_schema, read_json, require_version, send
+from ironic_fsm.api.common import Resource, one_field_check, read_json, require_version, send
 from ironic_fsm.conductor import Conductor
 
 __all__ = ["routes"]
 
-_check_mode: Final = compile_schema({
-    "type": "object",
-    "properties": {"enabled": {"type": "boolean"}},
-    "required": ["enabled"],
-    "additionalProperties": False,
-})  # fmt: skip
+_check_mode: Final = one_field_check("enabled", {"type": "boolean"})
 
 
-class NodeConsole:
+class NodeConsole(Resource):
     """``GET``: whether the console is on and where; ``PUT {"enabled"}``: 202 once done."""
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         send(resp, self._conductor.get_console(ident))
@@ -34,11 +26,8 @@ class NodeConsole:
         resp.location = f"{req.prefix}/v1/nodes/{ident}/states/console"
 
 
-class InjectNmi:
+class InjectNmi(Resource):
     """``PUT``: 204 once the management interface sent it (1.29; 404 below)."""
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_put(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         require_version(req, (1, 29), f"/v1/nodes/{ident}/management/inject_nmi", status=404)

@@ -6,24 +6,24 @@ from typing import Any, Final
 
 import falcon
 
-from ironic_fsm.api.common import compile_schema, link_pair, read_json, require_version, send
+from ironic_fsm.api.common import (
+    Resource,
+    link_pair,
+    one_field_check,
+    read_json,
+    require_version,
+    send,
+    with_item,
+)
 from ironic_fsm.conductor import Conductor
 
 __all__ = ["routes"]
 
-_check_state: Final = compile_schema({
-    "type": "object",
-    "properties": {"state": {"type": "string"}},
-    "required": ["state"],
-    "additionalProperties": False,
-})  # fmt: skip
+_check_state: Final = one_field_check("state", {"type": "string"})
 
 
-class NodeIndicators:
+class NodeIndicators(Resource):
     """The components; one component's indicators; one indicator's state (GET and PUT)."""
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         require_version(req, (1, 63), "indicators", status=404)
@@ -60,8 +60,4 @@ class NodeIndicators:
 
 
 def routes(conductor: Conductor) -> list[tuple[str, Any, dict[str, str]]]:
-    indicators = NodeIndicators(conductor)
-    return [
-        ("/v1/nodes/{ident}/management/indicators", indicators, {}),
-        ("/v1/nodes/{ident}/management/indicators/{name}", indicators, {"suffix": "item"}),
-    ]
+    return with_item("/v1/nodes/{ident}/management/indicators", NodeIndicators(conductor), "name")

@@ -6,19 +6,15 @@ from typing import Final
 
 import falcon
 
-from ironic_fsm.api.common import require_version, send
-from ironic_fsm.conductor import Conductor
+from ironic_fsm.api.common import Resource, require_version, send
 
 __all__ = ["NodeInventory"]
 
 _INVENTORY: Final = (1, 81)
 
 
-class NodeInventory:
+class NodeInventory(Resource):
     """The inventory and plugin data as the agent posted them; 404 when the node has none."""
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         require_version(req, _INVENTORY, "inventory", status=404)

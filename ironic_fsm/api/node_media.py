@@ -6,7 +6,7 @@ from typing import Any, Final
 
 import falcon
 
-from ironic_fsm.api.common import compile_schema, read_json, require_version, send
+from ironic_fsm.api.common import Resource, compile_schema, read_json, require_version, send
 from ironic_fsm.api.views import stamp
 from ironic_fsm.conductor import Conductor
 from ironic_fsm.conductor.node_media import DEVICE_TYPES, DOWNLOAD_SOURCES
@@ -33,12 +33,9 @@ _check_detach: Final = compile_schema({
 })  # fmt: skip
 
 
-class VirtualMedia:
+class VirtualMedia(Resource):
     """``POST`` attaches (``204``), ``DELETE`` detaches (``204``, every type unless the
     body or ``?device_types=`` names some)."""
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         require_version(req, (1, 89), f"/v1/nodes/{ident}/vmedia", status=404)
@@ -58,11 +55,8 @@ class VirtualMedia:
         resp.status = 204
 
 
-class Firmware:
+class Firmware(Resource):
     """``GET``: the node's firmware components (``[]`` until its interface reported any)."""
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         require_version(req, (1, 86), f"/v1/nodes/{ident}/firmware", status=404)

@@ -22,6 +22,7 @@ import jsonpointer
 from ironic_fsm import states as s
 from ironic_fsm.api import _glue
 from ironic_fsm.api.common import (
+    Resource,
     compile_schema,
     page_limit,
     query_bool,
@@ -561,11 +562,8 @@ def _no_valid_host(fields: dict[str, Any]) -> Iterator[None]:
         ) from None
 
 
-class NodeItem:
+class NodeItem(Resource):
     """``/v1/nodes/{ident}``."""
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         fields = _requested_fields(req)

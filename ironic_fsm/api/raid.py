@@ -7,7 +7,7 @@ from typing import Any, Final
 
 import falcon
 
-from ironic_fsm.api.common import read_json, require_version, send
+from ironic_fsm.api.common import Resource, read_json, require_version, send
 from ironic_fsm.api.errors import ApiError
 from ironic_fsm.conductor import Conductor
 from ironic_fsm.exceptions import DriverNotFound, UnsupportedDriverExtension
@@ -17,12 +17,9 @@ __all__ = ["routes"]
 _SINCE: Final = (1, 12)
 
 
-class TargetRaid:
+class TargetRaid(Resource):
     """``PUT .../states/raid``: 204 once kept; a RAID interface without RAID is a 404, as
     Ironic answers (RAID is an interface every driver may lack)."""
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_put(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         require_version(req, _SINCE, "RAID configuration")
@@ -36,11 +33,8 @@ class TargetRaid:
         resp.status = 204
 
 
-class LogicalDiskProperties:
+class LogicalDiskProperties(Resource):
     """``GET /v1/drivers/{name}/raid/logical_disk_properties``."""
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
         require_version(req, _SINCE, "RAID logical disk properties")

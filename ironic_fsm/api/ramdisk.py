@@ -23,7 +23,7 @@ from typing import Any, Final
 
 import falcon
 
-from ironic_fsm.api.common import read_json, send, version_of
+from ironic_fsm.api.common import Resource, read_json, send, version_of
 from ironic_fsm.api.errors import ApiError
 from ironic_fsm.api.views import node_view
 from ironic_fsm.conductor import Conductor
@@ -58,11 +58,8 @@ def _ramdisk_version(req: falcon.Request) -> None:
         raise ApiError(404, _NOT_FOUND)
 
 
-class Lookup:
+class Lookup(Resource):
     """``GET /v1/lookup?addresses=MAC[,MAC][&node_uuid=U]``: the agent's node and its config."""
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         _ramdisk_version(req)
@@ -106,11 +103,8 @@ def _config(token: str, heartbeat_timeout: float) -> dict[str, Any]:
     }
 
 
-class Heartbeat:
+class Heartbeat(Resource):
     """``POST /v1/heartbeat/{node}``: an agent is up at ``callback_url`` (202, empty body)."""
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         _ramdisk_version(req)
@@ -154,7 +148,7 @@ class Heartbeat:
             raise ApiError(400, 'Field "agent_token" not recognised in this version')
 
 
-class ContinueInspection:
+class ContinueInspection(Resource):
     """``POST /v1/continue_inspection[?node_uuid=U]``: the agent's inventory (202).
 
     IPA posts it before its lookup, with no version header: the answer is
@@ -163,9 +157,6 @@ class ContinueInspection:
     (given out once, as a lookup gives it). Only a node waiting in ``inspect
     wait`` is found; any other answer is the lookup's 404.
     """
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         version = version_of(req)

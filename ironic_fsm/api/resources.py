@@ -6,7 +6,7 @@ from typing import Any, Final
 
 import falcon
 
-from ironic_fsm.api.common import link_pair, query_bool, require_version, send, version_of
+from ironic_fsm.api.common import Resource, link_pair, query_bool, require_version, send, version_of
 from ironic_fsm.api.errors import ApiError
 from ironic_fsm.api.views import stamp
 from ironic_fsm.conductor import Conductor
@@ -41,16 +41,13 @@ _KIND_VERSIONS: Final = {
 }
 
 
-class Drivers:
+class Drivers(Resource):
     """``GET /v1/drivers[/{name}]``: the hardware types, all ``dynamic`` as in Ironic.
 
     In detail (``?detail=true``, and always for one driver) from 1.30: each
     interface kind's default and enabled implementations, as this
     conductor's configuration makes them.
     """
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def _view(self, name: str, req: falcon.Request, detail: bool) -> dict[str, Any]:
         base = req.prefix
@@ -121,11 +118,8 @@ def _conductor_view(info: ConductorInfo, base: str, detail: bool) -> dict[str, A
     return out
 
 
-class Conductors:
+class Conductors(Resource):
     """``GET /v1/conductors[/{hostname}]`` (1.49)."""
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_version(req, (1, 49), "conductors", status=404)

@@ -11,22 +11,19 @@ from typing import Any
 
 import falcon
 
-from ironic_fsm.api.common import require_version, send
+from ironic_fsm.api.common import Resource, require_version, send
 from ironic_fsm.conductor import Conductor
 
 __all__ = ["routes"]
 
 
-class Shards:
+class Shards(Resource):
     """``GET /v1/shards``: each shard and how many nodes it holds, the largest first.
 
     As Ironic: every node counts, children too, and the nodes without a
     shard are counted under the name ``"None"`` (Ironic's text for its null).
     Shards are few and change as they are read, so the list is not paged.
     """
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_version(req, (1, 82), "shards", status=404)
@@ -36,11 +33,8 @@ class Shards:
         send(resp, {"shards": [{"name": name, "count": count} for name, count in ordered]})
 
 
-class Children:
+class Children(Resource):
     """``GET /v1/nodes/{ident}/children``: the UUIDs of the nodes whose parent it is."""
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         require_version(req, (1, 83), "children", status=404)

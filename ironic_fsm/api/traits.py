@@ -7,6 +7,7 @@ from typing import Any, Final
 import falcon
 
 from ironic_fsm.api.common import (
+    Resource,
     compile_schema,
     link_pair,
     query_bool,
@@ -18,7 +19,6 @@ from ironic_fsm.api.common import (
 )
 from ironic_fsm.api.errors import ApiError
 from ironic_fsm.api.views import stamp
-from ironic_fsm.conductor import Conductor
 from ironic_fsm.history import HistoryEntry
 
 __all__ = ["TRAITS_SCHEMA", "TRAIT_SCHEMA", "NodeHistory", "NodeTrait", "NodeTraits"]
@@ -47,11 +47,8 @@ def _writable(req: falcon.Request) -> None:
         raise ApiError(405, f"The method {req.method} is not allowed below API version 1.37")
 
 
-class NodeTraits:
+class NodeTraits(Resource):
     """``GET``, ``PUT`` (replace all) and ``DELETE`` (remove all) on a node's traits."""
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         require_version(req, (1, 37), "traits")
@@ -69,11 +66,8 @@ class NodeTraits:
         resp.status = 204
 
 
-class NodeTrait:
+class NodeTrait(Resource):
     """``PUT`` (add) and ``DELETE`` (remove) of one trait."""
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_put(self, req: falcon.Request, resp: falcon.Response, ident: str, trait: str) -> None:
         _writable(req)
@@ -128,11 +122,8 @@ def _entry(entry: HistoryEntry, req: falcon.Request, detail: bool) -> dict[str, 
     return out
 
 
-class NodeHistory:
+class NodeHistory(Resource):
     """``GET /v1/nodes/{ident}/history[/{entry}]``, oldest first (1.78)."""
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         require_version(req, (1, 78), "history", status=404)

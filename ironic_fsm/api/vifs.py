@@ -6,7 +6,14 @@ from typing import Any, Final
 
 import falcon
 
-from ironic_fsm.api.common import compile_schema, read_json, require_version, send
+from ironic_fsm.api.common import (
+    Resource,
+    compile_schema,
+    read_json,
+    require_version,
+    send,
+    with_item,
+)
 from ironic_fsm.conductor import Conductor
 
 __all__ = ["routes"]
@@ -21,11 +28,8 @@ _BODY: Final = compile_schema(
 )
 
 
-class NodeVifs:
+class NodeVifs(Resource):
     """``GET`` and ``POST /v1/nodes/{ident}/vifs``, ``DELETE .../vifs/{vif}``."""
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         require_version(req, _SINCE, "vifs", status=404)
@@ -47,8 +51,4 @@ class NodeVifs:
 
 
 def routes(conductor: Conductor) -> list[tuple[str, Any, dict[str, str]]]:
-    vifs = NodeVifs(conductor)
-    return [
-        ("/v1/nodes/{ident}/vifs", vifs, {}),
-        ("/v1/nodes/{ident}/vifs/{vif}", vifs, {"suffix": "vif"}),
-    ]
+    return with_item("/v1/nodes/{ident}/vifs", NodeVifs(conductor), "vif", "vif")

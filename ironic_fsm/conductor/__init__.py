@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from ironic_fsm.agent.token import MASK
 from ironic_fsm.conductor.catalog import Catalog
-from ironic_fsm.conductor.common import process_start, utcnow
+from ironic_fsm.conductor.common import forward, process_start, utcnow
 from ironic_fsm.conductor.context import Context, Guard, Listener, Observer, Tally
 from ironic_fsm.conductor.engine import StepEngine
 from ironic_fsm.conductor.fleet import ConductorInfo, FleetRecord
@@ -414,34 +414,8 @@ class Conductor:
         """The templates given to :meth:`add_deploy_template` (this process's), as copies."""
         return self._catalog.added_deploy_templates()
 
-    def create_deploy_template(
-        self, name: str, steps: Sequence[Mapping[str, Any]], *, uuid: str | None = None,
-        extra: dict[str, Any] | None = None,
-    ) -> CatalogEntry:  # fmt: skip
-        """Store a deploy template: its name is a trait, its steps Ironic's
-        ``{interface, step, args, priority}``. Raises CatalogEntryExists for a taken name.
-        """
-        return self._catalog.create_deploy_template(name, steps, uuid=uuid, extra=extra)
-
-    def create_runbook(
-        self, name: str, steps: Sequence[Mapping[str, Any]], *, uuid: str | None = None,
-        extra: dict[str, Any] | None = None, public: bool = False, owner: str | None = None,
-        disable_ramdisk: bool = False, description: str | None = None,
-        traits: Sequence[str] | None = None,
-    ) -> CatalogEntry:  # fmt: skip
-        """Store a runbook: steps ``{interface, step, order[, args]}``; a node needs one of
-        its ``traits`` to run it (none given: its name, which must then be a trait)."""
-        return self._catalog.create_runbook(
-            name,
-            steps,
-            uuid=uuid,
-            extra=extra,
-            public=public,
-            owner=owner,
-            disable_ramdisk=disable_ramdisk,
-            description=description,
-            traits=traits,
-        )
+    create_deploy_template = forward("_catalog", Catalog.create_deploy_template)
+    create_runbook = forward("_catalog", Catalog.create_runbook)
 
     def get_deploy_template(self, ident: str) -> CatalogEntry:
         """The stored deploy template with this UUID or name (CatalogEntryNotFound if none)."""
@@ -531,15 +505,7 @@ class Conductor:
 
     # -- Flows (flows.py) -------------------------------------------------------
 
-    def continue_node_inspect(
-        self,
-        ident: str,
-        inventory: Mapping[str, Any] | None = None,
-        plugin_data: Mapping[str, Any] | None = None,
-    ) -> Node:
-        """An asynchronous inspection reported back; finish it (the inventory kept, see
-        :meth:`get_node_inventory`, and the ports the inspect interface asks for made)."""
-        return self._flows.continue_node_inspect(ident, inventory, plugin_data)
+    continue_node_inspect = forward("_flows", Flows.continue_node_inspect)
 
     def get_node_inventory(self, ident: str) -> NodeInventory:
         """What the node's last inspection reported (1.81); ``ResourceNotFound`` if none."""
@@ -737,10 +703,7 @@ class Conductor:
         fields = self._chassis_checked(fields)
         action = "maintenance_set" if "maintenance" in fields else "update"
         with self._notices.around(action, lambda: self._nodes.get_node(ident)):
-            node = self._nodes.update_node(
-                ident, expected_version=expected_version, reset_interfaces=reset_interfaces,
-                **fields,
-            )  # fmt: skip
+            node = self._nodes.update_node(ident, fields, expected_version, reset_interfaces)
         self._notices.changed(action, "end", node)
         return node
 
@@ -880,7 +843,8 @@ class Conductor:
         """The node a booted agent belongs to, and its token (given out once, then ``******``).
 
         Found by the agent's MAC addresses or ``node_uuid``, only in a state
-        that expects an agent (NodeNotFound otherwise, as for no node).
+        that expects an agent (NodeNotFound otherwise, as for no node). Written
+        out, not forwarded: the ramdisk part is imported at its first use.
         """
         return self._ramdisk.lookup(addresses, node_uuid, with_token=with_token)
 
@@ -900,11 +864,7 @@ class Conductor:
         observer = self._ctx.observer
         try:
             node = self._ramdisk.heartbeat(
-                ident,
-                callback_url,
-                agent_token=agent_token,
-                agent_version=agent_version,
-                agent_verify_ca=agent_verify_ca,
+                ident, callback_url, agent_token, agent_version, agent_verify_ca
             )
         except IronicFSMError as exc:
             if observer is not None:

@@ -13,7 +13,7 @@ from typing import Any, Final
 import attrs
 
 from ironic_fsm.conductor.context import Context
-from ironic_fsm.conductor.records import Shelf, check_dict, check_known, check_text, new_uuid
+from ironic_fsm.conductor.records import Shelf, check_dict, described_changes, new_uuid
 from ironic_fsm.exceptions import InvalidParameterValue
 from ironic_fsm.node import Node
 from ironic_fsm.records import Chassis
@@ -65,12 +65,7 @@ class ChassisPart:
         return self.get_chassis(uuid).uuid
 
     def _apply(self, chassis: Chassis, fields: dict[str, Any]) -> Chassis:
-        check_known(fields, CHASSIS_FIELDS, "chassis")
-        changes: dict[str, Any] = {}
-        if "description" in fields:
-            changes["description"] = check_text(
-                fields["description"], "description", "Chassis", most=255, empty=True
-            )
+        changes = described_changes(fields, CHASSIS_FIELDS, "Chassis")
         if "extra" in fields:
             changes["extra"] = check_dict(fields["extra"], "extra", "Chassis")
         return attrs.evolve(chassis, **changes)

@@ -14,8 +14,8 @@ import traceback
 import uuid as _uuid
 from collections.abc import Callable
 from datetime import datetime, timezone
-from functools import partial
-from typing import Any, Final
+from functools import partial, wraps
+from typing import Any, Concatenate, Final, ParamSpec, TypeVar
 
 from ironic_fsm import states as s
 from ironic_fsm.exceptions import (
@@ -32,6 +32,7 @@ __all__ = [
     "check_ident",
     "describe_exc",
     "driver_error",
+    "forward",
     "inspection_times",
     "process_alive",
     "process_start",
@@ -50,6 +51,23 @@ utcnow: Final[Callable[[], datetime]] = partial(datetime.now, timezone.utc)
 
 #: The states an inspection runs in: leaving them ends it.
 INSPECTING_STATES: Final = frozenset({s.INSPECTING, s.INSPECTWAIT})
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def forward(
+    part: str, method: Callable[Concatenate[Any, _P], _R]
+) -> Callable[Concatenate[Any, _P], _R]:
+    """A facade method that only calls ``method`` on the facade's attribute ``part``: the
+    signature and docstring are written once, in the part, and serve the facade too."""
+
+    @wraps(method)
+    def call(facade: Any, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        return method(getattr(facade, part), *args, **kwargs)
+
+    return call
 
 
 def inspection_times(node: Node, previous: str, state: str, now: datetime) -> None:

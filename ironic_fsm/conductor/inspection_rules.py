@@ -16,7 +16,7 @@ import attrs
 
 from ironic_fsm.conductor.common import shown
 from ironic_fsm.conductor.context import Context
-from ironic_fsm.conductor.records import check_flag, check_known, check_text, new_uuid, records_of
+from ironic_fsm.conductor.records import check_flag, described_changes, new_uuid, records_of
 from ironic_fsm.exceptions import InvalidParameterValue, ResourceNotFound
 from ironic_fsm.inspection_rules import RuleOutcome, apply_rules, check_rule_steps
 from ironic_fsm.node import Node, check_json, is_uuid_like
@@ -84,12 +84,7 @@ class InspectionRules:
         return apply_rules(rules, node, inventory, {} if plugin_data is None else plugin_data)
 
     def _apply(self, rule: InspectionRule, fields: dict[str, Any]) -> InspectionRule:
-        check_known(fields, RULE_FIELDS, "inspection rule")
-        changes: dict[str, Any] = {}
-        if "description" in fields:
-            changes["description"] = check_text(
-                fields["description"], "description", "Inspection rule", most=255, empty=True
-            )
+        changes = described_changes(fields, RULE_FIELDS, "Inspection rule")
         if "phase" in fields:
             phase = "main" if fields["phase"] is None else fields["phase"]
             if phase not in PHASES:

@@ -381,12 +381,12 @@ class Nodes:
     def update_node(
         self,
         ident: str,
-        *,
-        expected_version: int | None = None,
-        reset_interfaces: bool | None = None,
-        **fields: Any,
+        fields: dict[str, Any],
+        expected_version: int | None,
+        reset_interfaces: bool | None,
     ) -> Node:
-        """Change user-settable fields, with Ironic's rules for retirement and protection.
+        """Change user-settable fields (``fields``, by name; the caller's dict is left as
+        it is), with Ironic's rules for retirement and protection.
 
         A new ``driver`` resets the ``<kind>_interface`` fields the update
         does not give to the new type's defaults (``None``), unless
@@ -408,6 +408,7 @@ class Nodes:
             ConcurrentUpdate: the node is no longer ``expected_version``.
         """
         ident = check_ident(ident)
+        fields = dict(fields)
         if reset_interfaces and "driver" not in fields:
             raise InvalidParameterValue(
                 "The reset_interfaces parameter can only be used when changing the node's driver.",

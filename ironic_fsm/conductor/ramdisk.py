@@ -101,7 +101,8 @@ class Ramdisk:
         *,
         with_token: bool = True,
     ) -> AgentLookup:
-        """The node an agent with these MAC addresses (or this node UUID) belongs to.
+        """The node a booted agent with these MAC addresses (or this node UUID) belongs to,
+        and its token (given out once, then ``******``).
 
         ``with_token`` (agents speaking API 1.62 and later): the first
         allowed lookup makes the node's token and returns it; every later
@@ -183,12 +184,13 @@ class Ramdisk:
         self,
         ident: str,
         callback_url: str,
-        *,
         agent_token: str | None,
         agent_version: str | None,
-        agent_verify_ca: str | None = None,
+        agent_verify_ca: str | None,
     ) -> Node:
-        """Accept an agent's heartbeat: check it, and record where and what the agent is.
+        """Accept an agent's heartbeat: check it, and record where and what the agent is
+        (the facade's :meth:`~ironic_fsm.conductor.Conductor.agent_heartbeat` names the
+        agent's words and gives their defaults).
 
         Raises:
             InvalidParameterValue: a malformed or changed ``callback_url``, no

@@ -25,6 +25,7 @@ __all__ = [
     "check_dict",
     "check_flag",
     "check_known",
+    "described_changes",
     "check_traits",
     "check_text",
     "find",
@@ -170,6 +171,20 @@ def check_known(fields: Iterable[str], allowed: Collection[str], word: str) -> N
         raise InvalidParameterValue(
             f"Unknown {word} field(s): {', '.join(unknown)}", fields=unknown
         )
+
+
+def described_changes(
+    fields: dict[str, Any], allowed: Collection[str], word: str
+) -> dict[str, Any]:
+    """The first changes of a record with a free ``description`` (a chassis, an inspection
+    rule): ``fields`` checked against ``allowed``, then the description, if given, checked
+    (at most 255 characters, may be empty)."""
+    check_known(fields, allowed, word.lower())
+    if "description" not in fields:
+        return {}
+    return {
+        "description": check_text(fields["description"], "description", word, most=255, empty=True)
+    }
 
 
 def check_flag(value: object, field: str, word: str) -> bool:

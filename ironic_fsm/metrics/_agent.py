@@ -14,10 +14,10 @@ import threading
 from collections.abc import Iterator
 from typing import Final
 
-from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
-from ironic_fsm.metrics._flows import Histogram, histogram_family
+from ironic_fsm.metrics._flows import Histogram, counter_family, histogram_family
 
 __all__ = ["AGENT_BUCKETS", "AgentMetrics"]
 
@@ -49,24 +49,18 @@ class AgentMetrics(Collector):
 
     def collect(self) -> Iterator[Metric]:
         with self._lock:
-            beats = CounterMetricFamily(
+            yield counter_family(
                 "ironic_fsm_agent_heartbeats", "Ramdisk agents' heartbeats, by outcome "
                 "(accepted, or the refusal: InvalidParameterValue, NodeLocked, NodeNotFound...).",
-                labels=["outcome"],
+                ["outcome"], self.heartbeats,
             )  # fmt: skip
-            for outcome, count in sorted(self.heartbeats.items()):
-                beats.add_metric([outcome], count)
-            yield beats
             yield histogram_family(
                 "ironic_fsm_agent_command_duration_seconds",
                 "Commands sent to ramdisk agents, by command, up to their answer.",
                 ["command"], self.commands,
             )  # fmt: skip
-            errors = CounterMetricFamily(
+            yield counter_family(
                 "ironic_fsm_agent_command_errors", "Agent commands that raised, by command and "
                 "the class of what the request raised (ReadTimeout, ConnectError...).",
-                labels=["command", "error"],
+                ["command", "error"], self.errors,
             )  # fmt: skip
-            for (command, error), count in sorted(self.errors.items()):
-                errors.add_metric([command, error], count)
-            yield errors

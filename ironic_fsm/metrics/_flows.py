@@ -268,59 +268,58 @@ class FlowMetrics(Collector):
             yield from self._families()
 
     def _families(self) -> Iterator[Metric]:
-        started = CounterMetricFamily(
+        yield counter_family(
             "ironic_fsm_flows_started", "Flows started, by phase (the working state entered).",
-            labels=["phase"],
+            ["phase"], self.started,
         )  # fmt: skip
-        for phase, count in sorted(self.started.items()):
-            started.add_metric([phase], count)
-        yield started
-        ended = CounterMetricFamily(
+        yield counter_family(
             "ironic_fsm_flows", "Flows ended, by phase and outcome "
-            "(succeeded, failed, aborted, timed_out).", labels=["phase", "outcome"],
+            "(succeeded, failed, aborted, timed_out).", ["phase", "outcome"], self.outcomes,
         )  # fmt: skip
-        for labels, count in sorted(self.outcomes.items()):
-            ended.add_metric(list(labels), count)
-        yield ended
         yield histogram_family(
             "ironic_fsm_flow_duration_seconds",
             "Flow durations from their first working state to a stable or failure state.",
             ["phase", "outcome"], self.durations,
         )  # fmt: skip
-        steps = CounterMetricFamily(
+        yield counter_family(
             "ironic_fsm_steps", "Steps ended, by phase, interface, step and outcome.",
-            labels=["phase", "interface", "step", "outcome"],
+            ["phase", "interface", "step", "outcome"], self.step_outcomes,
         )  # fmt: skip
-        for step_labels, count in sorted(self.step_outcomes.items()):
-            steps.add_metric(list(step_labels), count)
-        yield steps
         yield histogram_family(
             "ironic_fsm_step_duration_seconds",
             "Step durations, asynchronous steps up to their callback.",
             ["phase", "interface", "step"], self.step_durations,
         )  # fmt: skip
-        changes = CounterMetricFamily(
+        yield counter_family(
             "ironic_fsm_provision_state_changes",
-            "Provision-state transitions, by the state entered.", labels=["state"],
+            "Provision-state transitions, by the state entered.", ["state"], self.transitions,
         )  # fmt: skip
-        for state, count in sorted(self.transitions.items()):
-            changes.add_metric([state], count)
-        yield changes
         yield histogram_family(
             "ironic_fsm_driver_call_duration_seconds",
             "Calls of hardware interfaces (BMC operations), by hardware type, "
             "interface and method.",
             ["driver", "interface", "method"], self.calls,
         )  # fmt: skip
-        errors = CounterMetricFamily(
+        yield counter_family(
             "ironic_fsm_driver_call_errors",
             "Calls of hardware interfaces that raised, by hardware type, interface, "
             "method and error class.",
-            labels=["driver", "interface", "method", "error"],
+            ["driver", "interface", "method", "error"], self.call_errors,
         )  # fmt: skip
-        for call, count in sorted(self.call_errors.items()):
-            errors.add_metric(list(call), count)
-        yield errors
+
+
+_Key = TypeVar("_Key", bound=str | tuple[str, ...])
+
+
+def counter_family(
+    name: str, documentation: str, labels: list[str], counts: dict[_Key, int]
+) -> CounterMetricFamily:
+    """A counter family, a sample for each of ``counts``: keyed by its label's value, or
+    by the tuple of its labels' values."""
+    family = CounterMetricFamily(name, documentation, labels=labels)
+    for key, count in sorted(counts.items()):
+        family.add_metric([key] if isinstance(key, str) else list(key), count)
+    return family
 
 
 def histogram_family(
