@@ -101,7 +101,7 @@ class ServeFleet:
     def alive(self, conductor: ironic_fsm.Conductor) -> int:
         return sum(info.alive for info in conductor.list_conductors())
 
-    def wait_alive(self, conductor: ironic_fsm.Conductor, count: int, timeout: float = 20) -> None:
+    def wait_alive(self, conductor: ironic_fsm.Conductor, count: int, timeout: float = 60) -> None:
         wait_for(lambda: self.alive(conductor) >= count, timeout, f"{count} live conductors")
 
     def stop_all(self) -> None:
