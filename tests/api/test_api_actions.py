@@ -81,7 +81,8 @@ def test_provision_answers_after_the_target_is_saved(
         ({"target": "clean"}, 400, "clean_steps"),
         ({"target": "manage", "clean_steps": []}, 400, "clean_steps"),
         ({"target": "manage", "disable_ramdisk": True}, 400, "disable_ramdisk"),
-        ({"target": "active", "configdrive": "abc"}, 400, "configdrive"),
+        ({"target": "manage", "configdrive": "abc"}, 400, "Adding a config drive is only"),
+        ({"target": "manage", "configdrive": 7}, 400, "Invalid input"),
         ({"target": "manage", "bogus": 1}, 400, "bogus"),
     ],
 )
