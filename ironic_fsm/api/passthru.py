@@ -10,16 +10,19 @@ as Ironic's do.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import falcon
 import orjson
 
-from ironic_fsm.api.common import read_json, send
+from ironic_fsm.api.common import Resource, read_json, send
 from ironic_fsm.api.errors import ApiError
 from ironic_fsm.conductor import Conductor
 from ironic_fsm.conductor.passthru import PassthruResult
 from ironic_fsm.exceptions import DriverNotFound
+
+_T = TypeVar("_T")
 
 __all__ = ["routes"]
 
@@ -54,11 +57,8 @@ def _answer(resp: falcon.Response, result: PassthruResult) -> None:
     send(resp, value)
 
 
-class NodePassthru:
+class NodePassthru(Resource):
     """Calls a node's vendor method (any HTTP method; the vendor method says which it takes)."""
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, ident: str, method: str | None = None
@@ -69,55 +69,47 @@ class NodePassthru:
     on_post = on_put = on_patch = on_delete = on_get
 
 
-class NodeMethods:
+class NodeMethods(Resource):
     """``GET .../vendor_passthru/methods``: each method with its HTTP methods and manner."""
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, ident: str) -> None:
         send(resp, self._conductor.list_vendor_passthru_methods(ident))
 
 
-def _no_such_driver(name: str) -> ApiError:
-    return ApiError(404, f"Could not find the following driver(s) or hardware type(s): {name}.")
+def _of_driver(name: str, call: Callable[[], _T]) -> _T:
+    """``call()``, with an unknown hardware type ``name`` answered 404 in Ironic's words (a
+    known type missing an interface stays the conductor's error)."""
+    try:
+        return call()
+    except DriverNotFound as error:
+        if "kind" in error.details:
+            raise
+        raise ApiError(
+            404, f"Could not find the following driver(s) or hardware type(s): {name}."
+        ) from None
 
 
-class DriverPassthru:
+class DriverPassthru(Resource):
     """Calls a method of the hardware type's default vendor interface."""
-
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
 
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, name: str, method: str | None = None
     ) -> None:
         call, args = _call_of(req, method)
-        try:
-            result = self._conductor.driver_vendor_passthru(name, call, req.method, args)
-        except DriverNotFound as error:
-            if "kind" in error.details:  # the type is known, an interface of it is not
-                raise
-            raise _no_such_driver(name) from None
-        _answer(resp, result)
+        conductor = self._conductor
+        _answer(resp, _of_driver(
+            name, lambda: conductor.driver_vendor_passthru(name, call, req.method, args)
+        ))  # fmt: skip
 
     on_post = on_put = on_patch = on_delete = on_get
 
 
-class DriverMethods:
+class DriverMethods(Resource):
     """``GET /v1/drivers/{name}/vendor_passthru/methods``."""
 
-    def __init__(self, conductor: Conductor) -> None:
-        self._conductor = conductor
-
     def on_get(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
-        try:
-            methods = self._conductor.list_driver_vendor_passthru_methods(name)
-        except DriverNotFound as error:
-            if "kind" in error.details:
-                raise
-            raise _no_such_driver(name) from None
-        send(resp, methods)
+        conductor = self._conductor
+        send(resp, _of_driver(name, lambda: conductor.list_driver_vendor_passthru_methods(name)))
 
 
 def routes(conductor: Conductor) -> list[tuple[str, Any, dict[str, str]]]:

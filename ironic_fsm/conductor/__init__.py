@@ -49,7 +49,6 @@ from ironic_fsm.conductor.launcher import Executor, Launcher
 from ironic_fsm.conductor.nodes import Nodes
 from ironic_fsm.conductor.notices import RecordNotices
 from ironic_fsm.conductor.ownership import Ownership
-from ironic_fsm.conductor.passthru import Passthru, PassthruResult
 from ironic_fsm.conductor.plans import Plans
 from ironic_fsm.conductor.power_sync import PowerSync, PowerSyncReport
 from ironic_fsm.conductor.reconcile import Reconcile
@@ -79,6 +78,7 @@ if TYPE_CHECKING:  # the parts only some verbs use, and the records: imported wh
     from ironic_fsm.conductor.indicators import Indicators
     from ironic_fsm.conductor.inspection_rules import InspectionRules
     from ironic_fsm.conductor.node_media import NodeMedia
+    from ironic_fsm.conductor.passthru import Passthru, PassthruResult
     from ironic_fsm.conductor.portgroups import Portgroups
     from ironic_fsm.conductor.ports import Ports
     from ironic_fsm.conductor.raid import Raid
@@ -205,6 +205,9 @@ class Conductor:
     # What a node's hardware does or reports, through its driver:
     _raid: cached_property[Raid] = _later("raid", "Raid", "_reservations")
     _media: cached_property[NodeMedia] = _later("node_media", "NodeMedia", "_reservations")
+    _passthru: cached_property[Passthru] = _later(
+        "passthru", "Passthru", "_reservations", "_launcher"
+    )
     _bios: cached_property[BiosSettings] = _later("bios", "BiosSettings")
     _console: cached_property[Console] = _later("console", "Console", "_reservations")
     _indicators: cached_property[Indicators] = _later("indicators", "Indicators", "_reservations")
@@ -607,29 +610,25 @@ class Conductor:
         """Set indicator ``<indicator>@<component>`` to one of its states."""
         self._indicators.set_indicator_state(ident, name, state)
 
-    def _passthru(self) -> Passthru:
-        """The vendor pass-through part, made when asked (it keeps nothing of its own)."""
-        return Passthru(self._ctx, self._reservations, self._launcher)
-
     def list_vendor_passthru_methods(self, ident: str) -> dict[str, dict[str, Any]]:
         """The node's vendor pass-through methods: HTTP methods, async, description, attach."""
-        return self._passthru().node_methods(ident)
+        return self._passthru.node_methods(ident)
 
     def vendor_passthru(
         self, ident: str, method: str, http_method: str = "POST", args: Mapping[str, Any] = {}
     ) -> PassthruResult:
         """Call a vendor pass-through method of the node (asynchronous ones run on)."""
-        return self._passthru().call_node(ident, method, http_method, args)
+        return self._passthru.call_node(ident, method, http_method, args)
 
     def list_driver_vendor_passthru_methods(self, driver: str) -> dict[str, dict[str, Any]]:
         """Hardware type ``driver``'s pass-through methods (of its default vendor interface)."""
-        return self._passthru().driver_methods(driver)
+        return self._passthru.driver_methods(driver)
 
     def driver_vendor_passthru(
         self, driver: str, method: str, http_method: str = "POST", args: Mapping[str, Any] = {}
     ) -> PassthruResult:
         """Call a pass-through method of hardware type ``driver``'s default vendor interface."""
-        return self._passthru().call_driver(driver, method, http_method, args)
+        return self._passthru.call_driver(driver, method, http_method, args)
 
     def create_node(self, **fields: Any) -> Node:
         """Enroll a node; any :class:`~ironic_fsm.Node` field may be given."""
