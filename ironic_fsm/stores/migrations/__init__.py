@@ -116,7 +116,7 @@ def record_table(table: str, timestamp: str, columns: str, constraints: str = ""
 
 def drop_with_node(name: str, tables: Sequence[str], dialect: str) -> list[str]:
     """A trigger ``name`` that deletes the rows of ``tables`` naming a node (``node_uuid``)
-    with the node, in the dialect's words (revisions 0016 and 0017)."""
+    with the node, in the dialect's words (revisions 0014, 0016 and 0017)."""
     deletes = " ".join(f"DELETE FROM {table} WHERE node_uuid = OLD.uuid;" for table in tables)
     if dialect != "postgresql":
         return [f"CREATE TRIGGER {name} AFTER DELETE ON nodes BEGIN {deletes} END"]

@@ -16,9 +16,8 @@ depends_on = None
 
 def upgrade() -> None:
     """``node_history`` on ``(node_uuid, created_at, seq)``; ``node_history_counts``."""
-    timestamp = step_context().timestamp
     run([
-        history_table("node_history", timestamp),
+        history_table("node_history", step_context().timestamp),
         "CREATE INDEX node_history_node_idx ON node_history (node_uuid, created_at, seq)",
         "CREATE TABLE node_history_counts (\n"
         "\tnode_uuid VARCHAR(36) NOT NULL, \n"

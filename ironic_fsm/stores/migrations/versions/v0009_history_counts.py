@@ -27,7 +27,6 @@ depends_on = None
 
 def upgrade() -> None:
     """The counts move into ``nodes``; SQLite's history loses its key."""
-    context = step_context()
     run([
         "ALTER TABLE nodes ADD COLUMN history_entries INTEGER NOT NULL DEFAULT 0",
         "ALTER TABLE nodes ADD COLUMN history_last_seq BIGINT NOT NULL DEFAULT 0",
@@ -40,6 +39,7 @@ def upgrade() -> None:
         "DROP TABLE node_history_counts",
         "CREATE INDEX node_history_counts_entries_idx ON nodes (history_entries)",
     ])  # fmt: skip
+    context = step_context()
     if context.dialect != "sqlite":
         return
     run([

@@ -14,7 +14,7 @@ Revises: 0013
 from __future__ import annotations
 
 from ironic_fsm.stores._schema import RECORDS_BY_NODE
-from ironic_fsm.stores.migrations import record_table, run, step_context
+from ironic_fsm.stores.migrations import drop_with_node, record_table, run, step_context
 
 revision = "0014"
 down_revision = "0013"
@@ -25,10 +25,9 @@ depends_on = None
 def upgrade() -> None:
     """Six tables and the trigger that deletes a node's records with it."""
     context = step_context()
-    timestamp = context.timestamp
     run([
         record_table(
-            "ports", timestamp,
+            "ports", context.timestamp,
             "\taddress VARCHAR(255) NOT NULL, \n\tname VARCHAR(255), \n"
             "\tnode_uuid VARCHAR(36) NOT NULL, \n\tportgroup_uuid VARCHAR(36), \n",
             ", \n\tCONSTRAINT uniq_ports0address UNIQUE (address), \n"
@@ -39,7 +38,7 @@ def upgrade() -> None:
         "WHERE portgroup_uuid IS NOT NULL",
         "CREATE INDEX ports_seq_idx ON ports (seq, uuid)",
         record_table(
-            "portgroups", timestamp,
+            "portgroups", context.timestamp,
             "\taddress VARCHAR(255), \n\tname VARCHAR(255), \n"
             "\tnode_uuid VARCHAR(36) NOT NULL, \n",
             ", \n\tCONSTRAINT uniq_portgroups0address UNIQUE (address), \n"
@@ -47,10 +46,10 @@ def upgrade() -> None:
         ),
         "CREATE INDEX portgroups_node_uuid_idx ON portgroups (node_uuid)",
         "CREATE INDEX portgroups_seq_idx ON portgroups (seq, uuid)",
-        record_table("chassis", timestamp, ""),
+        record_table("chassis", context.timestamp, ""),
         "CREATE INDEX chassis_seq_idx ON chassis (seq, uuid)",
         record_table(
-            "allocations", timestamp,
+            "allocations", context.timestamp,
             "\tname VARCHAR(255), \n\tnode_uuid VARCHAR(36), \n"
             "\tstate VARCHAR(15) NOT NULL, \n\tresource_class VARCHAR(80), \n"
             "\towner VARCHAR(255), \n",
@@ -60,7 +59,7 @@ def upgrade() -> None:
         "CREATE INDEX allocations_state_idx ON allocations (state)",
         "CREATE INDEX allocations_seq_idx ON allocations (seq, uuid)",
         record_table(
-            "volume_connectors", timestamp,
+            "volume_connectors", context.timestamp,
             "\tnode_uuid VARCHAR(36) NOT NULL, \n\ttype VARCHAR(32) NOT NULL, \n"
             "\tconnector_id VARCHAR(255) NOT NULL, \n",
             ", \n\tCONSTRAINT uniq_volumeconnectors0type0connectorid "
@@ -69,7 +68,7 @@ def upgrade() -> None:
         "CREATE INDEX volume_connectors_node_uuid_idx ON volume_connectors (node_uuid)",
         "CREATE INDEX volume_connectors_seq_idx ON volume_connectors (seq, uuid)",
         record_table(
-            "volume_targets", timestamp,
+            "volume_targets", context.timestamp,
             "\tnode_uuid VARCHAR(36) NOT NULL, \n\tvolume_id VARCHAR(36) NOT NULL, \n"
             "\tboot_index INTEGER NOT NULL, \n",
             ", \n\tCONSTRAINT uniq_volumetargets0node_uuid0boot_index "
@@ -77,13 +76,4 @@ def upgrade() -> None:
         ),
         "CREATE INDEX volume_targets_seq_idx ON volume_targets (seq, uuid)",
     ])  # fmt: skip
-    deletes = " ".join(f"DELETE FROM {t} WHERE node_uuid = OLD.uuid;" for t in RECORDS_BY_NODE)
-    if context.dialect == "postgresql":
-        run([
-            "CREATE FUNCTION nodes_records_drop() RETURNS trigger LANGUAGE plpgsql AS $$ "
-            f"BEGIN {deletes} RETURN NULL; END $$",
-            "CREATE TRIGGER nodes_records_drop AFTER DELETE ON nodes "
-            "FOR EACH ROW EXECUTE FUNCTION nodes_records_drop()",
-        ])  # fmt: skip
-    else:
-        run([f"CREATE TRIGGER nodes_records_drop AFTER DELETE ON nodes BEGIN {deletes} END"])
+    run(drop_with_node("nodes_records_drop", RECORDS_BY_NODE, context.dialect))

@@ -23,13 +23,12 @@ depends_on = None
 
 def upgrade() -> None:
     """``node_inventory`` and the trigger that deletes a node's inventory with it."""
-    context = step_context()
     run([
         record_table(
-            "node_inventory", context.timestamp,
+            "node_inventory", step_context().timestamp,
             "\tnode_uuid VARCHAR(36) NOT NULL, \n",
             ", \n\tCONSTRAINT uniq_nodeinventory0node_uuid UNIQUE (node_uuid)",
         ),
         "CREATE INDEX node_inventory_seq_idx ON node_inventory (seq, uuid)",
     ])  # fmt: skip
-    run(drop_with_node("nodes_inventory_drop", INVENTORY_BY_NODE, context.dialect))
+    run(drop_with_node("nodes_inventory_drop", INVENTORY_BY_NODE, step_context().dialect))
