@@ -126,9 +126,9 @@ _NULLABLE: Final = frozenset(
 )  # fmt: skip
 #: Text columns of v2: any length, may be unset.
 _FREE_TEXT: Final = ("target_provision_state", "power_state", "resource_class", "fault")
-_CHECKED: Final[tuple[tuple[str, int | None], ...]] = (
-    *_WIDTHS.items(),
-    *((field, None) for field in _FREE_TEXT),
+#: Text columns added since v2, with their widths, in the order the revisions added them
+#: (which is also their order at the end of :data:`_COLUMNS`).
+_ADDED_TEXT: Final[tuple[tuple[str, int], ...]] = (
     ("conductor_group", 255),  # v6
     ("owner", 255),  # v8
     ("lessee", 255),
@@ -136,6 +136,11 @@ _CHECKED: Final[tuple[tuple[str, int | None], ...]] = (
     ("shard", 255),  # v10
     ("parent_node", 36),
     ("instance_name", 255),  # v16
+)
+_CHECKED: Final[tuple[tuple[str, int | None], ...]] = (
+    *_WIDTHS.items(),
+    *((field, None) for field in _FREE_TEXT),
+    *_ADDED_TEXT,
 )
 #: The columns a write sets from the node, in statement order (``data`` and ``version`` apart).
 _COLUMNS: Final = (
@@ -153,13 +158,7 @@ _COLUMNS: Final = (
     "provision_updated_at",
     "updated_at",
     "wait_until",
-    "conductor_group",
-    "owner",
-    "lessee",
-    "instance_uuid",
-    "shard",
-    "parent_node",
-    "instance_name",
+    *(field for field, _ in _ADDED_TEXT),
 )
 _RESERVATION: Final = _COLUMNS.index("reservation")
 #: Index of ``created_at`` in a row's values (after :data:`_COLUMNS`).
