@@ -54,6 +54,47 @@ _DICT_OPTIONS: Final = (
 )
 
 
+#: The words of the commands whose help is long: command -> (its line in the list of its
+#: parent's commands, the description its own ``--help`` starts with).
+_HELP: Final = {
+    "node create": ("enroll a new node",
+                    "Enroll a new node (provision state 'enroll') and show it."),
+    "node show": ("show a node", "Show every field of a node (secrets masked)."),
+    "node set": ("set node fields",
+                 "Set node fields; KEY=VALUE options are merged into the existing dict."),
+    "node unset": ("unset node fields",
+                   "Unset node fields; KEY options remove keys from the dict."),
+    "node delete": ("delete nodes", "Delete node records (allowed in enroll, manageable, "
+                    "available, adopt failed)."),
+    "node clean-steps": ("list a node's clean steps", "List the clean steps the node's "
+                         "interfaces offer, highest priority first."),
+    "node inventory": ("save a node's inventory", "Write what the node's last inspection "
+                       "reported (its inventory and plugin data) as JSON, as 'openstack "
+                       "baremetal node inventory save' does."),
+    "node history list": ("list a node's history, oldest first",
+                          "List a node's history entries, oldest first."),
+    "node history get": ("show one history entry",
+                         "Show one entry of a node's history, by its UUID."),
+    "conductor list": ("list conductors", "List the conductors registered in the database, "
+                       "alive or not: alive is online and heard from within "
+                       "heartbeat_timeout (see --config)."),
+    "states": ("list the lifecycle's states", "List every provision state: stable or not, "
+               "default target, accepted events."),
+    "diagram": ("draw the lifecycle",
+                "Draw the lifecycle as Graphviz DOT, Mermaid, or SVG (needs 'dot')."),
+    "apply": ("enroll, update and reconcile the nodes of a fleet file", "Apply a declarative "
+              "fleet file (YAML or JSON; see docs/fleet-file.rst): the whole file is checked "
+              "first, then missing nodes are enrolled, fields that differ updated, and each "
+              "node reconciled one verb per round toward its wanted state. ${VAR} in a string "
+              "value is read from the environment and never shown."),
+    "demo": ("run a fleet of emulated BMCs through the lifecycle", "Start emulated IPMI and "
+             "Redfish BMCs on 127.0.0.1, enroll them in a SQLite store and drive every node "
+             "through its lifecycle (Redfish: inspect, BIOS and RAID clean steps; IPMI: power "
+             "and boot device only), retiring two; shows progress live. Needs the 'demo' "
+             "extra: pip install 'ironic_fsm[demo]'."),
+}  # fmt: skip
+
+
 def _add_output(parser: argparse.ArgumentParser, *, many: bool) -> None:
     """The output options of Ironic's client (cliff's): ``-f``, ``-c``, ``--noindent``...
 
@@ -145,6 +186,17 @@ def _add_wait(p: argparse.ArgumentParser, text: str) -> None:
     p.add_argument("--wait", nargs="?", type=_timeout, const=0.0, metavar="TIMEOUT", help=text)
 
 
+def _add_number(
+    p: argparse.ArgumentParser,
+    flag: str,
+    default: int,
+    text: str,
+    kind: Callable[[str], int] = int,
+) -> None:
+    """An option that takes a whole number ``N`` (read by ``kind``), ``default`` without it."""
+    p.add_argument(flag, metavar="N", type=kind, default=default, help=text)
+
+
 def _add_dict_options(
     p: argparse.ArgumentParser,
     options: tuple[tuple[str, str], ...],
@@ -231,13 +283,7 @@ def _build_verb(
 
 
 def _build_create(sub: _Sub[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
-    p = _leaf(
-        sub,
-        "create",
-        [common],
-        "enroll a new node",
-        "Enroll a new node (provision state 'enroll') and show it.",
-    )
+    p = _leaf(sub, "create", [common], *_HELP["node create"])
     p.add_argument("--name", help="a unique name for the node")
     p.add_argument("--uuid", help="the node's UUID (default: a new one)")
     p.add_argument(
@@ -283,13 +329,7 @@ def _build_list(sub: _Sub[argparse.ArgumentParser], common: argparse.ArgumentPar
     )
     p.add_argument("--driver", help="only nodes of this hardware type")
     p.add_argument("--instance-name", metavar="NAME", help="only nodes with this instance name")
-    p.add_argument(
-        "--limit",
-        metavar="N",
-        type=_limit,
-        default=0,
-        help="show at most N nodes (default 0: every node)",
-    )
+    _add_number(p, "--limit", 0, "show at most N nodes (default 0: every node)", _limit)
     p.add_argument(
         "--marker",
         metavar="UUID",
@@ -310,14 +350,7 @@ def _build_list(sub: _Sub[argparse.ArgumentParser], common: argparse.ArgumentPar
 
 
 def _build_set_unset(sub: _Sub[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
-    p = _leaf(
-        sub,
-        "set",
-        [common],
-        "set node fields",
-        "Set node fields; KEY=VALUE options are merged into the existing dict.",
-        node=True,
-    )
+    p = _leaf(sub, "set", [common], *_HELP["node set"], node=True)
     p.add_argument("--retired", action="store_true", help="retire the node")
     p.add_argument("--retired-reason", metavar="REASON", help="why the node is retired")
     p.add_argument("--maintenance", action="store_true", help="put the node in maintenance")
@@ -349,14 +382,7 @@ def _build_set_unset(sub: _Sub[argparse.ArgumentParser], common: argparse.Argume
     )
     _finish(p, _cmd_set)
 
-    p = _leaf(
-        sub,
-        "unset",
-        [common],
-        "unset node fields",
-        "Unset node fields; KEY options remove keys from the dict.",
-        node=True,
-    )
+    p = _leaf(sub, "unset", [common], *_HELP["node unset"], node=True)
     # (flag, dest or None for argparse's default, help): one switch per field.
     switches: tuple[tuple[str, str | None, str], ...] = (
         ("--retired", None, "unretire the node"),
@@ -396,25 +422,12 @@ def _build_node(top: _Sub[argparse.ArgumentParser], common: argparse.ArgumentPar
     _build_create(sub, common)
     _build_list(sub, common)
 
-    p = _leaf(
-        sub,
-        "show",
-        [common],
-        "show a node",
-        "Show every field of a node (secrets masked).",
-        node=True,
-    )
+    p = _leaf(sub, "show", [common], *_HELP["node show"], node=True)
     _add_fields(p, SHOW_COLUMNS)
     _finish(p, _cmd_show, many=False)
     _build_set_unset(sub, common)
 
-    p = _leaf(
-        sub,
-        "delete",
-        [common],
-        "delete nodes",
-        "Delete node records (allowed in enroll, manageable, available, adopt failed).",
-    )
+    p = _leaf(sub, "delete", [common], *_HELP["node delete"])
     p.add_argument("nodes", metavar="NODE", nargs="+", help="name or UUID of a node")
     _finish(p, _cmd_delete)
 
@@ -437,32 +450,11 @@ def _build_node(top: _Sub[argparse.ArgumentParser], common: argparse.ArgumentPar
     for verb, text in _VERBS.items():
         _build_verb(sub, common, verb, text)
 
-    p = _leaf(
-        sub,
-        "clean-steps",
-        [common],
-        "list a node's clean steps",
-        "List the clean steps the node's interfaces offer, highest priority first.",
-        node=True,
-    )
-    p.add_argument(
-        "--min-priority",
-        metavar="N",
-        type=int,
-        default=0,
-        help="only steps with at least this priority (default: 0, all)",
-    )
+    p = _leaf(sub, "clean-steps", [common], *_HELP["node clean-steps"], node=True)
+    _add_number(p, "--min-priority", 0, "only steps with at least this priority (default: 0, all)")
     _finish(p, _cmd_clean_steps, many=True)
     _build_history(sub, common)
-    p = _leaf(
-        sub,
-        "inventory",
-        [common],
-        "save a node's inventory",
-        "Write what the node's last inspection reported (its inventory and plugin data) "
-        "as JSON, as 'openstack baremetal node inventory save' does.",
-        node=True,
-    )
+    p = _leaf(sub, "inventory", [common], *_HELP["node inventory"], node=True)
     p.add_argument("--file", metavar="FILE", help="write it here instead of standard output")
     _finish(p, _cmd_inventory)
     node_extras.build(sub, common, _leaf, _finish)
@@ -475,26 +467,12 @@ def _build_history(sub: _Sub[argparse.ArgumentParser], common: argparse.Argument
         description="A node's history: failures, maintenance, takeovers, refused verbs.",
     )
     history_sub = history.add_subparsers(dest="history_command", metavar="COMMAND", required=True)
-    p = _leaf(
-        history_sub,
-        "list",
-        [common],
-        "list a node's history, oldest first",
-        "List a node's history entries, oldest first.",
-        node=True,
-    )
+    p = _leaf(history_sub, "list", [common], *_HELP["node history list"], node=True)
     p.add_argument(
         "--long", action="store_true", help="also show the event type, conductor and user"
     )
     _finish(p, _cmd_history_list, many=True)
-    p = _leaf(
-        history_sub,
-        "get",
-        [common],
-        "show one history entry",
-        "Show one entry of a node's history, by its UUID.",
-        node=True,
-    )
+    p = _leaf(history_sub, "get", [common], *_HELP["node history get"], node=True)
     p.add_argument("event", metavar="EVENT_UUID", help="the entry's UUID")
     _finish(p, _cmd_history_get, many=False)
 
@@ -595,34 +573,15 @@ def build_parser() -> argparse.ArgumentParser:
     conductor_sub = conductor.add_subparsers(
         dest="conductor_command", metavar="COMMAND", required=True
     )
-    p = _leaf(
-        conductor_sub,
-        "list",
-        [common],
-        "list conductors",
-        "List the conductors registered in the database, alive or not: alive is "
-        "online and heard from within heartbeat_timeout (see --config).",
-    )
+    p = _leaf(conductor_sub, "list", [common], *_HELP["conductor list"])
     p.add_argument("--long", action="store_true", help="also show drivers and the last heartbeat")
     _finish(p, _cmd_conductor_list, many=True)
     add_serve_parser(top, common)
 
-    p = _leaf(
-        top,
-        "states",
-        [],
-        "list the lifecycle's states",
-        "List every provision state: stable or not, default target, accepted events.",
-    )
+    p = _leaf(top, "states", [], *_HELP["states"])
     _finish(p, _cmd_states, many=True)
 
-    p = _leaf(
-        top,
-        "diagram",
-        [],
-        "draw the lifecycle",
-        "Draw the lifecycle as Graphviz DOT, Mermaid, or SVG (needs 'dot').",
-    )
+    p = _leaf(top, "diagram", [], *_HELP["diagram"])
     p.add_argument(
         "-f",
         "--format",
@@ -634,16 +593,7 @@ def build_parser() -> argparse.ArgumentParser:
     _finish(p, _cmd_diagram)
     _build_apply(top, common)
 
-    p = _leaf(
-        top,
-        "demo",
-        [],
-        "run a fleet of emulated BMCs through the lifecycle",
-        "Start emulated IPMI and Redfish BMCs on 127.0.0.1, enroll them in a "
-        "SQLite store and drive every node through its lifecycle (Redfish: inspect, BIOS "
-        "and RAID clean steps; IPMI: power and boot device only), retiring two; shows "
-        "progress live. Needs the 'demo' extra: pip install 'ironic_fsm[demo]'.",
-    )
+    p = _leaf(top, "demo", [], *_HELP["demo"])
     from ironic_fsm import demo
 
     demo.add_arguments(p)
@@ -674,16 +624,7 @@ def _add_global_options(container: argparse.ArgumentParser, default: str | None)
 
 
 def _build_apply(top: _Sub[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
-    p = _leaf(
-        top,
-        "apply",
-        [common],
-        "enroll, update and reconcile the nodes of a fleet file",
-        "Apply a declarative fleet file (YAML or JSON; see docs/fleet-file.rst): "
-        "the whole file is checked first, then missing nodes are enrolled, fields that differ "
-        "updated, and each node reconciled one verb per round toward its wanted state. "
-        "${VAR} in a string value is read from the environment and never shown.",
-    )
+    p = _leaf(top, "apply", [common], *_HELP["apply"])
     p.add_argument("file", metavar="FLEET_FILE", help="the fleet file, or '-' for standard input")
     p.add_argument(
         "--dry-run",
@@ -695,11 +636,5 @@ def _build_apply(top: _Sub[argparse.ArgumentParser], common: argparse.ArgumentPa
         "keep reconciling until every node is where it is wanted, failed or blocked, for "
         "at most TIMEOUT seconds (default 0: no limit); without it, one round",
     )
-    p.add_argument(
-        "--workers",
-        metavar="N",
-        type=int,
-        default=8,
-        help="nodes reconciled at a time (default: 8)",
-    )
+    _add_number(p, "--workers", 8, "nodes reconciled at a time (default: 8)")
     _finish(p, _cmd_apply, many=True)
