@@ -845,7 +845,7 @@ class Conductor:
         that expects an agent (NodeNotFound otherwise, as for no node). Written
         out, not forwarded: the ramdisk part is imported at its first use.
         """
-        return self._ramdisk.lookup(addresses, node_uuid, with_token=with_token)
+        return self._ramdisk.lookup(addresses, node_uuid, with_token)
 
     def agent_heartbeat(
         self,
@@ -889,7 +889,7 @@ class Conductor:
         node = self._ramdisk.inspection_node(inventory, node_uuid)
         token = MASK
         if with_token:
-            token = self._ramdisk.lookup(node_uuid=node.uuid, with_token=True).token
+            token = self._ramdisk.lookup((), node.uuid, True).token
         done = self._flows.continue_node_inspect(node.uuid, inventory, plugin_data)
         from ironic_fsm.conductor.ramdisk import AgentLookup  # built by then: no import cost
 

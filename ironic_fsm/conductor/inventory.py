@@ -30,13 +30,13 @@ class Inventories:
     """Keeps each node's last inventory and makes the ports inspection found."""
 
     def __init__(self, ctx: Context) -> None:
-        self._ctx = ctx
+        self._store = ctx.caps.store  # the nodes: the only other thing it uses
         self._inventories = Shelf(ctx, NodeInventory)
         self._ports = Shelf(ctx, Port)
 
     def get_inventory(self, ident: str) -> NodeInventory:
         """The inventory of node ``ident`` (UUID or name); ``ResourceNotFound`` if it has none."""
-        node = self._ctx.caps.store.get(check_ident(ident))
+        node = self._store.get(check_ident(ident))
         found = self._inventories.records.find_record(NodeInventory, "node_uuid", node.uuid)
         if found is None:
             raise ResourceNotFound(f"Inventory not found for node {node.uuid}.", ident=node.uuid)

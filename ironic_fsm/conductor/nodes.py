@@ -578,14 +578,14 @@ class Nodes:
             job.power(power_state, timeout)
             return
         previous = node.power_state
-        emit(ctx, power_event(ctx, node, POWER_SET_START, previous, power_state))
+        emit(ctx, power_event(node, POWER_SET_START, previous, power_state, ctx.clock()))
         try:
             job.power(power_state, timeout)
         except IronicFSMError as exc:
             why = scrub_node(node, describe_exc(exc))
-            emit(ctx, power_event(ctx, node, POWER_SET_ERROR, previous, power_state, why))
+            emit(ctx, power_event(node, POWER_SET_ERROR, previous, power_state, ctx.clock(), why))
             raise
-        job.events.append(power_event(ctx, node, POWER_SET_END, previous, power_state))
+        job.events.append(power_event(node, POWER_SET_END, previous, power_state, ctx.clock()))
 
     def _check_power(self, node: Node) -> None:
         if node.provision_state in _BUSY_STATES:

@@ -8,11 +8,11 @@ both the event's previous and new state.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Final
 
 import attrs
 
-from ironic_fsm.conductor.context import Context
 from ironic_fsm.events import Event
 from ironic_fsm.node import Node
 
@@ -42,20 +42,21 @@ class PowerEvent(Event):
 
 
 def power_event(
-    ctx: Context,
     node: Node,
     name: str,
     previous: str | None,
     power_state: str | None,
+    now: datetime,
     error: str | None = None,
 ) -> PowerEvent:
-    """The :class:`PowerEvent` ``name`` of ``node``, now: its power from ``previous`` to
-    ``power_state`` (recorded, or asked for), its provision state unchanged."""
+    """The :class:`PowerEvent` ``name`` of ``node`` at ``now`` (the conductor's clock, read by
+    the caller): its power from ``previous`` to ``power_state`` (recorded, or asked for), its
+    provision state unchanged."""
     # The provision state does not change: it is both the previous and the new one.
     same: dict[str, Any] = dict.fromkeys(("previous_state", "state"), node.provision_state)
     return PowerEvent(
         name=name, node=node.uuid, node_name=node.name, event=None,
         target=node.target_provision_state,
         previous_power_state=previous, power_state=power_state, error=error,
-        timestamp=ctx.clock(), **same,
+        timestamp=now, **same,
     )  # fmt: skip

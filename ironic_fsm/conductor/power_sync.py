@@ -455,4 +455,5 @@ class PowerSync:
     ) -> None:
         """Queue a :class:`PowerEvent`: announced after the save that records it."""
         if self._ctx.listeners:
-            job.events.append(power_event(self._ctx, job.node, name, previous, power_state, error))
+            now = self._ctx.clock()
+            job.events.append(power_event(job.node, name, previous, power_state, now, error))

@@ -95,14 +95,11 @@ class Ramdisk:
     # -- lookup ----------------------------------------------------------------------------
 
     def lookup(
-        self,
-        addresses: Iterable[str] = (),
-        node_uuid: str | None = None,
-        *,
-        with_token: bool = True,
+        self, addresses: Iterable[str], node_uuid: str | None, with_token: bool
     ) -> AgentLookup:
         """The node a booted agent with these MAC addresses (or this node UUID) belongs to,
-        and its token (given out once, then ``******``).
+        and its token (given out once, then ``******``); the facade's
+        :meth:`~ironic_fsm.conductor.Conductor.agent_lookup` gives the defaults.
 
         ``with_token`` (agents speaking API 1.62 and later): the first
         allowed lookup makes the node's token and returns it; every later

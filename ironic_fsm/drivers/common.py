@@ -35,6 +35,7 @@ __all__ = [
     "Check",
     "CheckedInfo",
     "DriverInfoValidation",
+    "Library",
     "installed",
     "capabilities",
     "check_driver_info",
@@ -306,6 +307,15 @@ def installed(module: str) -> bool:
         return False
 
 
+@dataclass(frozen=True)
+class Library:
+    """A BMC library a driver needs (an optional extra): its module, and the error naming
+    the extra that installs it, kept together so that neither is set without the other."""
+
+    module: str
+    missing: Callable[[], MissingDependency]
+
+
 class DriverInfoValidation:
     """``get_properties`` and ``validate`` for interfaces that all read one ``driver_info``.
 
@@ -315,19 +325,14 @@ class DriverInfoValidation:
     """
 
     driver_info_keys: ClassVar[Mapping[str, str]] = {}
-    #: The BMC library the interfaces need (``pyghmi``): looked for when a node picks one.
-    library: ClassVar[str] = ""
+    #: The BMC library the interfaces need (pyghmi): looked for when a node picks one.
+    library: ClassVar[Library | None] = None
 
     @classmethod
     def check_loadable(cls) -> None:
-        """:meth:`missing_library` unless :attr:`library` is installed."""
-        if cls.library and not installed(cls.library):
-            raise cls.missing_library()
-
-    @staticmethod
-    def missing_library() -> MissingDependency:
-        """The error naming the extra that installs :attr:`library`."""
-        raise NotImplementedError
+        """The :attr:`library`'s error unless it is installed."""
+        if cls.library is not None and not installed(cls.library.module):
+            raise cls.library.missing()
 
     def get_properties(self) -> dict[str, str]:
         return dict(self.driver_info_keys)

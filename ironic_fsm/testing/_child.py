@@ -29,14 +29,13 @@ class LocalPeer:
 
     def driver_info(self, **overrides: Any) -> dict[str, Any]:
         """``driver_info`` for an ``ipmi`` node on this peer; ``overrides`` added or replaced."""
-        info: dict[str, Any] = {
+        return {
             "ipmi_address": self.address,
             "ipmi_port": self.port,
             "ipmi_username": self.user,
             "ipmi_password": self.password,
+            **overrides,
         }
-        info.update(overrides)
-        return info
 
 
 def stop_child(proc: subprocess.Popen[bytes], timeout: float = 5.0) -> None:

@@ -28,7 +28,7 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
 
-from ironic_fsm.drivers.common import DriverInfoValidation, scrubbed
+from ironic_fsm.drivers.common import DriverInfoValidation, Library, scrubbed
 from ironic_fsm.drivers.ipmi.driver_info import COMMON_PROPERTIES, IPMIInfo, parse_driver_info
 from ironic_fsm.drivers.ipmi.workers import bmc_lock, pool
 from ironic_fsm.exceptions import (
@@ -584,8 +584,7 @@ class _IPMIInterface(DriverInfoValidation):
     """What the IPMI interfaces share: their driver_info keys and its validation."""
 
     driver_info_keys = COMMON_PROPERTIES
-    library = "pyghmi"
-    missing_library = staticmethod(_missing_pyghmi)
+    library = Library("pyghmi", _missing_pyghmi)
 
     def check_driver_info(self, node: Node) -> None:
         """Check ``driver_info`` (no BMC contact), and that pyghmi is installed."""

@@ -19,6 +19,7 @@ from ironic_fsm.drivers.common import (
     BadValue,
     Check,
     DriverInfoValidation,
+    Library,
     check_driver_info,
     number,
     parse_bool,
@@ -293,8 +294,7 @@ class _RedfishValidation(DriverInfoValidation):
     """Shared ``get_properties``/``validate``: every interface reads the same driver_info."""
 
     driver_info_keys = DRIVER_INFO
-    library = "sushy"
-    missing_library = staticmethod(missing_sushy)
+    library = Library("sushy", missing_sushy)
 
     def check_driver_info(self, node: Node) -> None:
         parse_driver_info(node)
