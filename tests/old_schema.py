@@ -376,7 +376,9 @@ CHANGED_BY_FREE_SORTED: Final = frozenset({
 
 
 #: The indexes schema 18 changes (on PostgreSQL: they hold only the free nodes).
-CHANGED_BY_V18: Final = frozenset({"nodes_driver_idx", "nodes_conductor_group_idx"})
+CHANGED_BY_V18: Final = frozenset(
+    {"nodes_driver_idx", "nodes_conductor_group_idx", "nodes_seq_idx"}
+)
 
 
 def kept_by_v18(indexes: dict[str, str]) -> dict[str, str]:

@@ -125,7 +125,6 @@ nodes: Final = Table(
     Column("instance_name", String(255)),
     PrimaryKeyConstraint("uuid"),
     UniqueConstraint("name", name="uniq_nodes0name"),
-    Index("nodes_seq_idx", "seq"),
     # Name order reads the unique constraint's index and, for the unnamed nodes, their own;
     # the timestamps' hold the free nodes.
     _partial("nodes_unnamed_idx", "seq", "uuid", where="name IS NULL"),

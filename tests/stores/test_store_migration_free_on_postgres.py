@@ -1,12 +1,13 @@
-"""Schema 18: on PostgreSQL the driver's sort index and the conductor group's hold only the
-free nodes; SQLite keeps both whole.
+"""Schema 18: on PostgreSQL the indexes of the driver, the conductor group and ``seq`` hold
+only the free nodes; SQLite keeps them whole.
 
 A database of schema 17 (SQLite file or PostgreSQL schema) is upgraded in
-place: every row is kept, every other index stays as it was, the two keep
+place: every row is kept, every other index stays as it was, the three keep
 their names and columns and, on PostgreSQL only, have ``WHERE
 reservation IS NULL``; a failed step leaves the database as it was. Then what the step must
 not cost: pages sorted on the driver, or filtered on the driver or the group,
-and counts by either, still give the held nodes too, as the memory store does.
+and counts by either, still give the held nodes too, as the memory store does;
+a new node still follows every other, the held ones too.
 """
 
 from __future__ import annotations
@@ -113,3 +114,20 @@ def test_pages_and_counts_on_driver_and_group_give_held_and_free_nodes(sql_url: 
                 counted = ours.count_nodes(field, reserved=reserved)
                 assert counted == theirs.count_nodes(field, reserved=reserved), (field, reserved)
                 assert sum(counted.values()) == (6 if reserved is not None else 12)
+
+
+def test_a_new_node_follows_every_other_the_held_ones_too(sql_url: str) -> None:
+    """``seq`` is creation order: the last node given one is held, the next follows it."""
+    with SQLStore(sql_url) as store:
+        first, last = Node(name="first"), Node(name="last")
+        store.create(first)
+        store.create(last)
+        store.reserve(last.uuid, old.HOLDER)  # the top seq is held: on no free-only index
+        one, many = Node(name="one"), [Node(name=f"many-{i}") for i in range(3)]
+        store.create(one)
+        store.reserve(one.uuid, old.HOLDER)
+        store.create_many(many)
+        with store.connection() as conn:
+            order = [row[0] for row in conn.execute("SELECT name FROM nodes ORDER BY seq")]
+            assert len({row[0] for row in conn.execute("SELECT seq FROM nodes")}) == 6
+        assert order == ["first", "last", "one", "many-0", "many-1", "many-2"]
