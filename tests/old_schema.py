@@ -375,9 +375,21 @@ CHANGED_BY_FREE_SORTED: Final = frozenset({
 })  # fmt: skip
 
 
+#: The indexes schema 18 changes (on PostgreSQL: they hold only the free nodes).
+CHANGED_BY_V18: Final = frozenset(
+    {"nodes_driver_idx", "nodes_conductor_group_idx", "nodes_seq_idx"}
+)
+
+
+def kept_by_v18(indexes: dict[str, str]) -> dict[str, str]:
+    """``indexes`` (name: definition) but those schema 18 changes."""
+    return {name: text for name, text in indexes.items() if name not in CHANGED_BY_V18}
+
+
 def kept_by_free_sorted(indexes: dict[str, str]) -> dict[str, str]:
-    """``indexes`` (name: definition) but those the free-sorted step drops or changes."""
-    return {name: text for name, text in indexes.items() if name not in CHANGED_BY_FREE_SORTED}
+    """``indexes`` (name: definition) but those the free-sorted step, or 18, drops or changes."""
+    changed = CHANGED_BY_FREE_SORTED | CHANGED_BY_V18
+    return {name: text for name, text in indexes.items() if name not in changed}
 
 
 def before_v13(indexes: dict[str, str]) -> dict[str, str]:
@@ -388,7 +400,7 @@ def before_v13(indexes: dict[str, str]) -> dict[str, str]:
 
 def kept_by_v9(indexes: dict[str, str]) -> dict[str, str]:
     """``indexes`` (name: definition) but those later schemas change (9, 12, free-sorted)."""
-    changed = CHANGED_BY_V9 | CHANGED_BY_V12 | CHANGED_BY_FREE_SORTED
+    changed = CHANGED_BY_V9 | CHANGED_BY_V12 | CHANGED_BY_FREE_SORTED | CHANGED_BY_V18
     return {name: text for name, text in indexes.items() if name not in changed}
 
 

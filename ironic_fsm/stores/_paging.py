@@ -4,8 +4,10 @@ A page after a marker is a range of ``(key, seq, uuid)``, never an offset,
 so it reads ``limit`` rows wherever it starts. A nullable key is read in
 two ranges, its unset rows (first ascending, last descending) and the
 others, each on the index. The timestamps' sort indexes hold only the free
-nodes (see :mod:`._schema`): a range in their order is read in two parts,
-the free nodes on that index and the held ones on the reservation index.
+nodes (see :mod:`._schema`), and on PostgreSQL the driver's and the
+conductor group's too: a range in the order of one of them, or filtered on
+the driver or group there, is read in two parts, the free nodes on that
+index and the held ones on the reservation index.
 Whatever its ranges and parts, a page is one statement (one snapshot).
 
 With ``fields``, a page whose fields are all columns
@@ -32,7 +34,7 @@ from ironic_fsm.stores._query import (
     project,
 )
 from ironic_fsm.stores._scans import where_terms
-from ironic_fsm.stores._schema import FREE_SORTED
+from ironic_fsm.stores._schema import FREE_ON_POSTGRES, FREE_SORTED
 from ironic_fsm.stores._statements import Statements, to_node
 
 #: The columns that hold timestamps (read back through the dialect).
@@ -42,6 +44,9 @@ _RECORD: Final = "data, reservation, version"
 #: Sort keys whose index holds only the nodes nobody holds: a range in their order is read
 #: in two parts, the free nodes on that index and the held ones on the reservation index.
 _FREE_SORTED: Final = frozenset(column for _, column in FREE_SORTED)
+#: On PostgreSQL, the keys whose index holds only the free nodes too: a page sorted on one,
+#: or filtered on one (whose index else could not serve the held nodes), reads in two parts.
+_FREE_ON_POSTGRES: Final = frozenset(key for _, key, _ in FREE_ON_POSTGRES)
 
 #: One range: its conditions, their parameters, its ``ORDER BY``.
 Range = tuple[list[str], list[Any], str]
@@ -106,6 +111,10 @@ class Paging:
     def __init__(self, sql: Statements) -> None:
         self._sql = sql
         self._db = sql.db
+        postgres = sql.dialect == "postgresql"
+        #: Sort keys, and filters, that read the free and the held nodes apart.
+        self._free_sorted = _FREE_SORTED | _FREE_ON_POSTGRES if postgres else _FREE_SORTED
+        self._free_filtered = _FREE_ON_POSTGRES if postgres else frozenset()
 
     def page(self, query: PageQuery) -> builtins.list[Node] | builtins.list[NodeFields]:
         """One page in SQL: filters and order on indexes, after ``marker`` a keyset range.
@@ -124,9 +133,12 @@ class Paging:
             ranges = page_ranges(sort_key, query.descending, after, marker, self._sql.q)
             selected = _RECORD if columns is None else ", ".join(columns)
             parts: builtins.list[tuple[int, _Read, str]] = []
+            split = sort_key in self._free_sorted or not self._free_filtered.isdisjoint(
+                query.filters
+            )
             for number, (cond, extra, order) in enumerate(ranges):
                 read = _Read(selected, [*where, *cond], [*params, *extra], order, limit)
-                if sort_key in _FREE_SORTED:
+                if split:
                     parts += [
                         (number, read._replace(terms=[*read.terms, "reservation IS NULL"]), ""),
                         (number, read._replace(terms=[*read.terms, "reservation >= ''"]),

@@ -94,7 +94,9 @@ a flow makes while it holds its node leave them alone, and a page sorted on
 them reads the held nodes through the reservation index and merges
 (:mod:`._paging`). Name order reads the unique constraint's index, the
 unnamed nodes ``nodes_unnamed_idx`` (``seq, uuid WHERE name IS NULL``);
-``nodes_name_idx`` is gone.
+``nodes_name_idx`` is gone. Since version 18, on PostgreSQL only, the
+driver's sort index, ``conductor_group``'s and ``seq``'s hold only the free
+nodes too (:data:`FREE_ON_POSTGRES`).
 
 Defined once, as SQLAlchemy tables, in :mod:`._tables` (imported by the
 migrations and the tests only; the hot statements of :mod:`._statements`
@@ -115,8 +117,8 @@ from ironic_fsm.node import Node
 __all__ = ["SCHEMA_VERSION"]
 
 #: The schema version this code writes and understands: the number of the last revision of
-#: :mod:`.migrations` (``versions/v0016_*.py``; a test holds the two equal).
-SCHEMA_VERSION: Final = 17
+#: :mod:`.migrations` (``versions/v0018_*.py``; a test holds the two equal).
+SCHEMA_VERSION: Final = 18
 
 #: Column widths of the v1 layout; checked for both databases (SQLite does not).
 _WIDTHS: Final = {"uuid": 36, "name": 255, "driver": 255, "provision_state": 64, "reservation": 255}
@@ -238,6 +240,21 @@ FREE_SORTED: Final = (
     ("nodes_created_at_idx", "created_at"),
     ("nodes_updated_at_idx", "updated_at"),
     ("nodes_provision_updated_at_idx", "provision_updated_at"),
+)
+
+
+#: The indexes that hold only the nodes nobody holds on PostgreSQL, and all of them on SQLite
+#: (schema 18): ``(index, key, columns)``. PostgreSQL enters every saved row version of a
+#: node in every index whose condition it meets, whatever the save changed, so a flow's
+#: saves of its held node entered these each time; SQLite enters a row only in the
+#: indexes whose columns the ``UPDATE`` sets, and there a condition on ``reservation``
+#: would add them to every save that reserves or releases. A page sorted on ``driver``, or
+#: filtered on it or the group, reads the held nodes apart on PostgreSQL (:mod:`._paging`);
+#: the last ``seq`` is the larger of the free nodes' (this index) and the held ones'.
+FREE_ON_POSTGRES: Final = (
+    ("nodes_driver_idx", "driver", "driver, seq, uuid"),
+    ("nodes_conductor_group_idx", "conductor_group", "conductor_group"),
+    ("nodes_seq_idx", "seq", "seq"),
 )
 
 

@@ -94,9 +94,19 @@ class Statements:
         self.version_holder = f"SELECT version, reservation FROM nodes WHERE uuid = {q}"
         names = ", ".join(_COLUMNS)
         marks = ", ".join(q for _ in _COLUMNS)
+        #: The last ``seq`` given. On PostgreSQL its index holds the free nodes only (schema
+        #: 18): the larger of theirs (the top of that index) and the held ones' (a few, on
+        #: theirs).
+        self.last_seq = "SELECT COALESCE(MAX(seq), 0) FROM nodes"
+        if self.dialect == "postgresql":
+            self.last_seq = (
+                "SELECT COALESCE(MAX(seq), 0) FROM (SELECT MAX(seq) AS seq FROM nodes "
+                "WHERE reservation IS NULL UNION ALL SELECT MAX(seq) FROM nodes "
+                "WHERE reservation IS NOT NULL) AS last"
+            )
         self.create = (
             f"INSERT INTO nodes (uuid, {names}, version, seq, created_at, data) VALUES "
-            f"({q}, {marks}, 1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM nodes), {q}, {q})"
+            f"({q}, {marks}, 1, ({self.last_seq}) + 1, {q}, {q})"
         )
         self.create_seq = (
             f"INSERT INTO nodes (uuid, {names}, version, seq, created_at, data) VALUES "

@@ -44,6 +44,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection
 
 from ironic_fsm.stores._schema import (
+    FREE_ON_POSTGRES,
     FREE_SORTED,
     HISTORY_INDEXED_OVER,
     INVENTORY_BY_NODE,
@@ -69,6 +70,11 @@ def _uuid(name: str = "uuid", *, nullable: bool = False) -> Column[str]:
 def _partial(name: str, *columns: str, where: str) -> Index:
     """An index holding only the rows ``where`` holds for (the same text on both databases)."""
     return Index(name, *columns, sqlite_where=text(where), postgresql_where=text(where))
+
+
+def _free_on_postgres(name: str, columns: str) -> Index:
+    """An index of every node on SQLite, of the free ones on PostgreSQL (schema 18)."""
+    return Index(name, *columns.split(", "), postgresql_where=text("reservation IS NULL"))
 
 
 def _keyset(table: str, key: str) -> Index:
@@ -119,7 +125,6 @@ nodes: Final = Table(
     Column("instance_name", String(255)),
     PrimaryKeyConstraint("uuid"),
     UniqueConstraint("name", name="uniq_nodes0name"),
-    Index("nodes_seq_idx", "seq"),
     # Name order reads the unique constraint's index and, for the unnamed nodes, their own;
     # the timestamps' hold the free nodes.
     _partial("nodes_unnamed_idx", "seq", "uuid", where="name IS NULL"),
@@ -128,10 +133,9 @@ nodes: Final = Table(
         for index, key in FREE_SORTED
     ),
     _keyset("nodes", "provision_state"),
-    _keyset("nodes", "driver"),
     _partial("nodes_state_age_idx", "provision_state", "provision_updated_at", where=V7_WAITING),
     _partial("nodes_reservation_idx", "reservation", where="reservation IS NOT NULL"),
-    Index("nodes_conductor_group_idx", "conductor_group"),
+    *(_free_on_postgres(index, columns) for index, _, columns in FREE_ON_POSTGRES),
     *(_partial(index, column, where=f"{column} IS NOT NULL") for index, column in V12_SPARSE),
     _partial(
         "node_history_counts_entries_idx",

@@ -231,7 +231,7 @@ class SQLStore:
             rows.append((node.uuid, *columns, created or now, data))
         names = [n.name for n in nodes if n.name is not None]
         with self._db.transaction() as conn:
-            (last,) = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM nodes").fetchall()[0]
+            (last,) = conn.execute(self._sql.last_seq).fetchall()[0]
             rows = [(*row[:-2], last + i, *row[-2:]) for i, row in enumerate(rows, 1)]
             self._sql.execute_many(conn, self._sql.create_seq, rows)
             for start in range(0, len(names), 500):
