@@ -40,7 +40,7 @@ def is_secret_key(key: object) -> bool:
 
 def mask_secrets(value: Any) -> Any:
     """A copy of ``value`` with every secret (at any depth) replaced by :data:`MASK`."""
-    if type(value) is dict and _plain(value):  # most of a record's dicts: nothing to walk
+    if type(value) is dict and (not value or _plain(value)):  # most dicts: nothing to walk
         return value.copy()
     if isinstance(value, dict):
         return {

@@ -209,23 +209,13 @@ def node_view(
     return out
 
 
-def _read_all(attributes: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
-    """One call that reads every attribute of a node into a tuple (in C, for two or more)."""
-    if len(attributes) > 1:
-        return operator.attrgetter(*attributes)
-    if attributes:
-        one = operator.attrgetter(attributes[0])
-        return lambda node: (one(node),)
-    return lambda node: ()
-
-
 class NodePage:
     """A listing's nodes at one version and field set, shown as :func:`node_view` shows each.
 
-    What a page's nodes share is worked out once (which fields, read from
-    which attributes, which need more than reading); each node is then read
-    in one call and only the fields that need it (masking, timestamps, the
-    driver's default interfaces) are worked on. ``conductor_of`` and
+    What a page's nodes share is worked out once, and a node costs one
+    dict display: the fields shown, each read from its attribute and only
+    those that need it worked on (masking, timestamps), compiled for the
+    version and field set (:class:`_Plan`). ``conductor_of`` and
     ``defaults_of`` answer for a node and for a driver as :func:`node_view`'s
     ``conductor`` and ``defaults`` do.
     """
@@ -245,36 +235,8 @@ class NodePage:
         self._defaults: dict[str, tuple[tuple[str, str | None], ...]] = {}
 
     def show(self, nodes: Iterable[Any]) -> list[dict[str, Any]]:
-        plan = self._plan
-        keys, read, changes = plan.keys, plan.read, plan.changes
-        own_prefix, mark_prefix = f"{self._base}/v1/nodes/", f"{self._base}/nodes/"
-        out: list[dict[str, Any]] = []
-        for node in nodes:
-            view = dict(zip(keys, read(node), strict=True))
-            for name, shown in changes:
-                view[name] = shown(view[name])
-            for field, default in self._interfaces(node.driver):
-                if view[field] is None:
-                    view[field] = default
-            if plan.conductor:
-                view["conductor"] = self._conductor_of(node)
-            if plan.older:
-                older_state_names(view, plan.version)
-            # link_pair's links, its texts joined once a node rather than once a link
-            own, mark = own_prefix + node.uuid, mark_prefix + node.uuid
-            view["links"] = [{"href": own, "rel": "self"}, {"href": mark, "rel": "bookmark"}]
-            if plan.more_links:
-                view["ports"] = [
-                    {"href": own + "/ports", "rel": "self"},
-                    {"href": mark + "/ports", "rel": "bookmark"},
-                ]
-                if plan.states:
-                    view["states"] = [
-                        {"href": own + "/states", "rel": "self"},
-                        {"href": mark + "/states", "rel": "bookmark"},
-                    ]
-            out.append(view)
-        return out
+        own, mark = f"{self._base}/v1/nodes/", f"{self._base}/nodes/"
+        return self._plan.page(nodes, own, mark, self._conductor_of, self._interfaces)
 
     def _interfaces(self, driver: str) -> tuple[tuple[str, str | None], ...]:
         """The shown interface fields the driver names a default for, with that default."""
@@ -289,18 +251,58 @@ class NodePage:
         return found
 
 
+#: What a compiled page calls each of the :data:`_SHOWN_AS` functions.
+_SHOWN_NAMES: Final = {
+    mask_secrets: "mask", stamp: "stamp", _step: "step", _console_on: "console_on",
+    _holder: "holder",
+}  # fmt: skip
+
+
 class _Plan:
-    """How one version and field set shows a node (:class:`NodePage`'s shared part)."""
+    """How one version and field set shows a node: :class:`NodePage`'s shared part.
+
+    ``page(nodes, own, mark, conductor_of, interfaces)`` is straight-line
+    code generated from :data:`_SHOWN_AS` and the fields shown (names from
+    the table, never from a request), as :mod:`ironic_fsm._node_codec`
+    generates the node's codecs; :func:`node_view` is its reference.
+    """
 
     def __init__(self, version: Version, fields: tuple[str, ...] | None) -> None:
-        self.version = version
         self.keys = _shown_fields(version, fields)
-        self.read = _read_all(tuple(_SHOWN_AS.get(name, (name,))[0] for name in self.keys))
-        self.changes = tuple((name, _SHOWN_AS[name][1]) for name in self.keys if name in _SHOWN_AS)
-        self.conductor = (fields is None or "conductor" in fields) and version >= (1, 49)
-        self.older = "provision_state" in self.keys and version < (1, 39)
-        self.more_links = fields is None
-        self.states = version >= (1, 14)
+        items = []
+        for name in self.keys:
+            attribute, shown = _SHOWN_AS.get(name, (name, None))
+            read = f"node.{attribute}"
+            items.append(f"{name!r}: {read if shown is None else f'{_SHOWN_NAMES[shown]}({read})'}")
+        lines = [
+            "def page(nodes, own, mark, conductor_of, interfaces):",
+            "    out = []",
+            "    for node in nodes:",
+            f"        view = {{{', '.join(items)}}}",
+            "        for field, default in interfaces(node.driver):",
+            "            if view[field] is None:",
+            "                view[field] = default",
+        ]
+        if (fields is None or "conductor" in fields) and version >= (1, 49):
+            lines.append("        view['conductor'] = conductor_of(node)")
+        if "provision_state" in self.keys and version < (1, 39):
+            lines.append(f"        older_state_names(view, {version!r})")
+        # link_pair's links, their texts joined once a node rather than once a link
+        lines.append("        mine, book = own + node.uuid, mark + node.uuid")
+        links = ("links", "ports", "states")[
+            : 1 if fields is not None else 2 + (version >= (1, 14))
+        ]
+        for key in links:
+            tail = "" if key == "links" else f" + '/{key}'"
+            lines.append(
+                f"        view[{key!r}] = [{{'href': mine{tail}, 'rel': 'self'}}, "
+                f"{{'href': book{tail}, 'rel': 'bookmark'}}]"
+            )
+        lines += ["        out.append(view)", "    return out"]
+        namespace: dict[str, Any] = {name: shown for shown, name in _SHOWN_NAMES.items()}
+        namespace["older_state_names"] = older_state_names
+        exec(compile("\n".join(lines), "<ironic_fsm node page>", "exec"), namespace)
+        self.page: Callable[..., list[dict[str, Any]]] = namespace["page"]
 
 
 @functools.lru_cache(maxsize=256)
