@@ -15,7 +15,9 @@ import functools
 import re
 from typing import Any, Final
 
-__all__ = ["MASK", "SECRET_MARKERS", "is_secret_key", "mask_secrets", "scrub", "secret_values"]
+__all__ = [
+    "MASK", "SECRET_MARKERS", "is_secret_key", "mask_secrets", "masked", "scrub", "secret_values",
+]  # fmt: skip
 
 #: Substrings that make a key secret: ours, then those of Ironic's list that ours miss.
 SECRET_MARKERS: Final = (
@@ -50,6 +52,17 @@ def mask_secrets(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return type(value)(mask_secrets(v) for v in value)
     return value
+
+
+def masked(value: Any) -> Any:
+    """``value`` itself when nothing in it is secret, else :func:`mask_secrets`'s copy.
+
+    For what is encoded at once and never changed (a page of node views):
+    a dict without secrets is then not copied.
+    """
+    if type(value) is dict and (not value or _plain(value)):
+        return value
+    return mask_secrets(value)
 
 
 def secret_values(*containers: Any) -> set[str]:

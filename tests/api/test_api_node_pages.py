@@ -167,3 +167,15 @@ def test_pages_mask_secrets_and_show_what_only_the_lifecycle_writes(
     # A field read from another (console_enabled from driver_internal_info) in a listing.
     listed = client.get("/v1/nodes", params={"fields": "console_enabled"}).json()["nodes"]
     assert [node["console_enabled"] for node in listed] == [False, False, False, True]
+
+
+def test_links_quote_what_the_host_header_says(api: tuple[httpx.Client, list[str]]) -> None:
+    """The links' base comes from the Host header: quotes and backslashes stay JSON text."""
+    client, uuids = api
+    host = {"Host": 'odd"host\\name'}
+    response = client.get("/v1/nodes", params={"detail": "true"}, headers=host)
+    assert response.status_code == 200, response.text
+    nodes = orjson.loads(response.content)["nodes"]
+    assert nodes[0]["links"][0]["href"] == f'http://odd"host\\name/v1/nodes/{uuids[0]}'
+    single = client.get(f"/v1/nodes/{uuids[0]}", headers=host)
+    assert orjson.dumps(nodes[0]) == single.content
