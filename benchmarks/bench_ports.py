@@ -8,7 +8,10 @@ measured. With ``IRONIC_PYTHON`` set to the Python of an Ironic 39
 virtualenv, Ironic's own API (``_ironic_api.py``: noauth, SQLite, on
 cheroot) serves the same nodes and ports, with the same UUIDs and MACs,
 written through its own models; the two are measured in turn, round after
-round (ours, theirs, ours, theirs).
+round (ours, theirs, ours, theirs). With ``BENCH_PORTS_BEFORE`` naming another
+checkout of ironic_fsm (its root, the folder holding ``ironic_fsm/``), that
+tree's API serves a copy of the same database beside ours, measured in the
+same turns: a change's before and after, side by side on one loaded machine.
 
 Cases, each a keep-alive ``http.client`` connection sending the same request
 one after the other (latency per request, in the client):
@@ -33,7 +36,10 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
+import shutil
 import statistics
+import sys
 import tempfile
 import time
 from datetime import datetime, timezone
@@ -55,6 +61,24 @@ PORTS_PAGE = "ports: first page, detail, limit 1000"
 PORTS_MARKER = "ports: page after a marker at 90%"
 NODES_PAGE = "nodes: first page, detail, limit 1000"
 NODES_MARKER = "nodes: page after a marker at 90%"
+
+
+BEFORE = "before"
+#: ``python -c`` code that runs ``ironic_fsm.api`` from the source tree given first: the
+#: installed package's import hook is dropped so that the tree's ``ironic_fsm`` is the one
+#: imported.
+_FROM_TREE = (
+    "import runpy, sys; tree = sys.argv.pop(1); "
+    "sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f)]; "
+    "sys.path.insert(0, tree); runpy.run_module('ironic_fsm.api', run_name='__main__')"
+)
+
+
+def _start_before(tree: str, db: Path) -> Server:
+    """The API of the checkout at ``tree`` on ``db`` (a copy of ours: its own registry)."""
+    argv = [sys.executable, "-c", _FROM_TREE, tree, "--db", f"sqlite:///{db}",
+            "--api", "127.0.0.1:0"]  # fmt: skip
+    return Server(BEFORE, argv, 120)
 
 
 def _seed(db: Path, nodes: int) -> None:
@@ -153,8 +177,13 @@ def run(quick: bool = False) -> Section:
         seed_started = time.perf_counter()
         _seed(db, nodes)
         seeded = time.perf_counter() - seed_started
+        before = os.environ.get("BENCH_PORTS_BEFORE")
+        if before:
+            shutil.copy(db, db.with_name(f"{BEFORE}.sqlite"))
         servers = [start_ours(db)]
         try:
+            if before:
+                servers.append(_start_before(before, db.with_name(f"{BEFORE}.sqlite")))
             if python:
                 servers.append(start_ironic(python, Path(tmp) / "ironic", nodes,
                                             PORTS_PER_NODE, 0))  # fmt: skip
@@ -184,6 +213,15 @@ def run(quick: bool = False) -> Section:
         "server CPU ms: the server process's CPU time (all its threads, from /proc) per "
         "request, which a loaded machine inflates far less than the latency"
     )
+    if BEFORE in got:
+        for name, r in got[OURS].items():
+            then = got[BEFORE][name]
+            table.notes.append(
+                f"{name}: p50 {statistics.median(then['all']):.1f} -> "
+                f"{statistics.median(r['all']):.1f} ms, server CPU "
+                f"{then['cpu'] * 1000 / len(then['all']):.1f} -> "
+                f"{r['cpu'] * 1000 / len(r['all']):.1f} ms (before -> ours)"
+            )
     if THEIRS not in got:
         table.notes.append(
             "Ironic 39 not measured: set IRONIC_PYTHON to a venv with ironic==39.0.0 and cheroot"

@@ -11,10 +11,13 @@ key), so a record shows here what Ironic would show of it, or less.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Final
 
-__all__ = ["MASK", "SECRET_MARKERS", "is_secret_key", "mask_secrets", "scrub", "secret_values"]
+__all__ = [
+    "MASK", "SECRET_MARKERS", "is_secret_key", "mask_secrets", "masked", "scrub", "secret_values",
+]  # fmt: skip
 
 #: Substrings that make a key secret: ours, then those of Ironic's list that ours miss.
 SECRET_MARKERS: Final = (
@@ -32,12 +35,15 @@ def is_secret_key(key: object) -> bool:
     """Whether values stored under ``key`` must never be shown."""
     if not isinstance(key, str):
         return False
-    lowered = key.lower()
-    return any(marker in lowered for marker in SECRET_MARKERS)
+    if len(key) <= _CACHED_KEY_LENGTH:
+        return _secret_text(key)
+    return _MARKED.search(key.lower()) is not None
 
 
 def mask_secrets(value: Any) -> Any:
     """A copy of ``value`` with every secret (at any depth) replaced by :data:`MASK`."""
+    if type(value) is dict and (not value or _plain(value)):  # most dicts: nothing to walk
+        return value.copy()
     if isinstance(value, dict):
         return {
             k: (MASK if is_secret_key(k) and v is not None else mask_secrets(v))
@@ -46,6 +52,17 @@ def mask_secrets(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return type(value)(mask_secrets(v) for v in value)
     return value
+
+
+def masked(value: Any) -> Any:
+    """``value`` itself when nothing in it is secret, else :func:`mask_secrets`'s copy.
+
+    For what is encoded at once and never changed (a page of node views):
+    a dict without secrets is then not copied.
+    """
+    if type(value) is dict and (not value or _plain(value)):
+        return value
+    return mask_secrets(value)
 
 
 def secret_values(*containers: Any) -> set[str]:
@@ -85,29 +102,50 @@ _PLAIN_KEYS_MAX: Final = 4096
 def _flat_secrets(container: object) -> frozenset[str] | None:
     """The secrets of a flat dict of text keys, cheaply; ``None``: anything else (walk it).
 
-    Scrubbing runs on every error text and history entry: most nodes' dicts
-    are flat and name no secret, which keys seen before tell in one set
-    lookup, and new ones joined in one string (one search, in C).
+    Scrubbing runs on every error text and history entry (see :func:`_plain_keys`).
     """
     if type(container) is not dict:
         return None
-    if not container:
-        return _NONE
     if not _FLAT.issuperset(map(type, container.values())):
         return None
-    if _PLAIN_KEYS.issuperset(container):
+    if _plain_keys(container):
         return _NONE
-    try:
-        keys = "\n".join(container)
-    except TypeError:  # a key that is not text
+    if not all(isinstance(k, str) for k in container):
         return None
-    if _MARKED.search(keys.lower()) is None:
-        if len(_PLAIN_KEYS) < _PLAIN_KEYS_MAX and all(type(k) is str for k in container):
-            _PLAIN_KEYS.update(container)
-        return _NONE
     return frozenset(
         v for k, v in container.items() if type(v) is str and len(v) >= 3 and is_secret_key(k)
     )
+
+
+def _plain(container: dict[Any, Any]) -> bool:
+    """Whether a dict has nothing to mask at any depth: flat, its keys text naming no secret."""
+    return _FLAT.issuperset(map(type, container.values())) and _plain_keys(container)
+
+
+def _plain_keys(container: dict[Any, Any]) -> bool:
+    """Whether every key of a dict is text naming no secret, cheaply.
+
+    Most nodes' dicts name no secret, which keys seen before tell in one
+    set lookup, and new ones joined in one string (one search, in C).
+    """
+    if _PLAIN_KEYS.issuperset(container):
+        return True
+    if not all(type(k) is str for k in container):
+        return False
+    if _MARKED.search("\n".join(container).lower()) is not None:
+        return False
+    if len(_PLAIN_KEYS) < _PLAIN_KEYS_MAX:
+        _PLAIN_KEYS.update(container)
+    return True
+
+
+#: Keys up to this long have their answer remembered (a fleet's dicts share a handful).
+_CACHED_KEY_LENGTH: Final = 64
+
+
+@functools.lru_cache(maxsize=4096)
+def _secret_text(key: str) -> bool:
+    return _MARKED.search(key.lower()) is not None
 
 
 def scrub(text: str, secrets: set[str]) -> str:

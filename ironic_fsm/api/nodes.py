@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import re
 from collections.abc import Iterator, Sequence
 from types import SimpleNamespace
@@ -41,8 +42,10 @@ from ironic_fsm.api.views import (
     ABSENT_FIELDS,
     NODE_FIELD_VERSIONS,
     SUMMARY_FIELDS,
+    NodePage,
     known_field,
     node_view,
+    read_attributes,
 )
 from ironic_fsm.conductor import Conductor
 from ironic_fsm.exceptions import (
@@ -298,20 +301,12 @@ class NodeCollection:
                 sort_dir=sort_dir, **filters,
             )  # fmt: skip
             nodes = self._read(chosen, query)
-        version, base = version_of(req), req.prefix
-        body: dict[str, Any] = {
-            "nodes": [
-                node_view(
-                    n,
-                    version,
-                    base,
-                    fields=chosen,
-                    conductor=_conductor_field(self._conductor, n, version, chosen),
-                    defaults=_glue.interface_names(self._conductor, n.driver),
-                )
-                for n in nodes
-            ]
-        }
+        base = req.prefix
+        page = NodePage(
+            version_of(req), base, chosen, self._conductor.conductor_of,
+            functools.partial(_glue.interface_names, self._conductor),
+        )  # fmt: skip
+        body: dict[str, Any] = {"nodes": page.show(nodes)}
         if nodes and len(nodes) == limit:
             params = dict(req.params)
             params.update(limit=str(limit), marker=nodes[-1].uuid)
@@ -327,7 +322,8 @@ class NodeCollection:
         """
         if chosen is None:
             return self._conductor.list_nodes(**query)
-        stored = [name for name in chosen if name in NODE_FIELDS]
+        # What the fields are read from (console_enabled: driver_internal_info)
+        stored = [name for name in read_attributes(chosen) if name in NODE_FIELDS]
         if not COLUMN_FIELDS.issuperset(stored):
             return self._conductor.list_nodes(**query)
         if "conductor" in chosen:  # who does the node's work depends on these too

@@ -12,24 +12,29 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Callable, Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from types import SimpleNamespace
 from typing import Any, Final
+
+import orjson
 
 from ironic_fsm._unstored import UNSTORED_FIELDS
 from ironic_fsm.api.common import link_pair
 from ironic_fsm.api.versions import Version
 from ironic_fsm.conductor.console import CONSOLE_KEY
-from ironic_fsm.masking import mask_secrets
+from ironic_fsm.masking import mask_secrets, masked
 from ironic_fsm.node import Node
 
 __all__ = [
     "ABSENT_FIELDS",
     "NODE_FIELD_VERSIONS",
     "SUMMARY_FIELDS",
+    "NodePage",
     "node_view",
     "older_state_names",
+    "read_attributes",
     "stamp",
 ]
 
@@ -49,87 +54,106 @@ def _holder(value: str | None) -> str | None:
 
 #: Reads one field of a node, or of a listing's row that carries the same attributes.
 Getter = Callable[[Any], Any]
+#: Turns the attribute a field is read from into what the field shows.
+Shown = Callable[[Any], Any]
+
+#: A UUID as the node record keeps it: JSON text as it is.
+_CANONICAL_UUID: Final = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 #: Ironic fields ironic_fsm does not keep: their value on every node.
 ABSENT_FIELDS: Final[dict[str, Any]] = dict(UNSTORED_FIELDS)
 
 
-def _attr(name: str) -> Getter:
-    return operator.attrgetter(name)
-
-
 def console_enabled(node: Node) -> bool:
     """Whether the node's console was enabled (kept in ``driver_internal_info``)."""
-    return bool(node.driver_internal_info.get(CONSOLE_KEY, False))
+    return _console_on(node.driver_internal_info)
 
 
-def _absent(name: str) -> Getter:
-    value = ABSENT_FIELDS[name]
-    return lambda node: value.copy() if isinstance(value, dict) else value
+def _console_on(driver_internal_info: dict[str, Any]) -> bool:
+    return bool(driver_internal_info.get(CONSOLE_KEY, False))
+
+
+#: The node's fields in the order Ironic shows them, after the version that introduced
+#: them (the versions only grow down the list; a line without one continues the last).
+_FIELDS_SINCE: Final = """
+1.1   uuid driver driver_info properties extra instance_info chassis_uuid instance_uuid
+      maintenance maintenance_reason provision_state target_provision_state provision_updated_at
+      power_state target_power_state console_enabled last_error reservation created_at
+      updated_at
+1.3   driver_internal_info
+1.5   name
+1.6   inspection_started_at inspection_finished_at
+1.7   clean_step
+1.12  raid_config target_raid_config
+1.20  network_interface
+1.21  resource_class
+1.31  boot_interface deploy_interface inspect_interface management_interface power_interface
+      raid_interface vendor_interface console_interface
+1.33  storage_interface
+1.37  traits
+1.38  rescue_interface
+1.40  bios_interface
+1.42  fault
+1.44  deploy_step
+1.46  conductor_group
+1.47  automated_clean
+1.48  protected protected_reason
+1.50  owner
+1.51  description
+1.52  allocation_uuid
+1.61  retired retired_reason
+1.65  lessee
+1.66  network_data
+1.75  boot_mode secure_boot
+1.82  shard
+1.83  parent_node
+1.86  firmware_interface
+1.87  service_step
+1.95  disable_power_off
+1.104 instance_name
+1.109 health
+"""
+
+
+def _versioned_fields(table: str) -> Iterator[tuple[Version, str]]:
+    """``(since, name)`` of each field of a table like :data:`_FIELDS_SINCE`, in its order."""
+    since: Version = (1, 1)
+    for line in table.strip().splitlines():
+        first, *names = line.split()
+        if "." in first:
+            major, minor = first.split(".")
+            since = (int(major), int(minor))
+        else:
+            names.insert(0, first)
+        yield from ((since, name) for name in names)
+
+
+#: The fields not shown as the node keeps them: the attribute each reads and what it shows.
+#: Secrets are masked in every dict of the record a client may write.
+_SHOWN_AS: Final[dict[str, tuple[str, Shown]]] = {
+    **{name: (name, mask_secrets) for name in (
+        "driver_info", "properties", "extra", "instance_info", "driver_internal_info",
+        "network_data",
+    )},
+    **{name: (name, stamp) for name in (
+        "provision_updated_at", "created_at", "updated_at", "inspection_started_at",
+        "inspection_finished_at",
+    )},
+    **{name: (name, _step) for name in ("clean_step", "deploy_step", "service_step")},
+    "console_enabled": ("driver_internal_info", _console_on),
+    "reservation": ("reservation", _holder),
+}  # fmt: skip
+
+
+def _getter(name: str) -> Getter:
+    attribute, shown = _SHOWN_AS.get(name, (name, None))
+    read = operator.attrgetter(attribute)
+    return read if shown is None else lambda node: shown(read(node))
 
 
 #: Every field: the version that introduced it and how to read it.
 NODE_FIELD_VERSIONS: Final[dict[str, tuple[Version, Getter]]] = {
-    "uuid": ((1, 1), _attr("uuid")),
-    "driver": ((1, 1), _attr("driver")),
-    "driver_info": ((1, 1), lambda n: mask_secrets(n.driver_info)),
-    "properties": ((1, 1), lambda n: mask_secrets(n.properties)),
-    "extra": ((1, 1), lambda n: mask_secrets(n.extra)),
-    "instance_info": ((1, 1), lambda n: mask_secrets(n.instance_info)),
-    "chassis_uuid": ((1, 1), _attr("chassis_uuid")),
-    "instance_uuid": ((1, 1), _attr("instance_uuid")),
-    "maintenance": ((1, 1), _attr("maintenance")),
-    "maintenance_reason": ((1, 1), _attr("maintenance_reason")),
-    "provision_state": ((1, 1), _attr("provision_state")),
-    "target_provision_state": ((1, 1), _attr("target_provision_state")),
-    "provision_updated_at": ((1, 1), lambda n: stamp(n.provision_updated_at)),
-    "power_state": ((1, 1), _attr("power_state")),
-    "target_power_state": ((1, 1), _attr("target_power_state")),
-    "console_enabled": ((1, 1), lambda n: console_enabled(n)),
-    "last_error": ((1, 1), _attr("last_error")),
-    "reservation": ((1, 1), lambda n: _holder(n.reservation)),
-    "created_at": ((1, 1), lambda n: stamp(n.created_at)),
-    "updated_at": ((1, 1), lambda n: stamp(n.updated_at)),
-    "driver_internal_info": ((1, 3), lambda n: mask_secrets(n.driver_internal_info)),
-    "name": ((1, 5), _attr("name")),
-    "inspection_started_at": ((1, 6), lambda n: stamp(n.inspection_started_at)),
-    "inspection_finished_at": ((1, 6), lambda n: stamp(n.inspection_finished_at)),
-    "clean_step": ((1, 7), lambda n: _step(n.clean_step)),
-    "raid_config": ((1, 12), _attr("raid_config")),
-    "target_raid_config": ((1, 12), _attr("target_raid_config")),
-    "network_interface": ((1, 20), _attr("network_interface")),
-    "resource_class": ((1, 21), _attr("resource_class")),
-    **{
-        f"{kind}_interface": ((1, 31), _attr(f"{kind}_interface"))
-        for kind in ("boot", "deploy", "inspect", "management", "power", "raid", "vendor")
-    },
-    "console_interface": ((1, 31), _attr("console_interface")),
-    "storage_interface": ((1, 33), _attr("storage_interface")),
-    "traits": ((1, 37), _attr("traits")),
-    "rescue_interface": ((1, 38), _attr("rescue_interface")),
-    "bios_interface": ((1, 40), _attr("bios_interface")),
-    "fault": ((1, 42), _attr("fault")),
-    "deploy_step": ((1, 44), lambda n: _step(n.deploy_step)),
-    "conductor_group": ((1, 46), _attr("conductor_group")),
-    "automated_clean": ((1, 47), _attr("automated_clean")),
-    "protected": ((1, 48), _attr("protected")),
-    "protected_reason": ((1, 48), _attr("protected_reason")),
-    "owner": ((1, 50), _attr("owner")),
-    "description": ((1, 51), _attr("description")),
-    "allocation_uuid": ((1, 52), _attr("allocation_uuid")),
-    "retired": ((1, 61), _attr("retired")),
-    "retired_reason": ((1, 61), _attr("retired_reason")),
-    "lessee": ((1, 65), _attr("lessee")),
-    "network_data": ((1, 66), lambda n: mask_secrets(n.network_data)),
-    "boot_mode": ((1, 75), _attr("boot_mode")),
-    "secure_boot": ((1, 75), _attr("secure_boot")),
-    "shard": ((1, 82), _attr("shard")),
-    "parent_node": ((1, 83), _attr("parent_node")),
-    "firmware_interface": ((1, 86), _attr("firmware_interface")),
-    "service_step": ((1, 87), lambda n: _step(n.service_step)),
-    "disable_power_off": ((1, 95), _attr("disable_power_off")),
-    "instance_name": ((1, 104), _attr("instance_name")),
-    "health": ((1, 109), _attr("health")),
+    name: (since, _getter(name)) for since, name in _versioned_fields(_FIELDS_SINCE)
 }
 
 #: What ``GET /v1/nodes`` shows of each node without ``detail``.
@@ -138,12 +162,16 @@ SUMMARY_FIELDS: Final = (
 )  # fmt: skip
 
 
-@functools.lru_cache(maxsize=256)
-def _getters(version: Version, fields: tuple[str, ...] | None) -> tuple[tuple[str, Getter], ...]:
-    """The fields shown at ``version`` and how to read each: worked out once, not per node."""
-    names = NODE_FIELD_VERSIONS if fields is None else fields
+def read_attributes(fields: Iterable[str]) -> list[str]:
+    """The node attributes the given fields are read from, each once, in their order."""
+    return list(dict.fromkeys(_SHOWN_AS.get(name, (name,))[0] for name in fields))
+
+
+def _shown_fields(version: Version, fields: tuple[str, ...] | None) -> tuple[str, ...]:
+    """The fields shown at ``version``, in the order shown (each once)."""
+    names = NODE_FIELD_VERSIONS if fields is None else dict.fromkeys(fields)
     return tuple(
-        (name, NODE_FIELD_VERSIONS[name][1])
+        name
         for name in names
         if name in NODE_FIELD_VERSIONS and version >= NODE_FIELD_VERSIONS[name][0]
     )
@@ -164,10 +192,13 @@ def node_view(
     ``node`` may be a listing's row (the stored columns ``fields`` needs, as attributes).
 
     ``defaults`` names the interfaces of the node's driver, shown where the
-    node has not chosen one.
+    node has not chosen one. One field at a time: the reference that a
+    listing's :class:`NodePage` must show byte for byte.
     """
     chosen = None if fields is None else tuple(fields)
-    out: dict[str, Any] = {name: getter(node) for name, getter in _getters(version, chosen)}
+    out: dict[str, Any] = {
+        name: NODE_FIELD_VERSIONS[name][1](node) for name in _shown_fields(version, chosen)
+    }
     for kind, name in (defaults or {}).items():
         field = f"{kind}_interface"
         if field in out and out[field] is None:
@@ -182,6 +213,127 @@ def node_view(
             if version >= (1, 14):
                 out["states"] = link_pair(base, f"nodes/{node.uuid}", "states")
     return out
+
+
+class NodePage:
+    """A listing's nodes at one version and field set, shown as :func:`node_view` shows each.
+
+    What a page's nodes share is worked out once, and a node costs one
+    dict display: the fields shown, each read from its attribute and only
+    those that need it worked on (masking, timestamps), compiled for the
+    version and field set (:class:`_Plan`). ``conductor_of`` and
+    ``defaults_of`` answer for a node and for a driver as :func:`node_view`'s
+    ``conductor`` and ``defaults`` do.
+    """
+
+    def __init__(
+        self,
+        version: Version,
+        base: str,
+        fields: tuple[str, ...] | None,
+        conductor_of: Callable[[Any], str | None],
+        defaults_of: Callable[[str], Mapping[str, str | None]],
+    ) -> None:
+        self._plan = _plan(version, fields)
+        self._base = base
+        self._conductor_of = conductor_of
+        self._defaults_of = defaults_of
+        self._defaults: dict[str, tuple[tuple[str, str | None], ...]] = {}
+
+    def show(self, nodes: Iterable[Any]) -> list[dict[str, Any]]:
+        """The nodes' views, for orjson to encode at once (:func:`~.common.send`): their links
+        are encoded already, and their dicts may be the nodes' own."""
+        own, mark = (_json_text(f"{self._base}{path}") for path in ("/v1/nodes/", "/nodes/"))
+        return self._plan.page(nodes, own, mark, self._conductor_of, self._interfaces)
+
+    def _interfaces(self, driver: str) -> tuple[tuple[str, str | None], ...]:
+        """The shown interface fields the driver names a default for, with that default."""
+        found = self._defaults.get(driver)
+        if found is None:
+            fields = (
+                (f"{kind}_interface", name) for kind, name in self._defaults_of(driver).items()
+            )
+            found = self._defaults[driver] = tuple(
+                (field, name) for field, name in fields if field in self._plan.keys
+            )
+        return found
+
+
+def _json_text(text: str) -> str:
+    """``text`` as it stands inside a JSON string (the base comes from the Host header)."""
+    return orjson.dumps(text)[1:-1].decode()
+
+
+def _encoded_links(own: str, mark: str) -> orjson.Fragment:
+    """:func:`~.common.link_pair`'s links to ``own`` and ``mark`` (JSON text), encoded."""
+    return orjson.Fragment(
+        f'[{{"href":"{own}","rel":"self"}},{{"href":"{mark}","rel":"bookmark"}}]'
+    )
+
+
+#: What a compiled page calls each of the :data:`_SHOWN_AS` functions by, and runs for it
+#: (the masking that copies no dict without secrets: the page is encoded at once).
+_SHOWN_NAMES: Final = {
+    mask_secrets: ("mask", masked), stamp: ("stamp", stamp), _step: ("step", _step),
+    _console_on: ("console_on", _console_on), _holder: ("holder", _holder),
+}  # fmt: skip
+
+
+class _Plan:
+    """How one version and field set shows a node: :class:`NodePage`'s shared part.
+
+    ``page(nodes, own, mark, conductor_of, interfaces)`` is straight-line
+    code generated from :data:`_SHOWN_AS` and the fields shown (names from
+    the table, never from a request), as :mod:`ironic_fsm._node_codec`
+    generates the node's codecs; :func:`node_view` is its reference.
+    """
+
+    def __init__(self, version: Version, fields: tuple[str, ...] | None) -> None:
+        self.keys = _shown_fields(version, fields)
+        items = []
+        for name in self.keys:
+            attribute, shown = _SHOWN_AS.get(name, (name, None))
+            read = f"node.{attribute}"
+            call = read if shown is None else f"{_SHOWN_NAMES[shown][0]}({read})"
+            items.append(f"{name!r}: {call}")
+        lines = [
+            "def page(nodes, own, mark, conductor_of, interfaces):",
+            "    out = []",
+            "    for node in nodes:",
+            f"        view = {{{', '.join(items)}}}",
+            "        for field, default in interfaces(node.driver):",
+            "            if view[field] is None:",
+            "                view[field] = default",
+        ]
+        if (fields is None or "conductor" in fields) and version >= (1, 49):
+            lines.append("        view['conductor'] = conductor_of(node)")
+        if "provision_state" in self.keys and version < (1, 39):
+            lines.append(f"        older_state_names(view, {version!r})")
+        # link_pair's links, encoded as orjson would encode them (own and mark are JSON
+        # text; so is a canonical UUID): a dozen objects fewer a node to make and free
+        lines += [
+            "        uuid = node.uuid",
+            "        if not canonical(uuid):",
+            "            uuid = json_text(uuid)",
+            "        mine, book = own + uuid, mark + uuid",
+        ]
+        count = 1 if fields is not None else 2 + (version >= (1, 14))
+        for key in ("links", "ports", "states")[:count]:
+            tail = "" if key == "links" else f" + '/{key}'"
+            lines.append(f"        view[{key!r}] = links(mine{tail}, book{tail})")
+        lines += ["        out.append(view)", "    return out"]
+        namespace: dict[str, Any] = dict(_SHOWN_NAMES.values())
+        namespace.update(
+            older_state_names=older_state_names, links=_encoded_links, json_text=_json_text,
+            canonical=_CANONICAL_UUID.fullmatch,
+        )  # fmt: skip
+        exec(compile("\n".join(lines), "<ironic_fsm node page>", "exec"), namespace)
+        self.page: Callable[..., list[dict[str, Any]]] = namespace["page"]
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(version: Version, fields: tuple[str, ...] | None) -> _Plan:
+    return _Plan(version, fields)
 
 
 def older_state_names(shown: dict[str, Any], version: Version) -> None:
