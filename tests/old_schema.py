@@ -377,7 +377,7 @@ CHANGED_BY_FREE_SORTED: Final = frozenset({
 
 #: The indexes schema 18 changes (on PostgreSQL: they hold only the free nodes).
 CHANGED_BY_V18: Final = frozenset(
-    {"nodes_driver_idx", "nodes_conductor_group_idx", "nodes_seq_idx"}
+    {"nodes_provision_state_idx", "nodes_driver_idx", "nodes_conductor_group_idx", "nodes_seq_idx"}
 )
 
 

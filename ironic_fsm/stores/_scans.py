@@ -44,6 +44,9 @@ class Scans:
     def __init__(self, sql: Statements) -> None:
         self._sql = sql
         self._db = sql.db
+        #: On PostgreSQL the state's index holds the free nodes only (schema 18,
+        #: :data:`~._schema.FREE_ON_POSTGRES`).
+        self._split = sql.dialect == "postgresql"
 
     def reserved(self) -> builtins.list[Reserved]:
         """Every reserved node's UUID, holder and ``updated_at``: one index range, no decoding."""
@@ -69,7 +72,12 @@ class Scans:
         if _WAITING.issuperset({asked} if isinstance(asked, str) else asked):
             where.append(V7_WAITING)  # the partial index's condition, word for word
             return self._scan(where, params, "provision_updated_at", limit, "nodes_state_age_idx")
-        return self._scan(where, params, "provision_updated_at", limit, "nodes_provision_state_idx")
+        # Naming no reservation on PostgreSQL: the free nodes on the state's index, the held
+        # ones on the reservation index.
+        split = self._split and "reservation" not in wanted
+        return self._scan(
+            where, params, "provision_updated_at", limit, "nodes_provision_state_idx", split
+        )
 
     def waking(
         self, wanted: dict[str, Any], before: datetime, limit: int | None
@@ -87,15 +95,23 @@ class Scans:
         by: str,
         limit: int | None,
         index: str,
+        split: bool = False,
     ) -> builtins.list[Node]:
         """Candidates through ``index``, sorted here (unset ``by`` last), then decoded.
 
         No ``ORDER BY``: it could make the planner walk an index in order
         instead of searching the one that finds the few candidates.
+        ``split``: in two legs, the free nodes and the held ones, one statement.
         """
-        sql = f"SELECT {by}, seq, uuid, data, reservation, version FROM nodes"
-        sql += self._sql.index_hint(index)
-        sql += " WHERE " + " AND ".join(where)
+        legs = (
+            [[*where, "reservation IS NULL"], [*where, "reservation >= ''"]] if split else [where]
+        )
+        sql = " UNION ALL ".join(
+            f"SELECT {by}, seq, uuid, data, reservation, version FROM nodes"
+            f"{self._sql.index_hint(index)} WHERE " + " AND ".join(terms)
+            for terms in legs
+        )
+        params = params * len(legs)
         if self._sql.echo:
             self._sql.log(sql)
         with self._db.connection() as conn:

@@ -95,8 +95,8 @@ them reads the held nodes through the reservation index and merges
 (:mod:`._paging`). Name order reads the unique constraint's index, the
 unnamed nodes ``nodes_unnamed_idx`` (``seq, uuid WHERE name IS NULL``);
 ``nodes_name_idx`` is gone. Since version 18, on PostgreSQL only, the
-driver's sort index, ``conductor_group``'s and ``seq``'s hold only the free
-nodes too (:data:`FREE_ON_POSTGRES`).
+state's and the driver's sort indexes, ``conductor_group``'s and ``seq``'s
+hold only the free nodes too (:data:`FREE_ON_POSTGRES`).
 
 Defined once, as SQLAlchemy tables, in :mod:`._tables` (imported by the
 migrations and the tests only; the hot statements of :mod:`._statements`
@@ -248,10 +248,12 @@ FREE_SORTED: Final = (
 #: node in every index whose condition it meets, whatever the save changed, so a flow's
 #: saves of its held node entered these each time; SQLite enters a row only in the
 #: indexes whose columns the ``UPDATE`` sets, and there a condition on ``reservation``
-#: would add them to every save that reserves or releases. A page sorted on ``driver``, or
-#: filtered on it or the group, reads the held nodes apart on PostgreSQL (:mod:`._paging`);
-#: the last ``seq`` is the larger of the free nodes' (this index) and the held ones'.
+#: would add them to every save that reserves or releases. On PostgreSQL a page sorted on
+#: the state or ``driver``, or filtered on either or the group, and a scan by state that
+#: names no reservation read the held nodes apart (:mod:`._paging`, :mod:`._scans`); the
+#: last ``seq`` is the larger of the free nodes' (this index) and the held ones'.
 FREE_ON_POSTGRES: Final = (
+    ("nodes_provision_state_idx", "provision_state", "provision_state, seq, uuid"),
     ("nodes_driver_idx", "driver", "driver, seq, uuid"),
     ("nodes_conductor_group_idx", "conductor_group", "conductor_group"),
     ("nodes_seq_idx", "seq", "seq"),

@@ -77,11 +77,6 @@ def _free_on_postgres(name: str, columns: str) -> Index:
     return Index(name, *columns.split(", "), postgresql_where=text("reservation IS NULL"))
 
 
-def _keyset(table: str, key: str) -> Index:
-    """The index a sort on ``key`` pages along: ``(key, seq, uuid)``."""
-    return Index(f"{table}_{key}_idx", key, "seq", "uuid")
-
-
 schema_version: Final = Table(
     "ironic_fsm_schema",
     METADATA,
@@ -132,7 +127,6 @@ nodes: Final = Table(
         _partial(index, key, "seq", "uuid", where="reservation IS NULL")
         for index, key in FREE_SORTED
     ),
-    _keyset("nodes", "provision_state"),
     _partial("nodes_state_age_idx", "provision_state", "provision_updated_at", where=V7_WAITING),
     _partial("nodes_reservation_idx", "reservation", where="reservation IS NOT NULL"),
     *(_free_on_postgres(index, columns) for index, _, columns in FREE_ON_POSTGRES),

@@ -1,12 +1,13 @@
-"""Schema 18: on PostgreSQL the indexes of the driver, the conductor group and ``seq`` hold
-only the free nodes; SQLite keeps them whole.
+"""Schema 18: on PostgreSQL the indexes of the state, the driver, the conductor group and
+``seq`` hold only the free nodes; SQLite keeps them whole.
 
 A database of schema 17 (SQLite file or PostgreSQL schema) is upgraded in
-place: every row is kept, every other index stays as it was, the three keep
+place: every row is kept, every other index stays as it was, the four keep
 their names and columns and, on PostgreSQL only, have ``WHERE
 reservation IS NULL``; a failed step leaves the database as it was. Then what the step must
-not cost: pages sorted on the driver, or filtered on the driver or the group,
-and counts by either, still give the held nodes too, as the memory store does;
+not cost: pages sorted on the state or the driver, or filtered on either or
+the group, counts by any of them and scans by state still give the held
+nodes too, as the memory store does;
 a new node still follows every other, the held ones too.
 """
 
@@ -65,10 +66,15 @@ def test_a_failed_step_leaves_a_schema_17_database_as_it_was(
 
 
 def _fleet() -> list[Node]:
-    """Twelve nodes of three drivers and three groups, created in order."""
+    """Twelve nodes of three drivers, three groups and two states, created in order."""
     drivers, groups = ("ipmi", "redfish", "fake-hardware"), ("", "rack-a", "rack-b")
     return [
-        Node(name=f"n-{(i * 5) % 12:02d}", driver=drivers[i % 3], conductor_group=groups[i % 4 % 3])
+        Node(
+            name=f"n-{(i * 5) % 12:02d}",
+            driver=drivers[i % 3],
+            conductor_group=groups[i % 4 % 3],
+            provision_state=("enroll", "manageable")[i % 2],
+        )
         for i in range(12)
     ]
 
@@ -84,11 +90,16 @@ def _walk(store: MemoryStore | SQLStore, **query: object) -> list[str]:
 def test_pages_and_counts_on_driver_and_group_give_held_and_free_nodes(sql_url: str) -> None:
     memory, nodes = MemoryStore(), _fleet()
     with SQLStore(sql_url) as store:
-        held = [n.uuid for n in nodes[1::3] + nodes[5:7]]  # of every driver and group
+        held = [n.uuid for n in nodes[1::3] + nodes[5:7]]  # of every driver, group and state
         for each in (memory, store):
             each.create_many([copy.deepcopy(n) for n in nodes])
             for uuid in held:
                 each.reserve(uuid, old.HOLDER)
+        # A scan by state that names no reservation finds the held nodes too.
+        for wanted in (["manageable"], ["enroll", "manageable"]):
+            found = [n.uuid for n in store.in_states(wanted)]
+            assert found == [n.uuid for n in memory.in_states(wanted)], wanted
+            assert set(held) & set(found), wanted
         queries: list[dict[str, object]] = [
             {"sort_key": "driver"},
             {"sort_key": "driver", "sort_dir": "desc"},
@@ -100,6 +111,9 @@ def test_pages_and_counts_on_driver_and_group_give_held_and_free_nodes(sql_url: 
             {"conductor_group": "", "driver": "ipmi", "sort_key": "provision_state"},
             {"conductor_group": "rack-a", "reserved": True},
             {"driver": "ipmi", "reserved": False},
+            {"sort_key": "provision_state", "sort_dir": "desc"},
+            {"provision_state": "manageable", "sort_key": "name"},
+            {"provision_state": {"enroll", "manageable"}, "driver": "redfish"},
         ]
         for query in queries:
             expected = _walk(memory, **query)
@@ -109,7 +123,7 @@ def test_pages_and_counts_on_driver_and_group_give_held_and_free_nodes(sql_url: 
             assert [n.uuid for n in whole] == expected, query
         ours, theirs = StoreCapabilities(store), StoreCapabilities(memory)
         assert ours.counter is not None  # counted in SQL, not from a listing
-        for field in ("driver", "conductor_group"):
+        for field in ("provision_state", "driver", "conductor_group"):
             for reserved in (None, True, False):
                 counted = ours.count_nodes(field, reserved=reserved)
                 assert counted == theirs.count_nodes(field, reserved=reserved), (field, reserved)
