@@ -167,8 +167,10 @@ def read_attributes(fields: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(_SHOWN_AS.get(name, (name,))[0] for name in fields))
 
 
+@functools.lru_cache(maxsize=256)
 def _shown_fields(version: Version, fields: tuple[str, ...] | None) -> tuple[str, ...]:
-    """The fields shown at ``version``, in the order shown (each once)."""
+    """The fields shown at ``version``, in the order shown (each once): worked out once,
+    not per node."""
     names = NODE_FIELD_VERSIONS if fields is None else dict.fromkeys(fields)
     return tuple(
         name
