@@ -25,7 +25,7 @@ class Raid:
     """Set a node's target RAID configuration; list a driver's logical disk properties."""
 
     def __init__(self, ctx: Context, reservations: Reservations) -> None:
-        self._ctx = ctx
+        self._registry = ctx.registry  # the hardware types: the only other thing it uses
         self._reservations = reservations
 
     def set_target_raid_config(self, ident: str, config: object) -> Node:
@@ -46,6 +46,6 @@ class Raid:
     def logical_disk_properties(self, driver: str) -> dict[str, str]:
         """What the logical disks of a target may say, for the default RAID interface of
         hardware type ``driver`` (``UnsupportedDriverExtension`` for ``no-raid``)."""
-        hardware = self._ctx.registry.driver_for(Node(driver=driver))
+        hardware = self._registry.driver_for(Node(driver=driver))
         properties: dict[str, Any] = hardware.raid.get_logical_disk_properties()
         return dict(properties)

@@ -2,7 +2,9 @@
 
 The scans (:meth:`Scans.reserved`, :meth:`Scans.in_states`,
 :meth:`Scans.waking`) read their candidates through one index each and
-decode only the rows they return.
+decode only the rows they return; on PostgreSQL a scan by state that names
+no reservation reads two, the free nodes on the state's index and the held
+ones on the reservation index (schema 18), in one statement.
 """
 
 from __future__ import annotations
