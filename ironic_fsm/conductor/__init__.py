@@ -652,19 +652,15 @@ class Conductor:
     def list_nodes(self, *, fields: Iterable[str], **query: Any) -> list[NodeFields]: ...
 
     def list_nodes(
-        self,
-        *,
-        limit: int | None = None,
-        marker: str | None = None,
-        sort_key: str = "created_at",
-        sort_dir: str = "asc",
-        fields: Iterable[str] | None = None,
-        **filters: Any,
+        self, *, fields: Iterable[str] | None = None, **query: Any
     ) -> list[Node] | list[NodeFields]:
         """One page of the nodes whose fields equal the filters, in ``sort_key`` order.
 
-        ``marker`` is the UUID of the last node of the previous page;
-        ``limit`` caps the page (``None``: every match). Filters and order
+        The paging keywords are the store's (:meth:`~.stores.base.ScanningStore.list`):
+        ``sort_key`` (default ``created_at``) and ``sort_dir`` (``asc``);
+        ``marker``, the UUID of the last node of the previous page;
+        ``limit``, a cap on the page (``None``: every match). Every other
+        keyword is a filter. Filters and order
         are the store's (see :func:`~ironic_fsm.stores.base.list_page`), so
         a page costs what its rows cost, not what the fleet does.
 
@@ -681,8 +677,7 @@ class Conductor:
         ``limit``, ``sort_key`` or ``sort_dir``, and an unknown field in
         ``fields``.
         """
-        page = {"limit": limit, "marker": marker, "sort_key": sort_key, "sort_dir": sort_dir}
-        return self._nodes.list_nodes(page, fields, filters)
+        return self._nodes.list_nodes(fields, query)
 
     def update_node(
         self,

@@ -53,6 +53,10 @@ __all__ = ["BOOT_MODE_SET", "SECURE_BOOT_SET", "Nodes"]
 
 LOG = logging.getLogger(__name__)
 
+#: The paging keywords of :meth:`~ironic_fsm.Conductor.list_nodes` and their defaults,
+#: the store's (:meth:`~ironic_fsm.stores.base.ScanningStore.list`): any other is a filter.
+PAGING: Final = (("limit", None), ("marker", None), ("sort_key", "created_at"), ("sort_dir", "asc"))
+
 # Fields users may not set through update_node: the lifecycle owns them.
 _READ_ONLY_FIELDS: Final = frozenset(
     {
@@ -342,9 +346,12 @@ class Nodes:
         return self._ctx.caps.store.get(check_ident(ident))
 
     def list_nodes(
-        self, page: dict[str, Any], fields: Iterable[str] | None, filters: dict[str, Any]
+        self, fields: Iterable[str] | None, query: dict[str, Any]
     ) -> list[Node] | list[NodeFields]:
-        """:meth:`~ironic_fsm.Conductor.list_nodes`: ``page`` holds its paging keywords."""
+        """:meth:`~ironic_fsm.Conductor.list_nodes`: ``query`` holds its paging keywords
+        (:data:`PAGING`) and filters, and is the caller's to consume (its ``**query``)."""
+        page = {key: query.pop(key, default) for key, default in PAGING}
+        filters = query
         wanted = None if fields is None else check_fields(fields)
         checked: dict[str, Any] = {}
         for key, value in filters.items():
@@ -373,10 +380,9 @@ class Nodes:
                     f"Cannot filter nodes on {key} {value!r}: not a state of this lifecycle",
                     fields=[key],
                 )
-        query: dict[str, Any] = {**page, **checked}
         if wanted is not None:
-            return self._ctx.caps.list_fields(wanted, **query)
-        return self._ctx.caps.list_page(**query)
+            return self._ctx.caps.list_fields(wanted, **page, **checked)
+        return self._ctx.caps.list_page(**page, **checked)
 
     def update_node(
         self,
