@@ -140,10 +140,9 @@ class Paging:
                 read = _Read(selected, [*where, *cond], [*params, *extra], order, limit)
                 if split:
                     parts += [
-                        (number, read._replace(terms=[*read.terms, "reservation IS NULL"]), ""),
-                        (number, read._replace(terms=[*read.terms, "reservation >= ''"]),
-                         "nodes_reservation_idx"),
-                    ]  # fmt: skip
+                        (number, read._replace(terms=terms), hint)
+                        for terms, hint in self._sql.free_and_held(read.terms)
+                    ]
                 else:
                     unnamed = sort_key == "name" and "name IS NULL" in cond
                     parts.append((number, read, "nodes_unnamed_idx" if unnamed else ""))

@@ -105,13 +105,11 @@ class Scans:
         instead of searching the one that finds the few candidates.
         ``split``: in two legs, the free nodes and the held ones, one statement.
         """
-        legs = (
-            [[*where, "reservation IS NULL"], [*where, "reservation >= ''"]] if split else [where]
-        )
+        legs = self._sql.free_and_held(where, index) if split else [(where, index)]
         sql = " UNION ALL ".join(
             f"SELECT {by}, seq, uuid, data, reservation, version FROM nodes"
-            f"{self._sql.index_hint(index)} WHERE " + " AND ".join(terms)
-            for terms in legs
+            f"{self._sql.index_hint(hint)} WHERE " + " AND ".join(terms)
+            for terms, hint in legs
         )
         params = params * len(legs)
         if self._sql.echo:

@@ -40,21 +40,20 @@ class NodeCounts:
         """``SELECT field, COUNT(*) ... GROUP BY field``; the column name is a checked one."""
         check_count(field, maintenance, reserved)
         where = []
-        hint = ""
+        hint = ""  # the index SQLite is told to read
         if maintenance is not None:
             where.append(_MAINTENANCE[maintenance])
         if reserved is not None:
             where.append(_RESERVED[reserved])
             if reserved:  # the few held nodes, through their index; never a walk of the rest
-                hint = self._sql.index_hint("nodes_reservation_idx")
-        legs = [where] if reserved is not None or field not in self._split else [
-            [*where, _RESERVED[False]], [*where, _RESERVED[True]]
-        ]  # fmt: skip
+                hint = "nodes_reservation_idx"
+        split = reserved is None and field in self._split
+        legs = self._sql.free_and_held(where) if split else [(where, hint)]
         statement = " UNION ALL ".join(
-            f"SELECT {field}, COUNT(*) FROM nodes{hint}"
+            f"SELECT {field}, COUNT(*) FROM nodes{self._sql.index_hint(hint)}"
             + (f" WHERE {' AND '.join(terms)}" if terms else "")
             + f" GROUP BY {field}"
-            for terms in legs
+            for terms, hint in legs
         )
         sql = self._sql
         if sql.echo:
