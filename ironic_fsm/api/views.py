@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import functools
 import operator
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from types import SimpleNamespace
 from typing import Any, Final
 
-import orjson
-
 from ironic_fsm._unstored import UNSTORED_FIELDS
+from ironic_fsm.api._page_code import PageCode, Read, json_text
 from ironic_fsm.api.common import link_pair
 from ironic_fsm.api.versions import Version
 from ironic_fsm.conductor.console import CONSOLE_KEY
@@ -56,9 +54,6 @@ def _holder(value: str | None) -> str | None:
 Getter = Callable[[Any], Any]
 #: Turns the attribute a field is read from into what the field shows.
 Shown = Callable[[Any], Any]
-
-#: A UUID as the node record keeps it: JSON text as it is.
-_CANONICAL_UUID: Final = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 #: Ironic fields ironic_fsm does not keep: their value on every node.
 ABSENT_FIELDS: Final[dict[str, Any]] = dict(UNSTORED_FIELDS)
@@ -223,7 +218,7 @@ class NodePage:
     What a page's nodes share is worked out once, and a node costs one
     dict display: the fields shown, each read from its attribute and only
     those that need it worked on (masking, timestamps), compiled for the
-    version and field set (:class:`_Plan`). ``conductor_of`` and
+    version and field set (:func:`_plan`, :mod:`._page_code`). ``conductor_of`` and
     ``defaults_of`` answer for a node and for a driver as :func:`node_view`'s
     ``conductor`` and ``defaults`` do.
     """
@@ -245,7 +240,7 @@ class NodePage:
     def show(self, nodes: Iterable[Any]) -> list[dict[str, Any]]:
         """The nodes' views, for orjson to encode at once (:func:`~.common.send`): their links
         are encoded already, and their dicts may be the nodes' own."""
-        own, mark = (_json_text(f"{self._base}{path}") for path in ("/v1/nodes/", "/nodes/"))
+        own, mark = (json_text(f"{self._base}{path}") for path in ("/v1/nodes/", "/nodes/"))
         return self._plan.page(nodes, own, mark, self._conductor_of, self._interfaces)
 
     def _interfaces(self, driver: str) -> tuple[tuple[str, str | None], ...]:
@@ -261,81 +256,32 @@ class NodePage:
         return found
 
 
-def _json_text(text: str) -> str:
-    """``text`` as it stands inside a JSON string (the base comes from the Host header)."""
-    return orjson.dumps(text)[1:-1].decode()
-
-
-def _encoded_links(own: str, mark: str) -> orjson.Fragment:
-    """:func:`~.common.link_pair`'s links to ``own`` and ``mark`` (JSON text), encoded."""
-    return orjson.Fragment(
-        f'[{{"href":"{own}","rel":"self"}},{{"href":"{mark}","rel":"bookmark"}}]'
-    )
-
-
-#: What a compiled page calls each of the :data:`_SHOWN_AS` functions by, and runs for it
-#: (the masking that copies no dict without secrets: the page is encoded at once).
-_SHOWN_NAMES: Final = {
+#: The helper each of the :data:`_SHOWN_AS` functions is called by in a page's generated code,
+#: and what runs for it (the masking that copies no dict without secrets: the page is
+#: encoded at once).
+_HELPERS: Final[dict[Callable[..., Any], tuple[str, Callable[..., Any]]]] = {
     mask_secrets: ("mask", masked), stamp: ("stamp", stamp), _step: ("step", _step),
     _console_on: ("console_on", _console_on), _holder: ("holder", _holder),
 }  # fmt: skip
 
 
-class _Plan:
-    """How one version and field set shows a node: :class:`NodePage`'s shared part.
-
-    ``page(nodes, own, mark, conductor_of, interfaces)`` is straight-line
-    code generated from :data:`_SHOWN_AS` and the fields shown (names from
-    the table, never from a request), as :mod:`ironic_fsm._node_codec`
-    generates the node's codecs; :func:`node_view` is its reference.
-    """
-
-    def __init__(self, version: Version, fields: tuple[str, ...] | None) -> None:
-        self.keys = _shown_fields(version, fields)
-        items = []
-        for name in self.keys:
-            attribute, shown = _SHOWN_AS.get(name, (name, None))
-            read = f"node.{attribute}"
-            call = read if shown is None else f"{_SHOWN_NAMES[shown][0]}({read})"
-            items.append(f"{name!r}: {call}")
-        lines = [
-            "def page(nodes, own, mark, conductor_of, interfaces):",
-            "    out = []",
-            "    for node in nodes:",
-            f"        view = {{{', '.join(items)}}}",
-            "        for field, default in interfaces(node.driver):",
-            "            if view[field] is None:",
-            "                view[field] = default",
-        ]
-        if (fields is None or "conductor" in fields) and version >= (1, 49):
-            lines.append("        view['conductor'] = conductor_of(node)")
-        if "provision_state" in self.keys and version < (1, 39):
-            lines.append(f"        older_state_names(view, {version!r})")
-        # link_pair's links, encoded as orjson would encode them (own and mark are JSON
-        # text; so is a canonical UUID): a dozen objects fewer a node to make and free
-        lines += [
-            "        uuid = node.uuid",
-            "        if not canonical(uuid):",
-            "            uuid = json_text(uuid)",
-            "        mine, book = own + uuid, mark + uuid",
-        ]
-        count = 1 if fields is not None else 2 + (version >= (1, 14))
-        for key in ("links", "ports", "states")[:count]:
-            tail = "" if key == "links" else f" + '/{key}'"
-            lines.append(f"        view[{key!r}] = links(mine{tail}, book{tail})")
-        lines += ["        out.append(view)", "    return out"]
-        namespace: dict[str, Any] = dict(_SHOWN_NAMES.values())
-        namespace.update(
-            older_state_names=older_state_names, links=_encoded_links, json_text=_json_text,
-            canonical=_CANONICAL_UUID.fullmatch,
-        )  # fmt: skip
-        exec(compile("\n".join(lines), "<ironic_fsm node page>", "exec"), namespace)
-        self.page: Callable[..., list[dict[str, Any]]] = namespace["page"]
-
-
 @functools.lru_cache(maxsize=256)
-def _plan(version: Version, fields: tuple[str, ...] | None) -> _Plan:
-    return _Plan(version, fields)
+def _plan(version: Version, fields: tuple[str, ...] | None) -> PageCode:
+    """:class:`NodePage`'s shared part for one version and field set: the generated page
+    (:mod:`._page_code`) of the fields :func:`node_view` shows, read as it reads them."""
+    keys = _shown_fields(version, fields)
+    reads = []
+    for name in keys:
+        attribute, shown = _SHOWN_AS.get(name, (name, None))
+        reads.append(Read(name, attribute, None if shown is None else _HELPERS[shown][0]))
+    renamed = "provision_state" in keys and version < (1, 39)
+    return PageCode(
+        reads,
+        {**dict(_HELPERS.values()), "older_state_names": older_state_names},
+        conductor=(fields is None or "conductor" in fields) and version >= (1, 49),
+        older_states=version if renamed else None,
+        links=1 if fields is not None else 2 + (version >= (1, 14)),
+    )
 
 
 def older_state_names(shown: dict[str, Any], version: Version) -> None:
