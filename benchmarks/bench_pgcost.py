@@ -822,6 +822,13 @@ def run(quick: bool = False) -> Section:
             "context",
             None,
         ),
+        _median_row(
+            "the workers' own CPU per lifecycle, 2 sharing / 2 separate (the same work in "
+            f"both: the box's swing between the two runs; {rounds})",
+            [_ratio(r, (2, False), (2, True), "client_ms") for r in played],
+            "context",
+            None,
+        ),
         SummaryRow(
             "statements, WAL records and buffers per lifecycle, 2 sharing / 2 separate (counts)",
             f"{two['statements'] / own['statements']:.2f}x, "
