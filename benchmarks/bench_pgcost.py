@@ -38,8 +38,8 @@ processes.
 
 Coordination is measured against a control. On a 2-core box one worker and
 its backend keep about one core busy, two and their two backends both: the
-second core's CPU time per instruction is not the first's (caches, the
-other helpers' work, the hypervisor), and every process pays its own
+second core's CPU time per instruction is not the first's (caches, other
+work on the box, the hypervisor), and every process pays its own
 warm-up. So 2 conductors over 1 measures the box as much as anything the two
 conductors do to each other. The control runs the same two workers at the
 same time, each on a fresh database of its own holding as many nodes as the
@@ -197,7 +197,12 @@ def fresh_database(server: Any, name: str) -> str:
     with psycopg.connect(server.dsn, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
         conn.execute(f'CREATE DATABASE "{name}"')
-    return f"postgresql://postgres@127.0.0.1:{server.port}/{name}"
+    return _url(server, name)
+
+
+def _url(server: Any, database: str) -> str:
+    """The libpq URL of ``database`` on ``server``."""
+    return f"postgresql://postgres@127.0.0.1:{server.port}/{database}"
 
 
 #: The columns of pg_stat_statements read, per statement.
@@ -366,7 +371,7 @@ def _worker_commands(
         share = Path(tmp) / f"uuids-{i}.json"
         warmup = [uuids[n + i]] if WARMUP else []
         share.write_text(json.dumps({"uuids": uuids[:n][i::conductors], "warmup": warmup}))
-        url = f"postgresql://postgres@127.0.0.1:{server.port}/{databases[i % len(databases)]}"
+        url = _url(server, databases[i % len(databases)])
         command = [sys.executable, __file__, "--worker", url, str(share)]
         commands.append(command + ([rival.rpartition("-p")[2]] if "-p" in rival else []))
     return commands, databases
@@ -388,7 +393,7 @@ def one_run(
             commands = [
                 [str(IRONIC_VENV / "bin" / "python"), str(HERE / "_ironic_pg.py"), url, str(n), tmp]
             ]
-        urls = [f"postgresql://postgres@127.0.0.1:{server.port}/{db}" for db in databases]
+        urls = [_url(server, db) for db in databases]
         procs = _spawn(commands, env)
         try:
             stats_before = [table_stats(url) for url in urls]
