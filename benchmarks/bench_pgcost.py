@@ -13,9 +13,9 @@ starts. Then:
 * the workers (1 or 2 processes, each one ``Conductor`` with its own pool,
   splitting the nodes) start, open the store and say they are ready;
 * ``pg_stat_statements`` and the counters are reset, and every CPU counter
-  read: the postmaster and all its children, live and reaped (backends and
-  the background processes alike: PostgreSQL's whole server), and each
-  worker's own ``/proc/<pid>/stat``;
+  read: the postmaster and all its children, live (``/proc/<pid>/schedstat``,
+  in nanoseconds) and reaped (backends and the background processes alike:
+  PostgreSQL's whole server), and each worker's own (``time.process_time``);
 * the workers run their nodes' lifecycles and say they are done; the
   counters are read again and divided by N.
 
@@ -33,10 +33,35 @@ real ``ConductorManager`` with a synchronous executor, as
 ``shared/bench/ironic_baseline`` runs it on SQLite, given a PostgreSQL URL.
 
 Goals (issue 18): at most 1.5 ms of PostgreSQL CPU and 12 statements per
-lifecycle; 2 conductors cost at most 10% more CPU per lifecycle than one: the
-median ratio of 5 rounds, each a run with 1 and a run with 2 back to back, so
-that the shared box's swings (a third of CPU per lifecycle from run to run)
-move both sides of a ratio alike.
+lifecycle; coordination adds at most 10% to the CPU per lifecycle of all
+processes.
+
+Coordination is measured against a control. On a 2-core box one worker and
+its backend keep about one core busy, two and their two backends both: the
+second core's CPU time per instruction is not the first's (caches, other
+work on the box, the hypervisor), and every process pays its own
+warm-up. So 2 conductors over 1 measures the box as much as anything the two
+conductors do to each other. The control runs the same two workers at the
+same time, each on a fresh database of its own holding as many nodes as the
+shared one and running the same half of them: the same processes, the same
+work, the same load on the box, no fleet in common. Each round runs 1
+conductor, 2 sharing one database and 2 on separate databases back to back,
+in rotating order; coordination is all CPU per lifecycle of 2 sharing over 2
+separate (the goal, the median of 5 rounds), beside 2 sharing / 1 (the raw
+ratio) and 2 separate / 1 (what the box adds when nothing is shared). The
+runs of a round share the box's moment, whose swings move CPU per lifecycle
+by a third from run to run.
+
+A worker's first lifecycle costs its process about three times a steady one
+(first calls, psycopg preparing a statement at its sixth use), and 2 workers
+pay it twice: some 0.03 ms per lifecycle of 150, 1% of a run. With
+``$PGCOST_WARMUP=1`` each worker first runs one lifecycle on a node of its
+own, before it says it is ready and not counted. Three quick runs with it
+and three without, interleaved, read alike: 2 sharing / 2 separate medians
+0.92, 1.01, 0.95x with it, 1.05, 1.01, 1.01x without, its rounds spread
+alike (a standard deviation of 0.11 of the logarithm either way); the
+ratios to 1 conductor followed the box's load (1.10x to 1.54x) more than
+the warm-up. It steadied nothing, so it is off.
 
 Run alone: ``python benchmarks/bench_pgcost.py [--quick]``.
 """
@@ -61,8 +86,14 @@ VERBS = ("manage", "provide", "deploy", "undeploy")
 GOAL_PG_MS = 1.5
 GOAL_STATEMENTS = 12
 GOAL_COORDINATION = 1.10
-#: Rounds of 1 conductor against 2, back to back, whose median ratio is the verdict.
-PAIRS = 5
+#: The runs of a round, (conductors, separate): 1 conductor; 2 sharing one database; 2 each
+#: on a database of its own (the control: the same processes, no fleet in common).
+ROUND = ((1, False), (2, False), (2, True))
+#: Rounds of ``ROUND``, back to back in rotating order, whose median ratios are the verdict.
+ROUNDS = 5
+#: ``$PGCOST_WARMUP=1``: each worker runs one lifecycle on a node of its own before it says
+#: it is ready (not counted). Off: it steadied no ratio (see the docstring).
+WARMUP = os.environ.get("PGCOST_WARMUP", "0") == "1"
 #: Ours with schema 11's full indexes on the sparse columns: the layout before, side by side.
 BEFORE = "ours-v11"
 #: Ironic runs 1/this of the lifecycles ours do (each takes it some 50 times longer).
@@ -80,15 +111,32 @@ BEFORE_TREE = os.environ.get("PGCOST_BEFORE")
 # -- CPU of processes ------------------------------------------------------------------------
 
 
+def task_cpu(pid: int) -> float:
+    """CPU seconds of a one-threaded process (a PostgreSQL process) to the nanosecond.
+
+    ``/proc/<pid>/schedstat`` holds the scheduler's own count of the time the task
+    ran; ``/proc/<pid>/stat`` counts in ticks of 10 ms, and a run of 150 lifecycles
+    is some 60 ticks over five processes, each read twice: a tick either way at
+    every read moved a ratio of two runs by up to a tenth. Ticks where there is no
+    schedstat (a kernel without ``CONFIG_SCHED_INFO``).
+    """
+    try:
+        with open(f"/proc/{pid}/schedstat", encoding="ascii") as stat:
+            return int(stat.read().split()[0]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return cpu_seconds(pid)
+
+
 def postgres_cpu_by_kind(postmaster: int) -> dict[str, float]:
     """The server's CPU so far by kind of process: client backends, autovacuum, the rest.
 
     A child's kind is its process title (``postgres: autovacuum worker``,
     ``postgres: walwriter``, ``postgres: USER DB HOST(PORT) STATE``); reaped
-    children (autovacuum workers come and go) are counted under "reaped".
+    children (autovacuum workers come and go) are counted under "reaped", in
+    ticks (the kernel keeps no finer count of them).
     """
     kinds = {"backends": 0.0, "autovacuum": 0.0, "background": 0.0, "reaped": 0.0}
-    kinds["background"] += cpu_seconds(postmaster)
+    kinds["background"] += task_cpu(postmaster)
     kinds["reaped"] = cpu_seconds(postmaster, children=True) - cpu_seconds(postmaster)
     for pid in children_of(postmaster):
         try:
@@ -102,7 +150,7 @@ def postgres_cpu_by_kind(postmaster: int) -> dict[str, float]:
             if "(" in title  # a client connection's title carries its host(port)
             else "background"
         )
-        kinds[kind] += cpu_seconds(pid)
+        kinds[kind] += task_cpu(pid)
     return kinds
 
 
@@ -149,7 +197,12 @@ def fresh_database(server: Any, name: str) -> str:
     with psycopg.connect(server.dsn, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
         conn.execute(f'CREATE DATABASE "{name}"')
-    return f"postgresql://postgres@127.0.0.1:{server.port}/{name}"
+    return _url(server, name)
+
+
+def _url(server: Any, database: str) -> str:
+    """The libpq URL of ``database`` on ``server``."""
+    return f"postgresql://postgres@127.0.0.1:{server.port}/{database}"
 
 
 #: The columns of pg_stat_statements read, per statement.
@@ -196,8 +249,9 @@ def table_stats(url: str) -> dict[str, int]:
 # -- the workers -------------------------------------------------------------------------------
 
 
-def ours(url: str, uuids: list[str], prepare: int | None = None) -> None:
-    """A worker: one Conductor on its own store; runs ``uuids``' lifecycles when told.
+def ours(url: str, share: dict[str, list[str]], prepare: int | None = None) -> None:
+    """A worker: one Conductor on its own store; runs ``share["uuids"]``' lifecycles when
+    told, after those of ``share["warmup"]`` (not counted) before it says it is ready.
 
     ``prepare``: psycopg's ``prepare_threshold`` for the store's connections, if not its own.
     """
@@ -206,7 +260,9 @@ def ours(url: str, uuids: list[str], prepare: int | None = None) -> None:
 
     store = SQLStore(url, connect_args={} if prepare is None else {"prepare_threshold": prepare})
     conductor = ironic_fsm.Conductor(store=store)
-    _handshake(lambda: _lifecycles(conductor, uuids))
+    if share["warmup"]:
+        _lifecycles(conductor, share["warmup"])
+    _handshake(lambda: _lifecycles(conductor, share["uuids"]))
     store.close()
 
 
@@ -220,28 +276,36 @@ def _lifecycles(conductor: Any, uuids: list[str]) -> None:
 
 
 def _handshake(work: Any) -> None:
-    """Say ready, wait for go, work, say done (with this process's CPU), wait to be let go."""
+    """Say ready, wait for go, work, say done (with this process's CPU, all its threads, to
+    the nanosecond: ``time.process_time``), wait to be let go."""
     print("ready", flush=True)
     sys.stdin.readline()
-    before = cpu_seconds(os.getpid())
+    before = time.process_time()
     work()
-    print(json.dumps({"cpu": cpu_seconds(os.getpid()) - before}), flush=True)
+    print(json.dumps({"cpu": time.process_time() - before}), flush=True)
     sys.stdin.readline()
 
 
-def _spawn(command: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    proc = subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=HERE.parent,
-        env=env,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    while line and line.strip() != "ready":  # anything a worker logs before is not ours
+def _spawn(commands: list[list[str]], env: dict[str, str] | None) -> list[subprocess.Popen[str]]:
+    """The workers, all started before any is waited for; each has said it is ready."""
+    procs = [
+        subprocess.Popen(
+            c, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=HERE.parent, env=env
+        )
+        for c in commands
+    ]
+    for proc in procs:
+        assert proc.stdout is not None
         line = proc.stdout.readline()
-    if not line:
-        proc.wait()
-        raise RuntimeError(f"worker {command[:3]} failed to start ({proc.returncode})")
-    return proc
+        while line and line.strip() != "ready":  # anything a worker logs before is not ours
+            line = proc.stdout.readline()
+        if not line:
+            failed = proc.wait()
+            for other in procs:
+                other.kill()
+                other.wait()
+            raise RuntimeError(f"worker {proc.args!r} failed to start ({failed})")
+    return procs
 
 
 def _create_nodes(url: str, n: int, full_indexes: bool = False) -> list[str]:
@@ -268,38 +332,71 @@ def _create_nodes(url: str, n: int, full_indexes: bool = False) -> list[str]:
         return uuids
 
 
-def one_run(
-    server: Any, postmaster: int, n: int, conductors: int, rival: str = "ours"
-) -> dict[str, Any]:
-    """N lifecycles by ``conductors`` worker processes on a fresh database; the figures."""
-    database = f"pgcost_{rival.replace('-', '_')}_{conductors}"
+def _env(rival: str) -> dict[str, str] | None:
+    """The environment of ``rival``'s processes: ``ours-before`` imports that checkout."""
+    if rival == "ours-before" and BEFORE_TREE:
+        return {**os.environ, "PYTHONPATH": BEFORE_TREE}
+    return None
+
+
+def _fleet(server: Any, database: str, n: int, rival: str, env: dict[str, str] | None) -> list[str]:
+    """A fresh ``database`` holding ``n`` nodes, created by the rival's own checkout; UUIDs."""
     url = fresh_database(server, database)
-    env = None
-    if rival == "ours-before" and BEFORE_TREE:  # that checkout's package, not ours
-        env = {**os.environ, "PYTHONPATH": BEFORE_TREE}
+    if rival == "ours-before":  # its own schema: the nodes are created by that checkout
+        created = subprocess.run(
+            [sys.executable, __file__, "--create", url, str(n)],
+            env=env, cwd=HERE.parent, check=True, capture_output=True, text=True,
+        )  # fmt: skip
+        return list(json.loads(created.stdout.splitlines()[-1]))
+    return _create_nodes(url, n, full_indexes=rival == BEFORE)
+
+
+def _worker_commands(
+    server: Any, n: int, conductors: int, rival: str, separate: bool, tmp: str
+) -> tuple[list[list[str]], list[str]]:
+    """The workers' command lines and the databases they run on.
+
+    Worker ``i`` takes every ``conductors``-th of the ``n`` nodes from the ``i``-th, and
+    node ``n + i`` to warm up on (``WARMUP``). ``separate``: each worker on a database of
+    its own holding ``n + conductors`` nodes as the shared one does, of which it runs
+    the same share: the same processes and the same work, no fleet in common.
+    """
+    env = _env(rival)
+    name = f"pgcost_{rival.replace('-', '_')}_{conductors}"
+    databases = [f"{name}_own{i}" for i in range(conductors)] if separate else [name]
+    fleets = [_fleet(server, db, n + conductors, rival, env) for db in databases]
+    commands = []
+    for i in range(conductors):
+        uuids = fleets[i % len(fleets)]
+        share = Path(tmp) / f"uuids-{i}.json"
+        warmup = [uuids[n + i]] if WARMUP else []
+        share.write_text(json.dumps({"uuids": uuids[:n][i::conductors], "warmup": warmup}))
+        url = _url(server, databases[i % len(databases)])
+        command = [sys.executable, __file__, "--worker", url, str(share)]
+        commands.append(command + ([rival.rpartition("-p")[2]] if "-p" in rival else []))
+    return commands, databases
+
+
+def one_run(
+    server: Any, postmaster: int, n: int, conductors: int, rival: str = "ours",
+    separate: bool = False,
+) -> dict[str, Any]:  # fmt: skip
+    """N lifecycles by ``conductors`` worker processes on a fresh database (``separate``:
+    one each, see ``_worker_commands``); the figures."""
+    env = _env(rival)
     with tempfile.TemporaryDirectory() as tmp:
-        if rival == "ours-before":  # its own schema: the nodes are created by that checkout
-            created = subprocess.run(
-                [sys.executable, __file__, "--create", url, str(n)],
-                env=env, cwd=HERE.parent, check=True, capture_output=True, text=True,
-            )  # fmt: skip
-            uuids = json.loads(created.stdout.splitlines()[-1])
-        elif rival.startswith("ours"):
-            uuids = _create_nodes(url, n, full_indexes=rival == BEFORE)
         if rival.startswith("ours"):
-            commands = []
-            for i in range(conductors):
-                share = Path(tmp) / f"uuids-{i}.json"
-                share.write_text(json.dumps(uuids[i::conductors]))
-                command = [sys.executable, __file__, "--worker", url, str(share)]
-                commands.append(command + ([rival.rpartition("-p")[2]] if "-p" in rival else []))
+            commands, databases = _worker_commands(server, n, conductors, rival, separate, tmp)
         else:
+            databases = [f"pgcost_{rival}_{conductors}"]
+            url = fresh_database(server, databases[0])
             commands = [
                 [str(IRONIC_VENV / "bin" / "python"), str(HERE / "_ironic_pg.py"), url, str(n), tmp]
             ]
-        procs = [_spawn(c, env) for c in commands]
+        urls = [_url(server, db) for db in databases]
+        procs = _spawn(commands, env)
         try:
-            stats_before = table_stats(url)
+            stats_before = [table_stats(url) for url in urls]
             _reset(server)
             pg_before = postgres_cpu_by_kind(postmaster)
             started = time.perf_counter()
@@ -318,8 +415,8 @@ def one_run(
             pg_after = postgres_cpu_by_kind(postmaster)
             pg_kinds = {k: pg_after[k] - pg_before[k] for k in pg_after}
             pg_cpu = sum(pg_kinds.values())
-            calls = statements(server, database)
-            stats_after = table_stats(url)
+            calls = [c for db in databases for c in statements(server, db)]
+            stats_after = [table_stats(url) for url in urls]
         finally:
             for proc in procs:
                 if proc.stdin is not None:
@@ -327,7 +424,7 @@ def one_run(
             for proc in procs:
                 proc.wait(timeout=60)
     return {
-        "rival": rival,
+        "rival": f"{rival}-separate" if separate else rival,
         "conductors": conductors,
         "n": n,
         "rate": n / wall,
@@ -340,8 +437,8 @@ def one_run(
         "wal_records": sum(c["wal_records"] for c in calls) / n,
         "wal_bytes": sum(float(c["wal_bytes"]) for c in calls) / n,
         "exec_ms": sum(c["total_exec_time"] for c in calls) / n,
-        "hot": stats_after["hot"] - stats_before["hot"],
-        "updates": stats_after["upd"] - stats_before["upd"],
+        "hot": sum(a["hot"] - b["hot"] for a, b in zip(stats_after, stats_before, strict=True)),
+        "updates": sum(a["upd"] - b["upd"] for a, b in zip(stats_after, stats_before, strict=True)),
     }
 
 
@@ -524,8 +621,10 @@ def _totals(results: list[dict[str, Any]]) -> Table:
         "in every run.",
         "PostgreSQL CPU: /proc of the postmaster and all its children (backends and "
         "background processes), before and after, over N. Client CPU: the conductor "
-        "processes' own /proc. Statements: pg_stat_statements calls in the run's database "
-        "(each a round trip; BEGIN/COMMIT counted when sent).",
+        "processes' own, all threads. Statements: pg_stat_statements calls in the run's "
+        "database(s) (each a round trip; BEGIN/COMMIT counted when sent).",
+        "ours-separate: the control of the coordination rounds (table below), 2 workers at "
+        "once, each on a database of its own.",
         "PostgreSQL as tests/pgserver.py runs it (but for the durable row): fsync, "
         "synchronous_commit and full_page_writes off.",
     ]
@@ -548,17 +647,17 @@ def _all_cpu(r: dict[str, Any]) -> float:
 
 
 def measure(
-    n: int, repeats: int, ironic: bool = True, pairs: int = PAIRS
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[float]]:
+    n: int, repeats: int, ironic: bool = True, rounds: int = ROUNDS
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[tuple[int, bool], Any]]]:
     """Each configuration and each replayed variant ``repeats`` times, interleaved; the
     run of each with the least CPU. Then ours once more on a durable server.
 
-    The 2-conductor ratio is measured apart, in ``pairs`` rounds of one run with
-    1 conductor and one with 2 back to back (in turns first), each round's ratio
-    of all CPU on its own: the box is shared and CPU per lifecycle moves by a
-    third from run to run, alike for the two runs of a round; the median of the
-    rounds' ratios is the figure (the least CPU of each apart compared two
-    different moments of the box)."""
+    The coordination ratios are measured apart, in ``rounds`` rounds of the three runs
+    of ``ROUND`` back to back (rotating which comes first), each round's ratios of all
+    CPU on their own: the box is shared and CPU per lifecycle moves by a third from
+    run to run, alike for the runs of a round; the medians of the rounds' ratios are
+    the figures (the least CPU of each apart compared different moments of the box).
+    Returns the rows, the replayed variants, and each round's runs by ``ROUND``'s keys."""
     server, postmaster = start_postgres()
     configs = [(BEFORE, 1)]
     if BEFORE_TREE:
@@ -567,15 +666,18 @@ def measure(
         configs.append(("ironic", 1))
     best: dict[tuple[str, int], dict[str, Any]] = {}
     replayed: dict[str, dict[str, Any]] = {}
-    ratios: list[float] = []
+    played: list[dict[tuple[int, bool], Any]] = []
     try:
-        for turn in range(max(repeats, pairs)):
-            order = (1, 2) if turn % 2 == 0 else (2, 1)
-            if turn < pairs:
-                runs = {c: one_run(server, postmaster, n, c, "ours") for c in order}
-                for conductors, r in runs.items():
-                    _keep_least(best, ("ours", conductors), r)
-                ratios.append(_all_cpu(runs[2]) / _all_cpu(runs[1]))
+        for turn in range(max(repeats, rounds)):
+            if turn < rounds:
+                shift = turn % len(ROUND)
+                runs = {
+                    k: one_run(server, postmaster, n, k[0], "ours", k[1])
+                    for k in ROUND[shift:] + ROUND[:shift]
+                }
+                for r in runs.values():
+                    _keep_least(best, (r["rival"], r["conductors"]), r)
+                played.append(runs)
             if turn >= repeats:
                 continue
             for rival, conductors in configs:
@@ -594,9 +696,9 @@ def measure(
             _keep_least(best, (DURABLE, 1), r)
     finally:
         server.stop()
-    order = [BEFORE, "ours-before", "ours", "ironic", DURABLE]
+    order = [BEFORE, "ours-before", "ours", "ours-separate", "ironic", DURABLE]
     rows = sorted(best.values(), key=lambda r: (order.index(r["rival"]), r["conductors"]))
-    return rows, list(replayed.values()), ratios
+    return rows, list(replayed.values()), played
 
 
 def _replayed(rows: list[dict[str, Any]]) -> Table:
@@ -626,18 +728,72 @@ def _replayed(rows: list[dict[str, Any]]) -> Table:
     return table
 
 
+#: The ratios of a round, (name, numerator, denominator) by ``ROUND``'s keys.
+_RATIOS = (
+    ("2 sharing / 2 separate", (2, False), (2, True)),
+    ("2 sharing / 1", (2, False), (1, False)),
+    ("2 separate / 1", (2, True), (1, False)),
+)
+_LABELS = {(1, False): "1", (2, False): "2 sharing", (2, True): "2 separate"}
+
+
+def _ratio(runs: dict[tuple[int, bool], Any], top: Any, bottom: Any, key: str = "") -> float:
+    """``runs[top]`` over ``runs[bottom]``: ``key``'s figure per lifecycle, else all CPU."""
+    a, b = runs[top], runs[bottom]
+    return float(a[key] / max(b[key], 1e-9)) if key else _all_cpu(a) / _all_cpu(b)
+
+
+def _rounds(played: list[dict[tuple[int, bool], Any]]) -> Table:
+    """Each round: its order, all CPU per lifecycle of its three runs, and their ratios."""
+    sharing, separate = (2, False), (2, True)
+    table = Table(
+        "P6 coordination: rounds of 1 conductor, 2 sharing one database, 2 on separate databases",
+        ["round", "order", "1: all CPU/lc", "2 sharing", "2 separate",
+         *(name for name, _, _ in _RATIOS), "sharing/separate: PostgreSQL, client",
+         "buffers", "WAL records", "statements"],
+    )  # fmt: skip
+    for i, runs in enumerate(played, 1):
+        table.add(
+            i,
+            ", ".join(_LABELS[k] for k in runs),
+            *(f"{_all_cpu(runs[k]):.2f} ms" for k in ROUND),
+            *(f"{_ratio(runs, top, bottom):.2f}x" for _, top, bottom in _RATIOS),
+            f"{_ratio(runs, sharing, separate, 'pg_ms'):.2f}x, "
+            f"{_ratio(runs, sharing, separate, 'client_ms'):.2f}x",
+            *(f"{_ratio(runs, sharing, separate, k):.2f}x"
+              for k in ("blocks", "wal_records", "statements")),
+        )  # fmt: skip
+    table.notes += [
+        "2 separate (the control): two workers at the same time, each on a fresh database of "
+        "its own holding as many nodes as the shared one, running the same half of them "
+        "(every other node) with the same code: the box carries the same processes doing "
+        "the same work, and the only difference from 2 sharing is the fleet in common. "
+        "sharing/separate is the cost of coordination; 2 separate / 1 is what a second "
+        "process costs on this box with nothing shared.",
+        "Buffers, WAL records and statements: sharing over separate, per lifecycle (counts).",
+    ]
+    return table
+
+
+def _median_row(name: str, ratios: list[float], goal: str, ok: bool | None) -> SummaryRow:
+    value = f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
+    return SummaryRow(name, value, goal, ok)
+
+
 def run(quick: bool = False) -> Section:
     started = time.perf_counter()
     n = 150 if quick else 500
-    results, replayed, ratios = measure(n, repeats=1 if quick else 3, ironic=not quick)
+    results, replayed, played = measure(n, repeats=1 if quick else 3, ironic=not quick)
     by = {(r["rival"], r["conductors"]): r for r in results}
-    one, two = by[("ours", 1)], by[("ours", 2)]
-    tables = [_totals(results), _replayed(replayed), breakdown(one)]
+    one, two, own = by[("ours", 1)], by[("ours", 2)], by[("ours-separate", 2)]
+    tables = [_totals(results), _rounds(played), _replayed(replayed), breakdown(one)]
     if ("ironic", 1) in by:
         tables.append(breakdown(by[("ironic", 1)]))
     section = Section("P6. PostgreSQL's cost per lifecycle", tables)
     section.seconds = time.perf_counter() - started
-    coordination = statistics.median(ratios)
+    ratios = {name: [_ratio(r, top, bottom) for r in played] for name, top, bottom in _RATIOS}
+    coordination = statistics.median(ratios["2 sharing / 2 separate"])
+    rounds = f"median of {len(played)} rounds"
     section.summary += [
         SummaryRow(
             "PostgreSQL CPU per lifecycle (1 conductor)",
@@ -651,22 +807,42 @@ def run(quick: bool = False) -> Section:
             f"<= {GOAL_STATEMENTS}",
             one["statements"] <= GOAL_STATEMENTS,
         ),
-        SummaryRow(
-            f"all CPU per lifecycle, 2 conductors / 1 (median of {len(ratios)} paired rounds)",
-            f"{coordination:.2f}x ({min(ratios):.2f}-{max(ratios):.2f})",
+        _median_row(
+            f"coordination: all CPU per lifecycle, 2 conductors sharing one database / 2 on "
+            f"separate databases ({rounds})",
+            ratios["2 sharing / 2 separate"],
             f"<= {GOAL_COORDINATION:.2f}x",
             coordination <= GOAL_COORDINATION,
         ),
-    ]
-    section.summary.append(
+        _median_row(
+            f"all CPU per lifecycle, 2 conductors sharing / 1 (raw: this box's load; {rounds})",
+            ratios["2 sharing / 1"],
+            "context",
+            None,
+        ),
+        _median_row(
+            f"all CPU per lifecycle, 2 conductors on separate databases / 1 (what the box adds "
+            f"with nothing shared; {rounds})",
+            ratios["2 separate / 1"],
+            "context",
+            None,
+        ),
+        _median_row(
+            "the workers' own CPU per lifecycle, 2 sharing / 2 separate (the same work in "
+            f"both: the box's swing between the two runs; {rounds})",
+            [_ratio(r, (2, False), (2, True), "client_ms") for r in played],
+            "context",
+            None,
+        ),
         SummaryRow(
-            "statements and WAL records per lifecycle, 2 conductors / 1 (counts: no noise)",
-            f"{two['statements'] / one['statements']:.2f}x, "
-            f"{two['wal_records'] / max(one['wal_records'], 1e-9):.2f}x",
+            "statements, WAL records and buffers per lifecycle, 2 sharing / 2 separate (counts)",
+            f"{two['statements'] / own['statements']:.2f}x, "
+            f"{two['wal_records'] / max(own['wal_records'], 1e-9):.2f}x, "
+            f"{two['blocks'] / max(own['blocks'], 1e-9):.2f}x",
             "context for the CPU ratio",
             None,
-        )
-    )
+        ),
+    ]
     if ("ironic", 1) in by:
         ironic = by[("ironic", 1)]
         section.summary.append(
