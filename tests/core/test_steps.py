@@ -32,7 +32,9 @@ ARGS_DECORATORS = [d for d in ALL_DECORATORS if d[0] != "verify"]
 
 
 def _ids(param: object) -> str:
-    return param[0] if isinstance(param, tuple) else str(param)
+    """A stable id: pytest asks for one per value, and a function's repr holds its address
+    (two runs, or pytest-xdist's workers, would then collect different tests)."""
+    return str(getattr(param, "__name__", param))
 
 
 # -- priority --------------------------------------------------------------------
