@@ -47,7 +47,7 @@ shared one and running the same half of them: the same processes, the same
 work, the same load on the box, no fleet in common. Each round runs 1
 conductor, 2 sharing one database and 2 on separate databases back to back,
 in rotating order; coordination is all CPU per lifecycle of 2 sharing over 2
-separate (the goal, the median of 5 rounds), beside 2 sharing / 1 (the raw
+separate (the goal, the median of 9 rounds), beside 2 sharing / 1 (the raw
 ratio) and 2 separate / 1 (what the box adds when nothing is shared). The
 runs of a round share the box's moment, whose swings move CPU per lifecycle
 by a third from run to run.
@@ -90,7 +90,7 @@ GOAL_COORDINATION = 1.10
 #: on a database of its own (the control: the same processes, no fleet in common).
 ROUND = ((1, False), (2, False), (2, True))
 #: Rounds of ``ROUND``, back to back in rotating order, whose median ratios are the verdict.
-ROUNDS = 5
+ROUNDS = 9
 #: ``$PGCOST_WARMUP=1``: each worker runs one lifecycle on a node of its own before it says
 #: it is ready (not counted). Off: it steadied no ratio (see the docstring).
 WARMUP = os.environ.get("PGCOST_WARMUP", "0") == "1"
