@@ -8,16 +8,31 @@ missing tool fails the test with what is missing, it never skips.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
+import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
 from ipa_sandbox import Sandbox, ipa_python, loop_device
 
 _TOOLS = ("ip", "unshare", "losetup", "mount")
+#: Held while a test has loop devices and sandboxes, across test processes (pytest-xdist).
+_ONE_AT_A_TIME = Path(tempfile.gettempdir()) / "ironic_fsm-ipa-sandboxes.lock"
+
+
+@contextmanager
+def _sandboxes_to_ourselves() -> Iterator[None]:
+    """One test process at a time makes loop devices and runs IPA in sandboxes: a sandbox
+    covers the block devices there are when it starts, so another process's loop device
+    made later would show in it (IPA's hardware manager lists only its own disk, but udev,
+    partition scans and the machine's two cores are shared)."""
+    with _ONE_AT_A_TIME.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 @pytest.fixture(scope="session")
@@ -38,6 +53,7 @@ def make_sandbox(tmp_path: Path, ipa: Path) -> Iterator[Callable[..., Sandbox]]:
     uncovered in the sandbox: what the isolation check must refuse.
     """
     with ExitStack() as stack:
+        stack.enter_context(_sandboxes_to_ourselves())
 
         def make(
             mac: str, *, seed: bool = False, leave_visible: int = 0, size_mib: int = 64

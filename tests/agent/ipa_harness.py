@@ -55,17 +55,31 @@ class Peer:
         self.power.attach(node.uuid, self.sandbox, self.api_url, self.ipa)
         return node
 
-    def wait_for(self, uuid: str, check: Callable[[Node], bool], timeout: float = 120) -> Node:
+    def wait_for(
+        self, uuid: str, check: Callable[[Node], bool], timeout: float = 120, heard: bool = False
+    ) -> Node:
+        """The node once ``check`` holds in the store; with ``heard``, once :attr:`events` also
+        holds the event that announced its provision state: events are told after the save
+        that records them, so a reader of the store can be a moment ahead of the listener."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             node = self.conductor.get_node(uuid)
-            if check(node):
+            if check(node) and (not heard or self._heard(node)):
                 return node
             time.sleep(0.05)
         raise AssertionError(
             f"node {uuid} never got there: {self.conductor.get_node(uuid)!r}\n"
             f"{self.sandbox.launcher_log()[-2000:]}\n{self.sandbox.ipa_log()[-4000:]}"
         )
+
+    def _heard(self, node: Node) -> bool:
+        """Whether the listener has heard of the move into the node's provision state."""
+        moved = node.provision_updated_at
+        return any(
+            e.node == node.uuid and e.state == node.provision_state and e.step is None
+            and (moved is None or (e.timestamp is not None and e.timestamp >= moved))
+            for e in list(self.events)
+        )  # fmt: skip
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):

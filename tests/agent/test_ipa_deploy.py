@@ -136,7 +136,7 @@ def test_direct_deploy_writes_the_image_byte_for_byte(deployer: Deployer, disk_f
     node = deployer.deployable(disk_format)
     started = time.monotonic()
     deployer.conductor.do_provisioning_action(node.uuid, "deploy")
-    done = deployer.wait_for(node.uuid, _settled)
+    done = deployer.wait_for(node.uuid, _settled, heard=True)
     took = time.monotonic() - started
     assert done.provision_state == "active", done.last_error
     assert done.last_error is None
@@ -258,7 +258,7 @@ def test_fast_track_deploys_through_the_agent_left_up_by_cleaning(deployer: Depl
     assert deployer.sandbox.running()  # fast track: the agent stays up, still heartbeating
     assert cleaned.driver_internal_info["agent_url"]
     deployer.conductor.do_provisioning_action(node.uuid, "deploy")
-    done = deployer.wait_for(node.uuid, _settled)
+    done = deployer.wait_for(node.uuid, _settled, heard=True)
     assert done.provision_state == "active", done.last_error
     assert _disk(deployer)[: len(raw)] == raw
     assert deployer.power.boots[node.uuid] == 1  # one ramdisk boot for the clean and the deploy

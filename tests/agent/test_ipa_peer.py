@@ -171,7 +171,9 @@ def test_automated_clean_erases_the_disk_with_the_real_ipa(peer: Peer) -> None:
         assert disk.read(1 << 20).count(0) < 1 << 16  # seeded with random bytes
     node = peer.node(provision_state="manageable", power_state="power off")
     peer.conductor.do_provisioning_action(node.uuid, "provide")
-    done = peer.wait_for(node.uuid, lambda n: n.provision_state in ("available", "clean failed"))
+    done = peer.wait_for(
+        node.uuid, lambda n: n.provision_state in ("available", "clean failed"), heard=True
+    )
     assert done.provision_state == "available", done.last_error
     assert done.last_error is None
     ran = [e.step["step"] for e in peer.events if e.name == STEP_END and e.node == node.uuid]
@@ -231,7 +233,9 @@ def test_manual_clean_runs_only_the_metadata_erase(peer: Peer) -> None:
     peer.conductor.do_provisioning_action(
         node.uuid, "clean", clean_steps=[{"interface": "deploy", "step": "erase_devices_metadata"}]
     )
-    done = peer.wait_for(node.uuid, lambda n: n.provision_state in ("manageable", "clean failed"))
+    done = peer.wait_for(
+        node.uuid, lambda n: n.provision_state in ("manageable", "clean failed"), heard=True
+    )
     assert done.provision_state == "manageable", done.last_error
     ran = [e.step["step"] for e in peer.events if e.name == STEP_END and e.node == node.uuid]
     assert ran == ["erase_devices_metadata"]
@@ -297,7 +301,9 @@ def test_a_clean_step_that_asks_for_a_reboot_gets_one(peer: Peer) -> None:
     steps = [{"interface": "deploy", "step": "ifsm_mark_and_reboot"},
              {"interface": "deploy", "step": "erase_devices_metadata"}]  # fmt: skip
     peer.conductor.do_provisioning_action(node.uuid, "clean", clean_steps=steps)
-    done = peer.wait_for(node.uuid, lambda n: n.provision_state in ("manageable", "clean failed"))
+    done = peer.wait_for(
+        node.uuid, lambda n: n.provision_state in ("manageable", "clean failed"), heard=True
+    )
     assert done.provision_state == "manageable", done.last_error
     ran = [e.step["step"] for e in peer.events if e.name == STEP_END and e.node == node.uuid]
     assert ran == ["ifsm_mark_and_reboot", "erase_devices_metadata"]
