@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["box_cpu", "children_of", "cpu_seconds", "postgres_cpu"]
+__all__ = ["box_cpu", "children_of", "cpu_seconds", "postgres_cpu", "task_cpu"]
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -24,6 +24,22 @@ def cpu_seconds(pid: int, children: bool = False) -> float:
     if children:
         ticks += int(fields[13]) + int(fields[14])  # cutime, cstime
     return ticks / _TICKS
+
+
+def task_cpu(pid: int) -> float:
+    """CPU seconds of a one-threaded process (a PostgreSQL process) to the nanosecond.
+
+    ``/proc/<pid>/schedstat`` holds the scheduler's own count of the time the task
+    ran; ``/proc/<pid>/stat`` counts in ticks of 10 ms, and a run of 150 lifecycles
+    is some 60 ticks over five processes, each read twice: a tick either way at
+    every read moved a ratio of two runs by up to a tenth. Ticks where there is no
+    schedstat (a kernel without ``CONFIG_SCHED_INFO``).
+    """
+    try:
+        with open(f"/proc/{pid}/schedstat", encoding="ascii") as stat:
+            return int(stat.read().split()[0]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return cpu_seconds(pid)
 
 
 def children_of(pid: int) -> list[int]:

@@ -79,7 +79,7 @@ from pathlib import Path
 from typing import Any
 
 from _harness import Section, SummaryRow, Table, run_alone
-from _procstat import children_of, cpu_seconds
+from _procstat import children_of, cpu_seconds, task_cpu
 
 HERE = Path(__file__).resolve().parent
 VERBS = ("manage", "provide", "deploy", "undeploy")
@@ -109,22 +109,6 @@ BEFORE_TREE = os.environ.get("PGCOST_BEFORE")
 
 
 # -- CPU of processes ------------------------------------------------------------------------
-
-
-def task_cpu(pid: int) -> float:
-    """CPU seconds of a one-threaded process (a PostgreSQL process) to the nanosecond.
-
-    ``/proc/<pid>/schedstat`` holds the scheduler's own count of the time the task
-    ran; ``/proc/<pid>/stat`` counts in ticks of 10 ms, and a run of 150 lifecycles
-    is some 60 ticks over five processes, each read twice: a tick either way at
-    every read moved a ratio of two runs by up to a tenth. Ticks where there is no
-    schedstat (a kernel without ``CONFIG_SCHED_INFO``).
-    """
-    try:
-        with open(f"/proc/{pid}/schedstat", encoding="ascii") as stat:
-            return int(stat.read().split()[0]) / 1e9
-    except (OSError, IndexError, ValueError):
-        return cpu_seconds(pid)
 
 
 def postgres_cpu_by_kind(postmaster: int) -> dict[str, float]:

@@ -50,10 +50,10 @@ class NodeCounts:
         split = reserved is None and field in self._split
         legs = self._sql.free_and_held(where) if split else [(where, hint)]
         statement = " UNION ALL ".join(
-            f"SELECT {field}, COUNT(*) FROM nodes{self._sql.index_hint(hint)}"
+            f"SELECT {field}, COUNT(*) FROM nodes{self._sql.index_hint(index)}"
             + (f" WHERE {' AND '.join(terms)}" if terms else "")
             + f" GROUP BY {field}"
-            for terms, hint in legs
+            for terms, index in legs
         )
         sql = self._sql
         if sql.echo:
